@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/pgserver"
+	"github.com/payintake/payintake/records"
+)
+
+// globals are the flags every command takes.
+type globals struct {
+	dataDir     string
+	databaseURL string
+	verbose     bool
+}
+
+func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	g := &globals{}
+	fs.StringVar(&g.dataDir, "data-dir", envOr("PAYINTAKE_DATA_DIR", "./payintake-data"), "host keys, the embedded database, spool files")
+	fs.StringVar(&g.databaseURL, "database-url", os.Getenv("PAYINTAKE_DATABASE_URL"), "an external PostgreSQL; empty means the embedded one")
+	fs.BoolVar(&g.verbose, "verbose", false, "log progress to stderr")
+	return fs, g
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// parse parses flags that may come before, between or after positional
+// arguments ("partner add ID --name X") and returns the positional ones.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, usagef("%s: see the flags above", fs.Name())
+			}
+			return nil, usagef("%s: %v", fs.Name(), err)
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// env is what a command runs with: the store, and the embedded server if
+// this process uses one.
+type env struct {
+	g      *globals
+	log    *slog.Logger
+	server *pgserver.Server
+	store  *records.Store
+	intake *intake.Intake
+}
+
+func (g *globals) logger(stderr io.Writer) *slog.Logger {
+	if !g.verbose {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(stderr, nil))
+}
+
+// open connects to the database (starting the embedded one if needed) and
+// applies migrations.
+func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*env, error) {
+	e := &env{g: g, log: log}
+	url := g.databaseURL
+	if url == "" {
+		dir, err := filepath.Abs(g.dataDir)
+		if err != nil {
+			return nil, fmt.Errorf("data dir %q: %w", g.dataDir, err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create data dir: %w", err)
+		}
+		srv, err := pgserver.Start(ctx, pgserver.Options{DataDir: dir, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("start the embedded database: %w", err)
+		}
+		e.server = srv
+		url = srv.URL()
+	}
+	if err := records.Migrate(ctx, url); err != nil {
+		e.close()
+		return nil, err
+	}
+	st, err := records.Open(ctx, url, records.Options{MaxConns: maxConns, Logger: log})
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	e.store = st
+	e.intake = intake.New(st, log)
+	return e, nil
+}
+
+func (e *env) close() {
+	if e.store != nil {
+		e.store.Close()
+	}
+	if e.server != nil {
+		if err := e.server.Stop(context.Background()); err != nil {
+			e.log.Error("stop the embedded database", "err", err)
+		}
+	}
+}
+
+// oneLine makes an error message one sentence on one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

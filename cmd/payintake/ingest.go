@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/payintake/payintake/records"
+)
+
+// outcomes in the order summaries print them.
+var outcomes = []string{"created", "updated", "unchanged", "held", "stale", "rejected"}
+
+func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, g := newFlagSet("ingest", stderr)
+	partner := fs.String("partner", "", "partner ID (required)")
+	resultsDir := fs.String("results-dir", "", "also write each result file here as NAME.result.csv")
+	files, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if *partner == "" {
+		return usagef("ingest needs --partner ID")
+	}
+	if len(files) == 0 {
+		return usagef("ingest needs at least one FILE")
+	}
+	for _, f := range files {
+		if st, err := os.Stat(f); err != nil {
+			return fmt.Errorf("cannot read %s: %w", f, err)
+		} else if st.IsDir() {
+			return fmt.Errorf("%s is a folder, not a file", f)
+		}
+	}
+	e, err := g.open(ctx, g.logger(stderr), 4)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	if _, err := e.store.Partner(ctx, *partner); err != nil {
+		return fmt.Errorf("unknown partner %q: add it with `payintake partner add %s`", *partner, *partner)
+	}
+	for _, f := range files {
+		got, out, err := e.intake.IngestFile(ctx, *partner, f, "cli")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, summary(got, out))
+		if *resultsDir != "" {
+			if err := writeResultFile(ctx, e.store, *resultsDir, got); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// summary is the one line ingest prints per file.
+func summary(got, out records.Envelope) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: envelope %d %s", got.FileName, got.ID, got.Status)
+	if got.Status == records.StatusReplay {
+		fmt.Fprintf(&b, " of envelope %d (nothing applied again)", got.ReplayOf)
+	}
+	counts := out.Counts
+	if got.Status == records.StatusKeyReuse {
+		counts = got.Counts
+	}
+	for _, o := range outcomes {
+		fmt.Fprintf(&b, " %s=%d", o, counts[o])
+	}
+	var extra []string
+	for k := range counts {
+		if !contains(outcomes, k) {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	for _, k := range extra {
+		fmt.Fprintf(&b, " %s=%d", k, counts[k])
+	}
+	return b.String()
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+// ResultName is the result file name for an uploaded file name: NAME without
+// its last extension, plus .result.csv.
+func resultName(fileName string) string {
+	base := filepath.Base(fileName)
+	if ext := filepath.Ext(base); ext != "" && ext != base {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return base + ".result.csv"
+}
+
+// writeResultFile writes the envelope's result atomically: a temp file in the
+// same folder, synced, then renamed.
+func writeResultFile(ctx context.Context, st *records.Store, dir string, env records.Envelope) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create results dir: %w", err)
+	}
+	final := filepath.Join(dir, resultName(env.FileName))
+	tmp, err := os.CreateTemp(dir, ".result-*.tmp")
+	if err != nil {
+		return fmt.Errorf("write result: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := st.WriteResult(ctx, env.ID, tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write result: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write result: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		return fmt.Errorf("write result: %w", err)
+	}
+	return nil
+}

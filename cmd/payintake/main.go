@@ -1,0 +1,107 @@
+// Command payintake is the partner file-intake server for payroll data and
+// its operator tools. See the README and SPEC.md for the commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// usageError is bad usage: exit code 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+const usage = `usage: payintake COMMAND [flags]
+
+commands:
+  serve              run the SFTP drop zone, the HTTP API and the workers
+  migrate            apply database migrations
+  partner add|list|key|token|webhook-secret
+  ingest             process files as if uploaded: ingest --partner ID FILE...
+  records lock       lock a pay period: records lock --partner ID --period PERIOD
+  review list        list held exceptions
+
+every command takes --data-dir DIR (PAYINTAKE_DATA_DIR) and --database-url URL (PAYINTAKE_DATABASE_URL)
+`
+
+// run executes one command and returns the process exit code: 0 success,
+// 1 failure, 2 bad usage.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, stdout, stderr)
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "payintake: %s\n", ue.msg)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "payintake: %s\n", err)
+		return 1
+	}
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usagef("no command given")
+	}
+	cmd, rest := args[0], args[1:]
+	sub := func() (string, []string) {
+		if len(rest) == 0 {
+			return "", nil
+		}
+		return rest[0], rest[1:]
+	}
+	switch cmd {
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "serve":
+		return cmdServe(ctx, rest, stdout, stderr)
+	case "migrate":
+		return cmdMigrate(ctx, rest, stdout, stderr)
+	case "ingest":
+		return cmdIngest(ctx, rest, stdout, stderr)
+	case "partner":
+		s, r := sub()
+		switch s {
+		case "add":
+			return cmdPartnerAdd(ctx, r, stdout, stderr)
+		case "list":
+			return cmdPartnerList(ctx, r, stdout, stderr)
+		case "key":
+			return cmdPartnerKey(ctx, r, stdout, stderr)
+		}
+		return usagef("partner: unknown command %q (want add, list or key)", s)
+	case "records":
+		s, r := sub()
+		if s == "lock" {
+			return cmdRecordsLock(ctx, r, stdout, stderr)
+		}
+		return usagef("records: unknown command %q (want lock)", s)
+	case "review":
+		s, r := sub()
+		if s == "list" {
+			return cmdReviewList(ctx, r, stdout, stderr)
+		}
+		return usagef("review: unknown command %q (want list)", s)
+	}
+	fmt.Fprint(stderr, usage)
+	return usagef("unknown command %q", cmd)
+}

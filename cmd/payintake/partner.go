@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/records"
+)
+
+func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, g := newFlagSet("migrate", stderr)
+	if pos, err := parse(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("migrate takes no arguments")
+	}
+	e, err := g.open(ctx, g.logger(stderr), 2)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	fmt.Fprintln(stdout, "migrations applied")
+	return nil
+}
+
+// partnerFlags are the file conventions of a partner.
+type partnerFlags struct {
+	name, keys, delimiter, dateFormat, currency, pattern, mode string
+	decimalComma                                               bool
+}
+
+func (pf *partnerFlags) toPartner(id string) (records.Partner, error) {
+	p := records.Partner{ID: id, Name: pf.name, DecimalComma: pf.decimalComma, Mode: pf.mode}
+	if !regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`).MatchString(id) {
+		return p, usagef("partner ID %q must be lowercase letters, digits, '.', '_' or '-' (at most 63)", id)
+	}
+	switch pf.delimiter {
+	case "":
+	case ",", ";", "|":
+		p.Delimiter = pf.delimiter
+	case "tab", "\\t", "\t", "TAB":
+		p.Delimiter = "\t"
+	default:
+		return p, usagef("--delimiter %q: use one of , ; | or tab", pf.delimiter)
+	}
+	if pf.dateFormat != "" {
+		if _, err := normalize.ParseDateFormat(pf.dateFormat); err != nil {
+			return p, usagef("--date-format %q: %v", pf.dateFormat, err)
+		}
+		p.DateFormat = pf.dateFormat
+	}
+	if pf.currency != "" {
+		c := strings.ToUpper(strings.TrimSpace(pf.currency))
+		if _, ok := normalize.CurrencyScale(c); !ok {
+			return p, usagef("--currency %q is not an ISO 4217 currency code (e.g. USD, EUR)", pf.currency)
+		}
+		p.Currency = c
+	}
+	if pf.pattern != "" {
+		re, err := regexp.Compile(pf.pattern)
+		if err != nil {
+			return p, usagef("--file-pattern %q is not a Go regular expression: %v", pf.pattern, err)
+		}
+		if i := re.SubexpIndex("seq"); i < 0 && strings.Contains(pf.pattern, "seq") {
+			return p, usagef("--file-pattern %q: name the sequence group (?P<seq>\\d+)", pf.pattern)
+		}
+		p.FilePattern = pf.pattern
+	}
+	if p.Mode != records.ModeRow && p.Mode != records.ModeAllOrNothing {
+		return p, usagef("--mode %q: use row or all-or-nothing", p.Mode)
+	}
+	return p, nil
+}
+
+func cmdPartnerAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, g := newFlagSet("partner add", stderr)
+	var pf partnerFlags
+	fs.StringVar(&pf.name, "name", "", "display name")
+	fs.StringVar(&pf.keys, "authorized-keys", "", "OpenSSH authorized_keys file with the partner's public keys")
+	fs.StringVar(&pf.delimiter, "delimiter", "", "field delimiter: , ; | or tab (default: detect)")
+	fs.BoolVar(&pf.decimalComma, "decimal-comma", false, "amounts use a decimal comma (1.234,50)")
+	fs.StringVar(&pf.dateFormat, "date-format", "", "date format besides ISO, tokens YYYY MM DD (e.g. MM/DD/YYYY)")
+	fs.StringVar(&pf.currency, "currency", "", "default currency when a row has none")
+	fs.StringVar(&pf.pattern, "file-pattern", "", "Go regexp file names must match; group (?P<seq>\\d+) orders files")
+	fs.StringVar(&pf.mode, "mode", records.ModeRow, "row or all-or-nothing")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("partner add takes one partner ID")
+	}
+	p, err := pf.toPartner(pos[0])
+	if err != nil {
+		return err
+	}
+	var keys []records.PartnerKey
+	if pf.keys != "" {
+		data, err := os.ReadFile(pf.keys)
+		if err != nil {
+			return fmt.Errorf("read --authorized-keys: %w", err)
+		}
+		if keys, err = intake.ParseAuthorizedKeys(p.ID, data); err != nil {
+			return fmt.Errorf("--authorized-keys %s: %w", pf.keys, err)
+		}
+	}
+	e, err := g.open(ctx, g.logger(stderr), 2)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	if err := e.store.AddPartner(ctx, p); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := e.store.AddPartnerKey(ctx, k); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "partner %s added with %d key(s)\n", p.ID, len(keys))
+	return nil
+}
+
+func cmdPartnerKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, g := newFlagSet("partner key", stderr)
+	keysFile := fs.String("authorized-keys", "", "with add: OpenSSH authorized_keys file")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 2 || (pos[0] != "add" && pos[0] != "revoke") {
+		return usagef("use: partner key add ID --authorized-keys FILE, or partner key revoke ID FINGERPRINT")
+	}
+	e, err := g.open(ctx, g.logger(stderr), 2)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	id := pos[1]
+	if _, err := e.store.Partner(ctx, id); err != nil {
+		return err
+	}
+	if pos[0] == "revoke" {
+		if len(pos) != 3 {
+			return usagef("partner key revoke ID FINGERPRINT")
+		}
+		if err := e.store.RevokePartnerKey(ctx, id, pos[2]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "key %s of partner %s revoked\n", pos[2], id)
+		return nil
+	}
+	data, err := os.ReadFile(*keysFile)
+	if err != nil {
+		return fmt.Errorf("read --authorized-keys: %w", err)
+	}
+	keys, err := intake.ParseAuthorizedKeys(id, data)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := e.store.AddPartnerKey(ctx, k); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "key %s added to partner %s\n", k.Fingerprint, id)
+	}
+	return nil
+}
+
+func cmdPartnerList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, g := newFlagSet("partner list", stderr)
+	format := fs.String("format", "text", "text or json")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if *format != "text" && *format != "json" {
+		return usagef("--format %q: use text or json", *format)
+	}
+	e, err := g.open(ctx, g.logger(stderr), 2)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	ps, err := e.store.Partners(ctx)
+	if err != nil {
+		return err
+	}
+	if *format == "json" {
+		if ps == nil {
+			ps = []records.Partner{}
+		}
+		return writeJSON(stdout, ps)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tKEYS\tDELIMITER\tDECIMAL\tDATE FORMAT\tCURRENCY\tMODE\tFILE PATTERN")
+	for _, p := range ps {
+		delim := p.Delimiter
+		switch delim {
+		case "":
+			delim = "detect"
+		case "\t":
+			delim = "tab"
+		}
+		dec := "."
+		if p.DecimalComma {
+			dec = ","
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Name, p.Keys, delim, dec,
+			orDash(p.DateFormat), orDash(p.Currency), p.Mode, orDash(p.FilePattern))
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

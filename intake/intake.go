@@ -1,0 +1,159 @@
+// Package intake turns received files into applied records: it records each
+// file as an envelope, normalises its rows (package normalize), and applies
+// them through the store (package records). Every transport — the CLI, the
+// SFTP drop zone, the HTTP API — goes through the same Intake.
+package intake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/records"
+)
+
+// Intake processes envelopes for all partners.
+type Intake struct {
+	Store *records.Store
+	Log   *slog.Logger
+}
+
+// New returns an Intake on store.
+func New(store *records.Store, log *slog.Logger) *Intake {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Intake{Store: store, Log: log}
+}
+
+// Settings turns a partner's stored conventions into normaliser settings.
+func Settings(p records.Partner) normalize.Settings {
+	s := normalize.Settings{DecimalComma: p.DecimalComma, DateFormat: p.DateFormat, Currency: p.Currency}
+	if p.Delimiter != "" {
+		s.Delimiter = []rune(p.Delimiter)[0]
+	}
+	return s
+}
+
+// FileSeq extracts the sequence number from a file name with the partner's
+// pattern. ok is false when the partner has a pattern and the name does not
+// match it; seq is nil when there is no pattern or no seq group.
+func FileSeq(pattern, name string) (seq *int64, ok bool, err error) {
+	if pattern == "" {
+		return nil, true, nil
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, false, fmt.Errorf("file pattern %q: %w", pattern, err)
+	}
+	m := re.FindStringSubmatch(name)
+	if m == nil {
+		return nil, false, nil
+	}
+	i := re.SubexpIndex("seq")
+	if i < 0 || m[i] == "" {
+		return nil, true, nil
+	}
+	n, err := strconv.ParseInt(m[i], 10, 64)
+	if err != nil {
+		return nil, false, nil
+	}
+	return &n, true, nil
+}
+
+// Process applies a received envelope. It is idempotent: an envelope that
+// already has its outcome is returned unchanged.
+func (in *Intake) Process(ctx context.Context, id int64) (records.Envelope, error) {
+	start := time.Now()
+	env, err := in.Store.Process(ctx, id, in.plan)
+	if err != nil {
+		return env, err
+	}
+	in.Log.InfoContext(ctx, "envelope processed", "envelope", env.ID, "partner", env.PartnerID,
+		"file", env.FileName, "status", env.Status, "counts", env.Counts, "duration", time.Since(start))
+	return env, nil
+}
+
+func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Partner) (records.Plan, error) {
+	var pl records.Plan
+	seq, ok, err := FileSeq(p.FilePattern, env.FileName)
+	if err != nil {
+		return pl, err
+	}
+	if !ok {
+		return pl, &records.FileReject{Code: "file_name_mismatch", Message: fmt.Sprintf(
+			"the file name %q does not match the agreed pattern %s; nothing was applied: rename the file to match the pattern and send it again", env.FileName, p.FilePattern)}
+	}
+	pl.Seq = seq
+	pl.AllOrNothing = p.Mode == records.ModeAllOrNothing
+	if env.Size == 0 {
+		return pl, &records.FileReject{Code: "empty_file", Message: "the file is empty (0 bytes), so nothing was applied: check the export and send the file again"}
+	}
+	r, err := normalize.NewReader(in.Store.EnvelopeBytes(ctx, env.ID), Settings(p))
+	if err != nil {
+		return pl, fileReject(err)
+	}
+	pl.Rows = &rowSource{r: r}
+	return pl, nil
+}
+
+func fileReject(err error) error {
+	var fe *normalize.FileError
+	if errors.As(err, &fe) {
+		return &records.FileReject{Code: fe.Code, Field: fe.Field, Message: fe.Message, Line: fe.Line}
+	}
+	return err
+}
+
+// rowSource adapts a normalize.Reader to the store's staging.
+type rowSource struct{ r *normalize.Reader }
+
+func (s *rowSource) Next() (records.StagedRow, error) {
+	row, err := s.r.Next()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return records.StagedRow{}, io.EOF
+		}
+		return records.StagedRow{}, fileReject(err)
+	}
+	return Stage(row), nil
+}
+
+// Stage converts a normalised row into the store's staged form.
+func Stage(row normalize.Row) records.StagedRow {
+	st := records.StagedRow{Row: row.Index, Line: row.Line}
+	d := row.Display
+	if row.Err != nil {
+		st.Code, st.Field, st.Message = row.Err.Code, row.Err.Field, row.Err.Message
+		st.DEmployeeRef, st.DPayPeriod, st.DComponent, st.DAmount, st.DCurrency =
+			d.EmployeeRef, d.PayPeriod, d.Component, d.Amount, d.Currency
+		return st
+	}
+	rec := row.Record
+	h := rec.Hash()
+	st.EmployeeRef, st.PayPeriod, st.Component = rec.EmployeeRef, rec.PayPeriod, rec.Component
+	st.Amount, st.Currency = rec.AmountString(), rec.Currency
+	st.Hours, st.Rate, st.PayDate = rec.HoursString(), rec.RateString(), rec.PayDate
+	st.Hash = h[:]
+	// Echo a value only where it differs from the normalised one (a
+	// formula-looking employee_ref is escaped in the result file).
+	st.DEmployeeRef = differs(d.EmployeeRef, st.EmployeeRef)
+	st.DPayPeriod = differs(d.PayPeriod, st.PayPeriod)
+	st.DComponent = differs(d.Component, st.Component)
+	st.DAmount = differs(d.Amount, st.Amount)
+	st.DCurrency = differs(d.Currency, st.Currency)
+	return st
+}
+
+func differs(display, normalised string) string {
+	if display == normalised {
+		return ""
+	}
+	return display
+}

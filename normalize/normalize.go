@@ -1,0 +1,487 @@
+package normalize
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/shopspring/decimal"
+	"golang.org/x/text/unicode/norm"
+)
+
+// RawRow is one row of raw strings keyed by canonical column, as read from a
+// file or received by another transport (JSON webhooks). Empty means absent.
+type RawRow struct{ EmployeeRef, PayPeriod, Component, Amount, Currency, Hours, Rate, PayDate string }
+
+// Row error codes.
+const (
+	CodeMissingValue      = "missing_value"
+	CodeMangledIdentifier = "mangled_identifier"
+	CodeInvalidAmount     = "invalid_amount"
+	CodeInvalidRate       = "invalid_rate"
+	CodeInvalidHours      = "invalid_hours"
+	CodeTooManyDecimals   = "too_many_decimals"
+	CodeInvalidCurrency   = "invalid_currency"
+	CodeCurrencyMismatch  = "currency_mismatch"
+	CodeInvalidDate       = "invalid_date"
+	CodeTooManyCells      = "too_many_cells"
+	CodeMalformedRow      = "malformed_row"
+)
+
+// File error codes.
+const (
+	CodeEmptyFile       = "empty_file"
+	CodeInvalidEncoding = "invalid_encoding"
+	CodeNULByte         = "nul_byte"
+	CodeMissingColumn   = "missing_column"
+	CodeDuplicateColumn = "duplicate_column"
+	CodeLineTooLong     = "line_too_long"
+	CodeTooManyColumns  = "too_many_columns"
+)
+
+// maxMoneyDigits bounds the digits of a money or hours value.
+const maxMoneyDigits = 30
+
+// Normalize validates and normalises one raw row with the partner's
+// settings. It returns the record (meaningful only when the error is nil),
+// the values to echo in a result file, and the first error in canonical
+// order (employee_ref, pay_period, component, currency, amount, hours, rate,
+// pay_date). Reader uses it for every CSV row.
+func Normalize(raw RawRow, s Settings) (Record, Display, *RowError) {
+	var rec Record
+	var disp Display
+	var errs [8]*RowError // canonical error order
+
+	// employee_ref
+	if v, e := normEmployeeRef(raw.EmployeeRef); e != nil {
+		errs[0] = e
+		disp.EmployeeRef = SafeCell(raw.EmployeeRef)
+	} else {
+		rec.EmployeeRef, disp.EmployeeRef = v, SafeCell(v)
+	}
+	// pay_period, component
+	if v, e := normCode(raw.PayPeriod, FieldPayPeriod); e != nil {
+		errs[1] = e
+		disp.PayPeriod = SafeCell(raw.PayPeriod)
+	} else {
+		rec.PayPeriod, disp.PayPeriod = v, SafeCell(v)
+	}
+	if v, e := normCode(raw.Component, FieldComponent); e != nil {
+		errs[2] = e
+		disp.Component = SafeCell(raw.Component)
+	} else {
+		rec.Component, disp.Component = v, SafeCell(v)
+	}
+	// currency
+	cur, scale, e := normCurrency(raw.Currency, s.Currency)
+	if e != nil {
+		errs[3] = e
+		disp.Currency = SafeCell(raw.Currency)
+		scale = -1
+	} else {
+		rec.Currency, disp.Currency = cur, cur
+	}
+	// amount
+	if strings.TrimSpace(raw.Amount) == "" {
+		errs[4] = &RowError{CodeMissingValue, FieldAmount, "amount is empty; send the amount of this pay line"}
+		disp.Amount = SafeCell(raw.Amount)
+	} else if d, e := parseMoney(raw.Amount, FieldAmount, s.DecimalComma, cur, scale); e != nil {
+		errs[4] = e
+		disp.Amount = SafeCell(raw.Amount)
+	} else {
+		rec.Amount = d
+		disp.Amount = SafeCell(moneyString(d, int32(scale)))
+	}
+	// hours
+	if strings.TrimSpace(raw.Hours) != "" {
+		if d, e := parseHours(raw.Hours, s.DecimalComma); e != nil {
+			errs[5] = e
+		} else {
+			rec.Hours = decimal.NullDecimal{Decimal: d, Valid: true}
+		}
+	}
+	// rate
+	if strings.TrimSpace(raw.Rate) != "" {
+		if d, e := parseMoney(raw.Rate, FieldRate, s.DecimalComma, cur, scale); e != nil {
+			errs[6] = e
+		} else {
+			rec.Rate = decimal.NullDecimal{Decimal: d, Valid: true}
+		}
+	}
+	// pay_date
+	if strings.TrimSpace(raw.PayDate) != "" {
+		if v, e := normDate(raw.PayDate, s.DateFormat); e != nil {
+			errs[7] = e
+		} else {
+			rec.PayDate = v
+		}
+	}
+	for _, e := range errs {
+		if e != nil {
+			return rec, disp, e
+		}
+	}
+	return rec, disp, nil
+}
+
+// quoteRaw renders a raw value for a message, shortened if long.
+func quoteRaw(s string) string {
+	if len(s) > 40 {
+		cut := 40
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func normText(raw string) string {
+	v := strings.TrimSpace(raw)
+	if !norm.NFC.IsNormalString(v) {
+		v = norm.NFC.String(v)
+	}
+	return v
+}
+
+func normEmployeeRef(raw string) (string, *RowError) {
+	v := normText(raw)
+	if v == "" {
+		return "", &RowError{CodeMissingValue, FieldEmployeeRef, "employee_ref is empty; send the employee's reference"}
+	}
+	if looksScientific(v) {
+		return "", &RowError{CodeMangledIdentifier, FieldEmployeeRef, fmt.Sprintf(
+			"employee_ref %s looks like a number a spreadsheet turned into scientific notation; format the column as text and export the file again", quoteRaw(v))}
+	}
+	return v, nil
+}
+
+// looksScientific reports whether s looks like a spreadsheet's scientific
+// notation: digits, an optional [.,]digits part, E or e, an optional sign and
+// digits, with either a decimal part or an explicit sign.
+func looksScientific(s string) bool {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	hasFrac, hasSign := false, false
+	if i < len(s) && (s[i] == '.' || s[i] == ',') {
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if j == i+1 {
+			return false
+		}
+		hasFrac, i = true, j
+	}
+	if i >= len(s) || (s[i] != 'e' && s[i] != 'E') {
+		return false
+	}
+	i++
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		hasSign = true
+		i++
+	}
+	if i >= len(s) || !allDigits(s[i:]) {
+		return false
+	}
+	return hasFrac || hasSign
+}
+
+func normCode(raw, field string) (string, *RowError) {
+	v := strings.ToUpper(normText(raw))
+	if v == "" {
+		what := map[string]string{FieldPayPeriod: "the pay period", FieldComponent: "the pay component"}[field]
+		return "", &RowError{CodeMissingValue, field, fmt.Sprintf("%s is empty; send %s of this pay line", field, what)}
+	}
+	return v, nil
+}
+
+func normCurrency(raw, def string) (string, int, *RowError) {
+	v := strings.ToUpper(strings.TrimSpace(raw))
+	fromDefault := false
+	if v == "" {
+		v = strings.ToUpper(strings.TrimSpace(def))
+		fromDefault = true
+	}
+	if v == "" {
+		return "", 0, &RowError{CodeMissingValue, FieldCurrency, "currency is empty; send a 3-letter ISO 4217 code such as USD or EUR"}
+	}
+	scale, ok := CurrencyScale(v)
+	if !ok {
+		msg := fmt.Sprintf("currency %s is not a known 3-letter ISO 4217 code; send a code such as USD or EUR", quoteRaw(v))
+		if fromDefault {
+			msg = fmt.Sprintf("the partner's default currency %s is not a known ISO 4217 code; fix the partner settings or send a currency column", quoteRaw(v))
+		}
+		return "", 0, &RowError{CodeInvalidCurrency, FieldCurrency, msg}
+	}
+	return v, scale, nil
+}
+
+// currencySymbols maps a leading money symbol to the currencies it can denote.
+// "$" alone can denote any dollar or peso currency.
+var currencySymbols = map[string][]string{
+	"US$": {"USD"}, "CA$": {"CAD"}, "C$": {"CAD", "NIO"}, "AU$": {"AUD"}, "A$": {"AUD"},
+	"NZ$": {"NZD"}, "HK$": {"HKD"}, "S$": {"SGD"}, "R$": {"BRL"}, "NT$": {"TWD"}, "MX$": {"MXN"},
+	"$": {"USD", "CAD", "AUD", "NZD", "HKD", "SGD", "MXN", "TWD", "ARS", "CLP", "COP", "UYU",
+		"BSD", "BBD", "BMD", "BZD", "BND", "FJD", "GYD", "JMD", "KYD", "LRD", "NAD", "SBD", "SRD",
+		"TTD", "XCD", "CUP", "DOP", "ZWL", "TVD", "KID"},
+	"€": {"EUR"}, "£": {"GBP", "GIP", "FKP", "SHP", "EGP", "SYP", "LBP"}, "¥": {"JPY", "CNY"},
+	"￥": {"JPY", "CNY"}, "₹": {"INR"}, "₩": {"KRW", "KPW"}, "₽": {"RUB"}, "₺": {"TRY"},
+	"₪": {"ILS"}, "₫": {"VND"}, "₱": {"PHP"}, "฿": {"THB"}, "₴": {"UAH"}, "₦": {"NGN"},
+	"zł": {"PLN"}, "kr": {"SEK", "NOK", "DKK", "ISK"}, "Kč": {"CZK"}, "Ft": {"HUF"},
+	"CHF": {"CHF"}, "Fr.": {"CHF"}, "R": {"ZAR"},
+}
+
+// symbolOrder lists symbols longest first so "US$" wins over "$".
+var symbolOrder = func() []string {
+	var l []string
+	for k := range currencySymbols {
+		l = append(l, k)
+	}
+	for i := 1; i < len(l); i++ {
+		for j := i; j > 0 && (len(l[j]) > len(l[j-1]) || len(l[j]) == len(l[j-1]) && l[j] < l[j-1]); j-- {
+			l[j], l[j-1] = l[j-1], l[j]
+		}
+	}
+	return l
+}()
+
+func invalidCode(field string) string {
+	if field == FieldRate {
+		return CodeInvalidRate
+	}
+	return CodeInvalidAmount
+}
+
+// parseMoney parses a money value exactly. cur is the row currency ("" when
+// unknown) and scale its minor units (-1 when unknown: no scale check).
+func parseMoney(raw, field string, decimalComma bool, cur string, scale int) (decimal.Decimal, *RowError) {
+	bad := func(why string) *RowError {
+		example := "1234.50"
+		if decimalComma {
+			example = "1234,50"
+		}
+		return &RowError{invalidCode(field), field, fmt.Sprintf(
+			"%s %s is not a valid money amount (%s); send a plain number such as %s", field, quoteRaw(raw), why, example)}
+	}
+	s := strings.TrimSpace(raw)
+	neg := false
+	if strings.HasPrefix(s, "(") && strings.HasSuffix(s, ")") && len(s) >= 2 {
+		neg = true
+		s = strings.TrimSpace(s[1 : len(s)-1])
+	}
+	takeMinus := func() bool {
+		if strings.HasPrefix(s, "-") {
+			if neg {
+				return false
+			}
+			neg = true
+			s = strings.TrimSpace(s[1:])
+		}
+		return true
+	}
+	if !takeMinus() {
+		return decimal.Decimal{}, bad("it has two negative signs")
+	}
+	// A leading currency symbol or ISO code.
+	if sym, code, ok := leadingCurrency(s); ok {
+		s = strings.TrimSpace(s[len(sym):])
+		if cur != "" && !contains(code, cur) {
+			return decimal.Decimal{}, &RowError{CodeCurrencyMismatch, field, fmt.Sprintf(
+				"%s %s is marked %q but the row currency is %s; send the amount in %s or fix the currency", field, quoteRaw(raw), sym, cur, cur)}
+		}
+		if !takeMinus() {
+			return decimal.Decimal{}, bad("it has two negative signs")
+		}
+	}
+	if strings.HasSuffix(s, "-") {
+		if neg {
+			return decimal.Decimal{}, bad("it has two negative signs")
+		}
+		neg = true
+		s = strings.TrimSpace(s[:len(s)-1])
+	}
+	if strings.ContainsAny(s, "eE") {
+		return decimal.Decimal{}, bad("scientific notation is not accepted")
+	}
+	digits, fracDigits, why := splitNumber(s, decimalComma)
+	if why != "" {
+		return decimal.Decimal{}, bad(why)
+	}
+	// Extra decimals beyond the currency's scale are accepted only if zeros.
+	if scale >= 0 && len(fracDigits) > scale {
+		extra := fracDigits[scale:]
+		if strings.Trim(extra, "0") != "" {
+			return decimal.Decimal{}, &RowError{CodeTooManyDecimals, field, fmt.Sprintf(
+				"%s %s has %d decimals but %s allows %d; send the exact amount with at most %d decimals",
+				field, quoteRaw(raw), len(fracDigits), cur, scale, scale)}
+		}
+		fracDigits = fracDigits[:scale]
+	}
+	d, err := decimal.NewFromString(digits + "." + fracDigits + "0")
+	if err != nil {
+		return decimal.Decimal{}, bad("it is not a number")
+	}
+	if neg {
+		d = d.Neg()
+	}
+	return d, nil
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// leadingCurrency finds a currency symbol or a 3-letter code at the start of
+// s. It returns the prefix as written and the codes it can denote.
+func leadingCurrency(s string) (prefix string, codes []string, ok bool) {
+	for _, sym := range symbolOrder {
+		if strings.HasPrefix(s, sym) {
+			rest := s[len(sym):]
+			// A letter symbol must not run into more letters ("R" vs "RUB").
+			if isLetterASCII(sym[len(sym)-1]) && rest != "" && isLetterASCII(rest[0]) {
+				continue
+			}
+			return sym, currencySymbols[sym], true
+		}
+	}
+	if len(s) >= 3 && isLetterASCII(s[0]) && isLetterASCII(s[1]) && isLetterASCII(s[2]) &&
+		(len(s) == 3 || !isLetterASCII(s[3])) {
+		code := strings.ToUpper(s[:3])
+		return s[:3], []string{code}, true
+	}
+	return "", nil, false
+}
+
+func isLetterASCII(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// splitNumber validates an unsigned number with optional thousands grouping
+// and returns its integer digits and fraction digits, or why it is invalid.
+func splitNumber(s string, decimalComma bool) (intDigits, frac, why string) {
+	if s == "" {
+		return "", "", "there is no number"
+	}
+	decSep := "."
+	groupSeps := []string{","}
+	if decimalComma {
+		decSep = ","
+		groupSeps = []string{".", " ", "\u00a0", "\u202f", "'"}
+	} else {
+		groupSeps = append(groupSeps, "'")
+	}
+	intPart, fracPart, hasFrac := strings.Cut(s, decSep)
+	if hasFrac {
+		if fracPart == "" {
+			return "", "", "it ends with a decimal separator"
+		}
+		if !allDigits(fracPart) {
+			return "", "", "it has unexpected characters after the decimal separator"
+		}
+	}
+	if intPart == "" {
+		return "", "", "it has no digits before the decimal separator"
+	}
+	if allDigits(intPart) {
+		intDigits = intPart
+	} else {
+		// Find the one grouping separator used.
+		var sep string
+		for _, g := range groupSeps {
+			if strings.Contains(intPart, g) {
+				if sep != "" {
+					return "", "", "it mixes thousands separators"
+				}
+				sep = g
+			}
+		}
+		if sep == "" {
+			return "", "", "it has unexpected characters"
+		}
+		groups := strings.Split(intPart, sep)
+		for i, g := range groups {
+			if !allDigits(g) || g == "" {
+				return "", "", "it has unexpected characters"
+			}
+			if i == 0 && len(g) > 3 || i > 0 && len(g) != 3 {
+				return "", "", "its thousands separators are not in groups of three digits"
+			}
+		}
+		intDigits = strings.Join(groups, "")
+	}
+	if len(intDigits)+len(fracPart) > maxMoneyDigits {
+		return "", "", fmt.Sprintf("it has more than %d digits", maxMoneyDigits)
+	}
+	return intDigits, fracPart, ""
+}
+
+func parseHours(raw string, decimalComma bool) (decimal.Decimal, *RowError) {
+	s := strings.TrimSpace(raw)
+	sep := byte('.')
+	example := "7.5"
+	if decimalComma {
+		sep, example = ',', "7,5"
+	}
+	bad := func(why string) *RowError {
+		return &RowError{CodeInvalidHours, FieldHours, fmt.Sprintf(
+			"hours %s %s; send a plain non-negative number such as %s", quoteRaw(raw), why, example)}
+	}
+	if strings.HasPrefix(s, "-") {
+		return decimal.Decimal{}, bad("is negative")
+	}
+	intPart, frac, hasFrac := strings.Cut(s, string(sep))
+	if intPart == "" || !allDigits(intPart) || hasFrac && (frac == "" || !allDigits(frac)) {
+		if strings.ContainsAny(s, "eE") {
+			return decimal.Decimal{}, bad("uses scientific notation")
+		}
+		return decimal.Decimal{}, bad("is not a number")
+	}
+	if len(intPart)+len(frac) > maxMoneyDigits {
+		return decimal.Decimal{}, bad(fmt.Sprintf("has more than %d digits", maxMoneyDigits))
+	}
+	d, err := decimal.NewFromString(intPart + "." + frac + "0")
+	if err != nil {
+		return decimal.Decimal{}, bad("is not a number")
+	}
+	return d, nil
+}
+
+func normDate(raw, format string) (string, *RowError) {
+	s := strings.TrimSpace(raw)
+	want := "YYYY-MM-DD"
+	var toks []dateToken
+	if format != "" {
+		var err error
+		toks, err = parseDateTokens(format)
+		if err != nil {
+			return "", &RowError{CodeInvalidDate, FieldPayDate, fmt.Sprintf(
+				"pay_date cannot be read because the partner's date format is invalid (%v); fix the partner settings", err)}
+		}
+		want += " or " + format
+		if y, m, d, shape, valid := matchDate(toks, s); shape {
+			if !valid {
+				return "", &RowError{CodeInvalidDate, FieldPayDate, fmt.Sprintf(
+					"pay_date %s is not a real calendar date in the format %s; send an existing date", quoteRaw(raw), format)}
+			}
+			return fmt.Sprintf("%04d-%02d-%02d", y, m, d), nil
+		}
+	}
+	if y, m, d, shape, valid := matchDate(isoTokens, s); shape {
+		if !valid {
+			return "", &RowError{CodeInvalidDate, FieldPayDate, fmt.Sprintf(
+				"pay_date %s is not a real calendar date; send an existing date as YYYY-MM-DD", quoteRaw(raw))}
+		}
+		return fmt.Sprintf("%04d-%02d-%02d", y, m, d), nil
+	}
+	return "", &RowError{CodeInvalidDate, FieldPayDate, fmt.Sprintf(
+		"pay_date %s is not in the expected form %s; send the date exactly in that form", quoteRaw(raw), want)}
+}

@@ -1,0 +1,360 @@
+package normalize
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gocarina/gocsv"
+)
+
+// rawCSVRow is the struct gocsv maps canonical column names onto.
+type rawCSVRow struct {
+	EmployeeRef string `csv:"employee_ref"`
+	PayPeriod   string `csv:"pay_period"`
+	Component   string `csv:"component"`
+	Amount      string `csv:"amount"`
+	Currency    string `csv:"currency"`
+	Hours       string `csv:"hours"`
+	Rate        string `csv:"rate"`
+	PayDate     string `csv:"pay_date"`
+}
+
+// Reader streams a CSV file: decode → parse → normalise, one row at a time,
+// never holding the whole file. Create it with NewReader.
+type Reader struct {
+	s       Settings
+	delim   rune
+	csv     *csv.Reader
+	cols    [8]int // file column index of each canonical field, -1 when absent
+	nHeader int    // number of header cells (trailing empty ones dropped)
+	index   int
+	err     error // sticky: io.EOF or a *FileError or a read error
+}
+
+// NewReader reads the header of r and prepares to stream its rows. It returns
+// a *FileError for a file that cannot be used (empty_file, invalid_encoding,
+// nul_byte, line_too_long, too_many_columns, missing_column,
+// duplicate_column, malformed_row for an unparsable header), a plain error for
+// invalid Settings, or the underlying read error.
+func NewReader(r io.Reader, s Settings) (*Reader, error) {
+	if s.Delimiter != 0 && !validDelim(s.Delimiter) {
+		return nil, fmt.Errorf("normalize: delimiter %q cannot be used for CSV", s.Delimiter)
+	}
+	if s.DateFormat != "" {
+		if _, err := ParseDateFormat(s.DateFormat); err != nil {
+			return nil, fmt.Errorf("normalize: %w", err)
+		}
+	}
+	text, err := decodeInput(r, s.maxLineBytes())
+	if err != nil {
+		return nil, err
+	}
+	headBytes, err := readHeaderLine(text, s.maxLineBytes())
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(headBytes)) == 0 {
+		return nil, &FileError{Code: CodeEmptyFile, Message: "the file is empty or has no header line; send a CSV file whose first line names the columns"}
+	}
+	delim := s.Delimiter
+	if delim == 0 {
+		delim = detectDelimiter(headBytes)
+	}
+	cr := csv.NewReader(io.MultiReader(bytes.NewReader(headBytes), text))
+	cr.Comma = delim
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	rd := &Reader{s: s, delim: delim, csv: cr}
+	if err := rd.readHeader(); err != nil {
+		return nil, err
+	}
+	return rd, nil
+}
+
+func validDelim(r rune) bool {
+	return r != '"' && r != '\r' && r != '\n' && r != 0 && utf8.ValidRune(r) && r != utf8.RuneError
+}
+
+// readHeaderLine returns the bytes up to and including the first line break
+// outside quotes that ends a non-blank line (leading blank lines included).
+func readHeaderLine(text io.Reader, max int) ([]byte, error) {
+	var head []byte
+	var one [1]byte
+	inQuote := false
+	for {
+		n, err := text.Read(one[:])
+		if n == 1 {
+			c := one[0]
+			head = append(head, c)
+			if c == '"' {
+				inQuote = !inQuote
+			}
+			if c == '\n' && !inQuote && len(bytes.TrimSpace(head)) > 0 {
+				return head, nil
+			}
+			if len(head) > max {
+				return nil, &FileError{Code: CodeLineTooLong, Line: 1, Message: fmt.Sprintf(
+					"the header is longer than %d bytes; check that the file is really CSV", max)}
+			}
+		}
+		if err == io.EOF {
+			return head, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// detectDelimiter returns the most frequent of , ; tab | outside quotes in
+// the header line; ties go to the earlier in that list, none to ','.
+func detectDelimiter(head []byte) rune {
+	cands := []byte{',', ';', '\t', '|'}
+	var counts [4]int
+	inQuote := false
+	for _, c := range head {
+		if c == '"' {
+			inQuote = !inQuote
+			continue
+		}
+		if inQuote {
+			continue
+		}
+		for i, d := range cands {
+			if c == d {
+				counts[i]++
+			}
+		}
+	}
+	best := 0
+	for i := 1; i < len(cands); i++ {
+		if counts[i] > counts[best] {
+			best = i
+		}
+	}
+	return rune(cands[best])
+}
+
+// canonicalColumn maps a header cell to a canonical field name, "" if unknown.
+func canonicalColumn(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+		if r == '_' || r == '-' || r == ' ' {
+			continue
+		}
+		b.WriteRune(r)
+	}
+	key := b.String()
+	for _, f := range FieldNames {
+		if strings.ReplaceAll(f, "_", "") == key {
+			return f
+		}
+	}
+	return ""
+}
+
+func (rd *Reader) readHeader() error {
+	var rec []string
+	for {
+		var err error
+		rec, err = rd.csv.Read()
+		if err != nil {
+			return rd.fileLevel(err, true)
+		}
+		if len(trimTrailingEmpty(rec)) > 0 || len(rec) > rd.s.maxCells() {
+			break
+		}
+	}
+	if len(rec) > rd.s.maxCells() {
+		return &FileError{Code: CodeTooManyColumns, Line: 1, Message: fmt.Sprintf(
+			"the header has %d columns, more than the limit of %d; send only the payroll columns", len(rec), rd.s.maxCells())}
+	}
+	line, _ := rd.csv.FieldPos(0)
+	rec = trimTrailingEmpty(rec)
+	rd.nHeader = len(rec)
+	canon := make([]string, len(rec))
+	firstAt := map[string]int{}
+	for i, h := range rec {
+		c := canonicalColumn(h)
+		if c == "" {
+			canon[i] = "ignored_column_" + strconv.Itoa(i)
+			continue
+		}
+		if j, dup := firstAt[c]; dup {
+			return &FileError{Code: CodeDuplicateColumn, Field: c, Line: line, Message: fmt.Sprintf(
+				"the header has %s twice (columns %d %q and %d %q); keep only one of them", c, j+1, rec[j], i+1, h)}
+		}
+		firstAt[c] = i
+		canon[i] = c
+	}
+	required := []string{FieldEmployeeRef, FieldPayPeriod, FieldComponent, FieldAmount}
+	if strings.TrimSpace(rd.s.Currency) == "" {
+		required = append(required, FieldCurrency)
+	}
+	for _, f := range required {
+		if _, ok := firstAt[f]; !ok {
+			msg := fmt.Sprintf("the header has no %s column; add a column named %s (names ignore case, spaces, _ and -)", f, f)
+			if rd.delimGuessed() && len(rec) == 1 {
+				msg += fmt.Sprintf(", and check the delimiter (the header was read with %q)", rd.delim)
+			}
+			return &FileError{Code: CodeMissingColumn, Field: f, Line: line, Message: msg}
+		}
+	}
+	rd.cols = mapColumns(canon, firstAt)
+	return nil
+}
+
+func (rd *Reader) delimGuessed() bool { return rd.s.Delimiter == 0 }
+
+// mapColumns resolves which file column feeds which canonical field, letting
+// gocsv do the struct mapping: it unmarshals one synthetic row whose cells
+// are the column indexes into rawCSVRow, using its own csv.Reader and no
+// package-level settings. Rows themselves are then assigned by index, because
+// gocsv.Unmarshaller reads from a *csv.Reader it owns and hides the raw
+// record that cell counting, trailing-cell trimming and line numbers need.
+// If gocsv disagrees with our own mapping (for example because another
+// package changed its global header normaliser), ours wins.
+func mapColumns(canon []string, own map[string]int) [8]int {
+	var cols [8]int
+	for i, f := range FieldNames {
+		cols[i] = -1
+		if j, ok := own[f]; ok {
+			cols[i] = j
+		}
+	}
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	idx := make([]string, len(canon))
+	for i := range idx {
+		idx[i] = strconv.Itoa(i)
+	}
+	_ = w.Write(canon)
+	_ = w.Write(idx)
+	w.Flush()
+	um, err := gocsv.NewUnmarshaller(csv.NewReader(&buf), &rawCSVRow{})
+	if err != nil {
+		return cols
+	}
+	v, err := um.Read()
+	if err != nil {
+		return cols
+	}
+	row, ok := v.(rawCSVRow)
+	if !ok {
+		if p, isPtr := v.(*rawCSVRow); isPtr {
+			row, ok = *p, true
+		}
+	}
+	if !ok {
+		return cols
+	}
+	got := [8]string{row.EmployeeRef, row.PayPeriod, row.Component, row.Amount, row.Currency, row.Hours, row.Rate, row.PayDate}
+	var g [8]int
+	for i, s := range got {
+		g[i] = -1
+		if s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				return cols
+			}
+			g[i] = n
+		}
+	}
+	if g != cols {
+		return cols
+	}
+	return g
+}
+
+func trimTrailingEmpty(rec []string) []string {
+	n := len(rec)
+	for n > 0 && strings.TrimSpace(rec[n-1]) == "" {
+		n--
+	}
+	return rec[:n]
+}
+
+// fileLevel turns an error from csv.Reader into the Reader's sticky error.
+func (rd *Reader) fileLevel(err error, header bool) error {
+	var fe *FileError
+	var pe *csv.ParseError
+	switch {
+	case errors.As(err, &fe):
+		return fe
+	case err == io.EOF && header:
+		return &FileError{Code: CodeEmptyFile, Message: "the file is empty or has no header line; send a CSV file whose first line names the columns"}
+	case header && errors.As(err, &pe):
+		return &FileError{Code: CodeMalformedRow, Line: pe.StartLine, Message: fmt.Sprintf(
+			"the header line cannot be read as CSV (%v at line %d, column %d); fix the quoting of the header", pe.Err, pe.Line, pe.Column)}
+	}
+	return err
+}
+
+// Delimiter returns the delimiter in use (the partner's or the detected one).
+func (rd *Reader) Delimiter() rune { return rd.delim }
+
+// Next returns the next data row. Blank rows (no non-empty cell) are skipped
+// and not counted. It returns io.EOF at the end, and a *FileError for a
+// file-level problem found mid-stream (invalid_encoding, nul_byte,
+// line_too_long, too_many_columns); once Next has returned an error it
+// returns the same error again.
+func (rd *Reader) Next() (Row, error) {
+	if rd.err != nil {
+		return Row{}, rd.err
+	}
+	for {
+		rec, err := rd.csv.Read()
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				rd.index++
+				return Row{Line: pe.StartLine, Index: rd.index, Err: &RowError{Code: CodeMalformedRow, Message: fmt.Sprintf(
+					"the row cannot be read as CSV (%v at line %d, column %d); quote cells that contain quotes, delimiters or line breaks, and double quotes inside quoted cells", pe.Err, pe.Line, pe.Column)}}, nil
+			}
+			rd.err = rd.fileLevel(err, false)
+			return Row{}, rd.err
+		}
+		line, _ := rd.csv.FieldPos(0)
+		if len(rec) > rd.s.maxCells() {
+			rd.err = &FileError{Code: CodeTooManyColumns, Line: line, Message: fmt.Sprintf(
+				"line %d has %d cells, more than the limit of %d; check the delimiter and the quoting", line, len(rec), rd.s.maxCells())}
+			return Row{}, rd.err
+		}
+		rec = trimTrailingEmpty(rec)
+		if len(rec) == 0 {
+			continue
+		}
+		rd.index++
+		row := Row{Line: line, Index: rd.index}
+		raw := rd.rawRow(rec)
+		row.Record, row.Display, row.Err = Normalize(raw, rd.s)
+		if len(rec) > rd.nHeader {
+			row.Err = &RowError{Code: CodeTooManyCells, Message: fmt.Sprintf(
+				"the row has %d cells but the header has %d columns; remove the extra cells or quote values that contain %q", len(rec), rd.nHeader, rd.delim)}
+		}
+		if row.Err != nil {
+			row.Record = Record{}
+		}
+		return row, nil
+	}
+}
+
+func (rd *Reader) rawRow(rec []string) RawRow {
+	cell := func(i int) string {
+		j := rd.cols[i]
+		if j < 0 || j >= len(rec) {
+			return ""
+		}
+		return rec[j]
+	}
+	return RawRow{
+		EmployeeRef: cell(0), PayPeriod: cell(1), Component: cell(2), Amount: cell(3),
+		Currency: cell(4), Hours: cell(5), Rate: cell(6), PayDate: cell(7),
+	}
+}

@@ -1,0 +1,225 @@
+package normalize
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"strings"
+
+	"github.com/shopspring/decimal"
+)
+
+// Canonical field names, in canonical order. These are the column names of
+// the contract and the keys of Record.Fields.
+const (
+	FieldEmployeeRef = "employee_ref"
+	FieldPayPeriod   = "pay_period"
+	FieldComponent   = "component"
+	FieldAmount      = "amount"
+	FieldCurrency    = "currency"
+	FieldHours       = "hours"
+	FieldRate        = "rate"
+	FieldPayDate     = "pay_date"
+)
+
+// FieldNames lists the eight canonical fields in the order used by
+// Canonical. Do not modify.
+var FieldNames = []string{
+	FieldEmployeeRef, FieldPayPeriod, FieldComponent, FieldAmount,
+	FieldCurrency, FieldHours, FieldRate, FieldPayDate,
+}
+
+// CanonicalVersion is the first line of every Canonical serialisation.
+const CanonicalVersion = "payintake-record-v1"
+
+// Record is a valid normalised row.
+type Record struct {
+	EmployeeRef string              // trimmed, NFC, case and leading zeros kept
+	PayPeriod   string              // trimmed, NFC, upper-cased
+	Component   string              // trimmed, NFC, upper-cased
+	Amount      decimal.Decimal     // exact, at the currency's scale
+	Currency    string              // ISO 4217 code, upper-cased
+	Hours       decimal.NullDecimal // non-negative, exact
+	Rate        decimal.NullDecimal // money, currency scale
+	PayDate     string              // "YYYY-MM-DD" or ""
+}
+
+// scale returns the currency's minor-unit digits, or -1 when the currency is
+// unknown (then money is written in its shortest exact form).
+func (r Record) scale() int32 {
+	if s, ok := CurrencyScale(r.Currency); ok {
+		return int32(s)
+	}
+	return -1
+}
+
+func moneyString(d decimal.Decimal, scale int32) string {
+	if scale < 0 {
+		return d.String()
+	}
+	return d.StringFixed(scale)
+}
+
+// AmountString returns the amount fixed at the currency's scale, for example
+// "1234.50", "-50.00", or "1000" for JPY.
+func (r Record) AmountString() string { return moneyString(r.Amount, r.scale()) }
+
+// RateString returns "" when the rate is null, else the rate fixed at the
+// currency's scale.
+func (r Record) RateString() string {
+	if !r.Rate.Valid {
+		return ""
+	}
+	return moneyString(r.Rate.Decimal, r.scale())
+}
+
+// HoursString returns "" when hours are null, else the canonical decimal
+// without trailing zeros ("7.5", "40").
+func (r Record) HoursString() string {
+	if !r.Hours.Valid {
+		return ""
+	}
+	return r.Hours.Decimal.String()
+}
+
+// Fields returns field name → normalised string value for all eight canonical
+// fields, "" when a field is absent. Values are those Canonical hashes.
+func (r Record) Fields() map[string]string {
+	return map[string]string{
+		FieldEmployeeRef: r.EmployeeRef,
+		FieldPayPeriod:   r.PayPeriod,
+		FieldComponent:   r.Component,
+		FieldAmount:      r.AmountString(),
+		FieldCurrency:    r.Currency,
+		FieldHours:       r.HoursString(),
+		FieldRate:        r.RateString(),
+		FieldPayDate:     r.PayDate,
+	}
+}
+
+func (r Record) values() [8]string {
+	return [8]string{r.EmployeeRef, r.PayPeriod, r.Component, r.AmountString(),
+		r.Currency, r.HoursString(), r.RateString(), r.PayDate}
+}
+
+var canonicalEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+
+// Canonical returns the byte-stable serialisation that Hash digests. Its
+// format (version 1) is, byte for byte:
+//
+//	payintake-record-v1\n
+//	employee_ref=<value>\n
+//	pay_period=<value>\n
+//	component=<value>\n
+//	amount=<value>\n
+//	currency=<value>\n
+//	hours=<value>\n
+//	rate=<value>\n
+//	pay_date=<value>\n
+//
+// always all eight lines in this order, values as Fields gives them (the
+// *String methods for numbers, "" when absent), UTF-8, with a backslash in a
+// value written as `\\` and a line feed as `\n` so the encoding is injective.
+// Example for USD 1234.50 with no hours, rate or date:
+//
+//	"payintake-record-v1\nemployee_ref=E001\npay_period=2026-03\ncomponent=BASE\namount=1234.50\ncurrency=USD\nhours=\nrate=\npay_date=\n"
+//
+// Changing this format changes every hash; bump CanonicalVersion if it must.
+func (r Record) Canonical() []byte {
+	v := r.values()
+	var b strings.Builder
+	b.Grow(128)
+	b.WriteString(CanonicalVersion)
+	b.WriteByte('\n')
+	for i, name := range FieldNames {
+		b.WriteString(name)
+		b.WriteByte('=')
+		canonicalEscaper.WriteString(&b, v[i])
+		b.WriteByte('\n')
+	}
+	return []byte(b.String())
+}
+
+// Hash returns the SHA-256 of Canonical: the record's content identity.
+func (r Record) Hash() [32]byte { return sha256.Sum256(r.Canonical()) }
+
+// Display holds what the result file echoes for a row: the normalised value
+// where that field could be normalised, else the raw value. Every value has
+// been passed through SafeCell.
+type Display struct{ EmployeeRef, PayPeriod, Component, Amount, Currency string }
+
+// RowError is why one row was rejected. Code is one of the row codes listed
+// in the package doc, Field the canonical column at fault ("" when none) and
+// Message one sentence for a partner's operator.
+type RowError struct{ Code, Field, Message string }
+
+// Error returns "code: message".
+func (e *RowError) Error() string { return e.Code + ": " + e.Message }
+
+// FileError rejects a whole file (encoding, header problems, limits). Line is
+// the physical line (header = 1) where the problem was found, 0 if none.
+type FileError struct {
+	Code, Field, Message string
+	Line                 int
+}
+
+// Error returns "line N: code: message".
+func (e *FileError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s: %s", e.Line, e.Code, e.Message)
+	}
+	return e.Code + ": " + e.Message
+}
+
+// Row is one data row read by Reader.
+type Row struct {
+	Line    int       // physical line where the row starts; the header is line 1
+	Index   int       // 1-based data row index (blank rows are not counted)
+	Record  Record    // valid when Err == nil
+	Display Display   // values for the result file
+	Err     *RowError // nil for a valid row
+}
+
+// SafeCell prefixes with ' a value a spreadsheet would run as a formula: one
+// that starts with = + - @ tab or CR and is not a plain number such as "-5",
+// "+1" or "-12.50" (digits with an optional sign and one '.' or ',' decimal
+// part). Other values are returned unchanged.
+func SafeCell(s string) string {
+	if s == "" {
+		return s
+	}
+	switch s[0] {
+	case '=', '+', '-', '@', '\t', '\r':
+		if isPlainNumber(s) {
+			return s
+		}
+		return "'" + s
+	}
+	return s
+}
+
+func isPlainNumber(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	intPart, frac, hasFrac := cutAny(s, ".,")
+	if !allDigits(intPart) || intPart == "" {
+		return false
+	}
+	return !hasFrac || (frac != "" && allDigits(frac))
+}
+
+func cutAny(s, seps string) (before, after string, found bool) {
+	if i := strings.IndexAny(s, seps); i >= 0 {
+		return s[:i], s[i+1:], true
+	}
+	return s, "", false
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

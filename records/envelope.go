@@ -1,0 +1,348 @@
+package records
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/text/cases"
+)
+
+// Envelope statuses; see the envelopes table in migrations for their meaning.
+const (
+	StatusReceived   = "received"
+	StatusProcessed  = "processed"
+	StatusReplay     = "replay"
+	StatusKeyReuse   = "key_reuse"
+	StatusIncomplete = "incomplete"
+)
+
+// ResultHeader is the first line of every result file.
+const ResultHeader = "line,row,outcome,employee_ref,pay_period,component,amount,currency,code,field,message\n"
+
+const chunkSize = 1 << 20
+
+// Envelope is one file as it arrived.
+type Envelope struct {
+	ID         int64          `json:"id"`
+	PartnerID  string         `json:"partner"`
+	FileName   string         `json:"file_name"`
+	Key        string         `json:"submission_key"`
+	SHA256     []byte         `json:"sha256"`
+	Size       int64          `json:"size"`
+	Source     string         `json:"source"`
+	ReceivedAt time.Time      `json:"received_at"`
+	Status     string         `json:"status"`
+	ReplayOf   int64          `json:"replay_of,omitempty"`
+	Seq        *int64         `json:"seq,omitempty"`
+	Counts     map[string]int `json:"counts,omitempty"`
+	ResultSize int64          `json:"result_size"`
+}
+
+// Done reports whether the envelope has its final outcome (a result to read).
+func (e Envelope) Done() bool { return e.Status != StatusReceived }
+
+// SubmissionKey derives the submission key from a file name: the name,
+// Unicode case-folded. The partner scopes it.
+func SubmissionKey(fileName string) string { return cases.Fold().String(fileName) }
+
+// Incoming is a file that has arrived whole and is ready to be recorded.
+type Incoming struct {
+	PartnerID string
+	FileName  string
+	Source    string // cli, sftp, http
+	Path      string // the complete bytes, spooled to a local file
+}
+
+// AfterInsert runs inside the transaction that records a new envelope, so work
+// enqueued there (a processing job) commits or vanishes together with it.
+type AfterInsert func(ctx context.Context, tx pgx.Tx, env Envelope) error
+
+// Receive records a file as an envelope, durably, and decides its submission:
+//
+//   - a new key: the envelope is "received" with its bytes stored, and after
+//     runs in the same transaction (to enqueue processing);
+//   - the same key with the same bytes: a "replay" of the first envelope,
+//     whose result it shares; nothing is processed again;
+//   - the same key with other bytes: "key_reuse", rejected with code
+//     idempotency_key_reuse; its bytes are kept for audit, nothing applied.
+//
+// Concurrent Receives of one key are decided by the submissions primary key:
+// the second waits for the first to commit and then sees it.
+func (s *Store) Receive(ctx context.Context, in Incoming, after AfterInsert) (Envelope, error) {
+	sum, size, err := hashFile(in.Path)
+	if err != nil {
+		return Envelope{}, err
+	}
+	env := Envelope{PartnerID: in.PartnerID, FileName: in.FileName, Key: SubmissionKey(in.FileName),
+		SHA256: sum, Size: size, Source: in.Source, Status: StatusReceived}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `
+			INSERT INTO envelopes (partner_id, file_name, submission_key, sha256, size, source, status)
+			VALUES ($1, $2, $3, $4, $5, $6, 'received') RETURNING id, received_at`,
+			env.PartnerID, env.FileName, env.Key, env.SHA256, env.Size, env.Source,
+		).Scan(&env.ID, &env.ReceivedAt); err != nil {
+			return fmt.Errorf("record envelope: %w", err)
+		}
+		var claimed bool
+		err := tx.QueryRow(ctx, `
+			INSERT INTO submissions (partner_id, submission_key, envelope_id, sha256)
+			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING true`,
+			env.PartnerID, env.Key, env.ID, env.SHA256).Scan(&claimed)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("claim submission key: %w", err)
+		}
+		if claimed {
+			if err := storeChunks(ctx, tx, env.ID, in.Path); err != nil {
+				return err
+			}
+			if after != nil {
+				return after(ctx, tx, env)
+			}
+			return nil
+		}
+		var first int64
+		var firstSum []byte
+		if err := tx.QueryRow(ctx, `SELECT envelope_id, sha256 FROM submissions WHERE partner_id = $1 AND submission_key = $2`,
+			env.PartnerID, env.Key).Scan(&first, &firstSum); err != nil {
+			return fmt.Errorf("read submission key: %w", err)
+		}
+		if bytes.Equal(firstSum, env.SHA256) {
+			env.Status, env.ReplayOf = StatusReplay, first
+			_, err := tx.Exec(ctx, `UPDATE envelopes SET status = 'replay', replay_of = $2, processed_at = now() WHERE id = $1`, env.ID, first)
+			if err != nil {
+				return fmt.Errorf("record replay: %w", err)
+			}
+			return nil
+		}
+		env.Status = StatusKeyReuse
+		if err := storeChunks(ctx, tx, env.ID, in.Path); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("a different file named %q was already received (envelope %d); nothing from this file was applied: send a new payroll run under a new file name, or resend the original file unchanged", env.FileName, first)
+		return s.fileResult(ctx, tx, &env, FileReject{Code: "idempotency_key_reuse", Message: msg}, StatusKeyReuse)
+	})
+	if err != nil {
+		return Envelope{}, err
+	}
+	return env, nil
+}
+
+// MarkIncomplete records an upload that was cut off before a clean close, for
+// audit. It takes no submission key and is never processed.
+func (s *Store) MarkIncomplete(ctx context.Context, partner, fileName, source string, received int64) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO envelopes (partner_id, file_name, submission_key, sha256, size, source, status, processed_at)
+		VALUES ($1, $2, $3, $4, $5, $6, 'incomplete', now())`,
+		partner, fileName, SubmissionKey(fileName), make([]byte, 32), received, source)
+	if err != nil {
+		return fmt.Errorf("record incomplete upload %q: %w", fileName, err)
+	}
+	return nil
+}
+
+func hashFile(path string) ([]byte, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open received file: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return nil, 0, fmt.Errorf("hash received file: %w", err)
+	}
+	return h.Sum(nil), n, nil
+}
+
+// storeChunks streams the file into envelope_chunks with COPY, a chunk at a time.
+func storeChunks(ctx context.Context, tx pgx.Tx, id int64, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open received file: %w", err)
+	}
+	defer f.Close()
+	src := &chunkSource{id: id, r: f}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"envelope_chunks"}, []string{"envelope_id", "n", "data"}, src); err != nil {
+		return fmt.Errorf("store envelope bytes: %w", err)
+	}
+	return nil
+}
+
+type chunkSource struct {
+	id  int64
+	r   io.Reader
+	n   int32
+	buf []byte
+	err error
+}
+
+func (c *chunkSource) Next() bool {
+	c.buf = make([]byte, chunkSize)
+	k, err := io.ReadFull(c.r, c.buf)
+	c.buf = c.buf[:k]
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if k == 0 {
+			return false
+		}
+	} else if err != nil {
+		c.err = err
+		return false
+	}
+	c.n++
+	return true
+}
+
+func (c *chunkSource) Values() ([]any, error) { return []any{c.id, c.n - 1, c.buf}, nil }
+func (c *chunkSource) Err() error             { return c.err }
+
+// Envelope reads one envelope, or ErrNotFound.
+func (s *Store) Envelope(ctx context.Context, id int64) (Envelope, error) {
+	return scanEnvelope(s.pool.QueryRow(ctx, `SELECT `+envelopeColumns+` FROM envelopes WHERE id = $1`, id))
+}
+
+const envelopeColumns = `id, partner_id, file_name, submission_key, sha256, size, source, received_at, status,
+	coalesce(replay_of, 0), seq, coalesce(counts, '{}'::jsonb), coalesce(result_size, 0)`
+
+func scanEnvelope(row pgx.Row) (Envelope, error) {
+	var e Envelope
+	err := row.Scan(&e.ID, &e.PartnerID, &e.FileName, &e.Key, &e.SHA256, &e.Size, &e.Source, &e.ReceivedAt,
+		&e.Status, &e.ReplayOf, &e.Seq, &e.Counts, &e.ResultSize)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, fmt.Errorf("envelope: %w", ErrNotFound)
+	}
+	if err != nil {
+		return e, fmt.Errorf("read envelope: %w", err)
+	}
+	return e, nil
+}
+
+// Outcome follows a replay to the envelope whose result it shares.
+func (s *Store) Outcome(ctx context.Context, env Envelope) (Envelope, error) {
+	if env.Status == StatusReplay {
+		return s.Envelope(ctx, env.ReplayOf)
+	}
+	return env, nil
+}
+
+// WaitDone polls until the envelope (or the one it replays) has its outcome.
+func (s *Store) WaitDone(ctx context.Context, id int64, poll time.Duration) (Envelope, error) {
+	for {
+		env, err := s.Envelope(ctx, id)
+		if err != nil {
+			return env, err
+		}
+		if env, err = s.Outcome(ctx, env); err != nil || env.Done() {
+			return env, err
+		}
+		select {
+		case <-ctx.Done():
+			return env, fmt.Errorf("wait for envelope %d: %w", id, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}
+
+// WriteResult streams the stored result file of an envelope (following a
+// replay to its original) to w. The bytes are the ones stored when the
+// envelope was processed, so every read gives the same bytes.
+func (s *Store) WriteResult(ctx context.Context, id int64, w io.Writer) error {
+	env, err := s.Envelope(ctx, id)
+	if err != nil {
+		return err
+	}
+	if env, err = s.Outcome(ctx, env); err != nil {
+		return err
+	}
+	if !env.Done() {
+		return fmt.Errorf("envelope %d is still being processed", env.ID)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT data FROM envelope_results WHERE envelope_id = $1 ORDER BY n`, env.ID)
+	if err != nil {
+		return fmt.Errorf("read result of envelope %d: %w", env.ID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if _, err := w.Write(rows.RawValues()[0]); err != nil {
+			return fmt.Errorf("write result: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read result of envelope %d: %w", env.ID, err)
+	}
+	return nil
+}
+
+// EnvelopeBytes returns a reader over the original bytes of an envelope,
+// fetched a chunk at a time on its own connection.
+func (s *Store) EnvelopeBytes(ctx context.Context, id int64) io.Reader {
+	return &chunkReader{ctx: ctx, s: s, id: id}
+}
+
+type chunkReader struct {
+	ctx  context.Context
+	s    *Store
+	id   int64
+	n    int32
+	buf  []byte
+	done bool
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		if r.done {
+			return 0, io.EOF
+		}
+		var data []byte
+		err := r.s.pool.QueryRow(r.ctx, `SELECT data FROM envelope_chunks WHERE envelope_id = $1 AND n = $2`, r.id, r.n).Scan(&data)
+		if errors.Is(err, pgx.ErrNoRows) {
+			r.done = true
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read bytes of envelope %d: %w", r.id, err)
+		}
+		r.buf = data
+		r.n++
+	}
+	k := copy(p, r.buf)
+	r.buf = r.buf[k:]
+	return k, nil
+}
+
+// FileReject rejects a whole file: the result holds one row with row 0.
+type FileReject struct {
+	Code, Field, Message string
+	Line                 int
+}
+
+func (e *FileReject) Error() string { return e.Code + ": " + e.Message }
+
+// fileResult stores a one-row result for a file rejected as a whole and
+// closes the envelope with status.
+func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr FileReject, status string) error {
+	var b bytes.Buffer
+	b.WriteString(ResultHeader)
+	w := csv.NewWriter(&b)
+	_ = w.Write([]string{fmt.Sprint(fr.Line), "0", "rejected", "", "", "", "", "", fr.Code, fr.Field, fr.Message})
+	w.Flush()
+	env.Status = status
+	env.Counts = map[string]int{"rejected": 1}
+	env.ResultSize = int64(b.Len())
+	if _, err := tx.Exec(ctx, `INSERT INTO envelope_results (envelope_id, n, data) VALUES ($1, 0, $2)`, env.ID, b.Bytes()); err != nil {
+		return fmt.Errorf("store result: %w", err)
+	}
+	_, err := tx.Exec(ctx, `UPDATE envelopes SET status = $2, counts = $3, result_size = $4, seq = $5, processed_at = now() WHERE id = $1`,
+		env.ID, status, env.Counts, env.ResultSize, env.Seq)
+	if err != nil {
+		return fmt.Errorf("close envelope: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package records
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Lock reasons for records and periods.
+const (
+	LockApproved = "approved"
+	LockPaid     = "paid"
+)
+
+// LockPeriod closes a partner's pay period: its records are locked and it
+// takes no new natural keys. Locking again with another reason (approved,
+// then paid) updates the reason. It returns how many records are locked.
+func (s *Store) LockPeriod(ctx context.Context, partner, period, reason, by string) (int64, error) {
+	period = strings.ToUpper(strings.TrimSpace(period))
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := partnerLock(ctx, tx, partner); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO period_locks (partner_id, pay_period, reason, locked_by) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (partner_id, pay_period) DO UPDATE SET reason = EXCLUDED.reason,
+				locked_by = EXCLUDED.locked_by, locked_at = now()`, partner, period, reason, by); err != nil {
+			return fmt.Errorf("lock period %s of partner %q: %w", period, partner, err)
+		}
+		tag, err := tx.Exec(ctx, `UPDATE records SET locked_reason = $3, locked_at = now()
+			WHERE partner_id = $1 AND pay_period = $2`, partner, period, reason)
+		if err != nil {
+			return fmt.Errorf("lock records of period %s: %w", period, err)
+		}
+		n = tag.RowsAffected()
+		return nil
+	})
+	return n, err
+}
+
+// Record is the current version of one business fact.
+type Record struct {
+	ID           int64     `json:"id"`
+	PartnerID    string    `json:"partner"`
+	EmployeeRef  string    `json:"employee_ref"`
+	PayPeriod    string    `json:"pay_period"`
+	Component    string    `json:"component"`
+	Amount       string    `json:"amount"`
+	Currency     string    `json:"currency"`
+	Hours        string    `json:"hours"`
+	Rate         string    `json:"rate"`
+	PayDate      string    `json:"pay_date"`
+	Version      int       `json:"version"`
+	LockedReason string    `json:"locked_reason"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// FindRecord reads the current version of a record by its natural key, or ErrNotFound.
+func (s *Store) FindRecord(ctx context.Context, partner, employee, period, component string) (Record, error) {
+	var r Record
+	err := s.pool.QueryRow(ctx, `
+		SELECT id, partner_id, employee_ref, pay_period, component, amount::text, currency,
+			coalesce(hours::text, ''), coalesce(rate::text, ''), coalesce(pay_date::text, ''),
+			version, coalesce(locked_reason, ''), updated_at
+		FROM records WHERE partner_id = $1 AND employee_ref = $2 AND pay_period = $3 AND component = $4`,
+		partner, employee, period, component).Scan(&r.ID, &r.PartnerID, &r.EmployeeRef, &r.PayPeriod, &r.Component,
+		&r.Amount, &r.Currency, &r.Hours, &r.Rate, &r.PayDate, &r.Version, &r.LockedReason, &r.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("record %s/%s/%s: %w", employee, period, component, ErrNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("read record: %w", err)
+	}
+	return r, nil
+}
+
+// Exception is a change held for a reviewer.
+type Exception struct {
+	ID          int64             `json:"id"`
+	PartnerID   string            `json:"partner"`
+	EmployeeRef string            `json:"employee_ref"`
+	PayPeriod   string            `json:"pay_period"`
+	Component   string            `json:"component"`
+	Status      string            `json:"status"`
+	Code        string            `json:"code"`
+	Current     map[string]string `json:"current"`
+	Proposed    map[string]string `json:"proposed"`
+	Differing   []string          `json:"differing"`
+	EnvelopeID  int64             `json:"envelope_id"`
+	File        string            `json:"file"`
+	Line        int               `json:"line"`
+	CreatedAt   time.Time         `json:"created_at"`
+	DecidedBy   string            `json:"decided_by,omitempty"`
+	DecidedAt   *time.Time        `json:"decided_at,omitempty"`
+	Note        string            `json:"note,omitempty"`
+}
+
+// ExceptionFilter narrows Exceptions. Empty fields match everything.
+type ExceptionFilter struct {
+	Partner, Status, Period string
+	AfterID                 int64 // keyset pagination: only ids above this
+	Limit                   int   // 0 = no limit
+}
+
+const exceptionColumns = `x.id, x.partner_id, x.employee_ref, x.pay_period, x.component, x.status, x.code,
+	x.current, x.proposed, x.differing, coalesce(x.envelope_id, 0), coalesce(e.file_name, ''), coalesce(x.line, 0),
+	x.created_at, coalesce(x.decided_by, ''), x.decided_at, coalesce(x.note, '')`
+
+func scanException(row pgx.Row) (Exception, error) {
+	var x Exception
+	err := row.Scan(&x.ID, &x.PartnerID, &x.EmployeeRef, &x.PayPeriod, &x.Component, &x.Status, &x.Code,
+		&x.Current, &x.Proposed, &x.Differing, &x.EnvelopeID, &x.File, &x.Line,
+		&x.CreatedAt, &x.DecidedBy, &x.DecidedAt, &x.Note)
+	return x, err
+}
+
+// Exceptions lists exceptions in id order.
+func (s *Store) Exceptions(ctx context.Context, f ExceptionFilter) ([]Exception, error) {
+	limit := any(nil)
+	if f.Limit > 0 {
+		limit = f.Limit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+exceptionColumns+`
+		FROM exceptions x LEFT JOIN envelopes e ON e.id = x.envelope_id
+		WHERE ($1 = '' OR x.partner_id = $1) AND ($2 = '' OR x.status = $2) AND ($3 = '' OR x.pay_period = upper($3))
+			AND x.id > $4
+		ORDER BY x.id LIMIT $5`, f.Partner, f.Status, f.Period, f.AfterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list exceptions: %w", err)
+	}
+	xs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Exception, error) { return scanException(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list exceptions: %w", err)
+	}
+	return xs, nil
+}
+
+// Exception reads one exception, or ErrNotFound.
+func (s *Store) Exception(ctx context.Context, id int64) (Exception, error) {
+	x, err := scanException(s.pool.QueryRow(ctx, `SELECT `+exceptionColumns+`
+		FROM exceptions x LEFT JOIN envelopes e ON e.id = x.envelope_id WHERE x.id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return x, fmt.Errorf("exception %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return x, fmt.Errorf("read exception %d: %w", id, err)
+	}
+	return x, nil
+}

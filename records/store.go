@@ -1,0 +1,114 @@
+// Package records is payintake's PostgreSQL store: partners, envelopes (the
+// files as they arrived), records (the current business facts), their history,
+// and the exceptions held for reviewers.
+//
+// Every decision that must hold under concurrency is made by the database:
+// submission keys and natural keys are unique constraints, and all writes for
+// one partner's records are serialised by a transaction-scoped advisory lock.
+package records
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/payintake/payintake/migrations"
+)
+
+// ErrNotFound is returned when a partner, envelope or exception does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Store is a handle on the payintake database. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+// Options tune Open.
+type Options struct {
+	// MaxConns bounds the connection pool; 0 keeps pgxpool's default.
+	MaxConns int32
+	Logger   *slog.Logger
+}
+
+// Open connects to the database at url. It does not migrate; call Migrate first.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Store{pool: pool, log: log}, nil
+}
+
+// Pool gives the underlying connection pool (for the job queue and tests).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close releases all connections.
+func (s *Store) Close() { s.pool.Close() }
+
+// Migrate applies every pending migration in migrations.FS to the database at url.
+// It is safe to run from several processes at once: goose takes a session lock.
+func Migrate(ctx context.Context, url string) error {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return fmt.Errorf("parse database url: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	return migrate(ctx, db)
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	locker, err := newLocker()
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("load migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	return nil
+}
+
+// partnerLock serialises every write to one partner's records. It is held
+// until the end of the transaction.
+func partnerLock(ctx context.Context, tx pgx.Tx, partner string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7310, hashtext($1))`, partner); err != nil {
+		return fmt.Errorf("lock partner %s: %w", partner, err)
+	}
+	return nil
+}
+
+func newLocker() (lock.SessionLocker, error) {
+	l, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return nil, fmt.Errorf("migration lock: %w", err)
+	}
+	return l, nil
+}
