@@ -59,6 +59,9 @@ type Incoming struct {
 	FileName  string
 	Source    string // cli, sftp, http
 	Path      string // the complete bytes, spooled to a local file
+	// Key is the submission key when the transport has one of its own (the
+	// HTTP Idempotency-Key); empty means the file name. It is case-folded.
+	Key string
 }
 
 // AfterInsert runs inside the transaction that records a new envelope, so work
@@ -81,7 +84,11 @@ func (s *Store) Receive(ctx context.Context, in Incoming, after AfterInsert) (En
 	if err != nil {
 		return Envelope{}, err
 	}
-	env := Envelope{PartnerID: in.PartnerID, FileName: in.FileName, Key: SubmissionKey(in.FileName),
+	key := in.Key
+	if key == "" {
+		key = in.FileName
+	}
+	env := Envelope{PartnerID: in.PartnerID, FileName: in.FileName, Key: SubmissionKey(key),
 		SHA256: sum, Size: size, Source: in.Source, Status: StatusReceived}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `
