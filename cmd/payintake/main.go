@@ -87,8 +87,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return cmdPartnerList(ctx, r, stdout, stderr)
 		case "key":
 			return cmdPartnerKey(ctx, r, stdout, stderr)
+		case "token":
+			return cmdPartnerToken(ctx, r, stdout, stderr)
+		case "webhook-secret":
+			return cmdPartnerWebhookSecret(ctx, r, stdout, stderr)
 		}
-		return usagef("partner: unknown command %q (want add, list or key)", s)
+		return usagef("partner: unknown command %q (want add, list, key, token or webhook-secret)", s)
 	case "records":
 		s, r := sub()
 		if s == "lock" {

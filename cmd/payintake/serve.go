@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/payintake/payintake/intake/httpapi"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -29,6 +31,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer e.close()
 
 	mux := http.NewServeMux()
+	httpapi.Mount(ctx, mux, e.intake, g.dataDir) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := e.store.Pool().Ping(r.Context()); err != nil {

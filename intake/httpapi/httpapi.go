@@ -1,0 +1,245 @@
+// Package httpapi is payintake's HTTP API, two more doors into the same
+// records as the SFTP drop zone:
+//
+//   - POST /v1/submissions: a CSV file as the request body, authenticated by
+//     a partner's API token (Bearer), made idempotent by the Idempotency-Key
+//     header (IETF httpapi Idempotency-Key draft). The body is spooled,
+//     recorded as an envelope whose submission key is the Idempotency-Key,
+//     and processed by intake in the request, exactly as an uploaded file.
+//     GET /v1/submissions/{id} and GET /v1/submissions/{id}/result.csv read
+//     it back.
+//   - POST /v1/webhooks/{partner}: one pay-line change, signed per Standard
+//     Webhooks, normalised like a CSV row and applied if its per-entity
+//     version is new.
+//
+// Errors are RFC 7807 problem documents (application/problem+json). The
+// OpenAPI 3.1 description is served at /v1/openapi.json.
+//
+// # Idempotency keys
+//
+// A key is claimed (insert-or-nothing) before the body is read, with a lease
+// that the request renews while it works: a second request with the key gets
+// 409 while the lease lives, and takes the key over once it has expired (the
+// first holder crashed). A completed key stores the response, replayed
+// verbatim with "Idempotent-Replayed: true" to a request with the same body
+// (SHA-256) and refused with 422 for another body. Keys are kept for
+// Config.Retention (72 hours by default) and then reaped in batches; the
+// submission itself is kept for good, so a key reused after that still gets
+// the first result again for the same bytes, and 422 for other bytes.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/records"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxBody        = 64 << 20
+	DefaultMaxWebhookBody = 1 << 20
+	DefaultLease          = 2 * time.Minute
+	DefaultRetention      = 72 * time.Hour
+	DefaultReapEvery      = time.Hour
+	DefaultReapBatch      = 1000
+	DefaultTolerance      = 5 * time.Minute
+)
+
+// Config tunes the API. Zero values take the defaults above.
+type Config struct {
+	SpoolDir       string        // request bodies are spooled here before they are recorded (required)
+	MaxBody        int64         // largest submission body; larger is 413
+	MaxWebhookBody int64         // largest webhook body; larger is 413
+	Lease          time.Duration // how long an in-progress Idempotency-Key blocks others without renewal
+	Retention      time.Duration // how long a completed Idempotency-Key is kept (at least 72 hours in production)
+	ReapEvery      time.Duration // how often the reaper runs
+	ReapBatch      int           // keys deleted per statement
+	Tolerance      time.Duration // accepted clock skew of webhook-timestamp
+	Now            func() time.Time
+}
+
+// API serves the HTTP submission API and the webhook receiver.
+type API struct {
+	in  *intake.Intake
+	st  *records.Store
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns the API on in's store.
+func New(in *intake.Intake, cfg Config) *API {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxWebhookBody <= 0 {
+		cfg.MaxWebhookBody = DefaultMaxWebhookBody
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.ReapEvery <= 0 {
+		cfg.ReapEvery = DefaultReapEvery
+	}
+	if cfg.ReapBatch <= 0 {
+		cfg.ReapBatch = DefaultReapBatch
+	}
+	if cfg.Tolerance <= 0 {
+		cfg.Tolerance = DefaultTolerance
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &API{in: in, st: in.Store, cfg: cfg, log: in.Log}
+}
+
+// Mount registers the API on mux with the default configuration (bodies
+// spooled in DATA_DIR/spool) and runs the Idempotency-Key reaper until ctx
+// ends. It is what `payintake serve` calls.
+func Mount(ctx context.Context, mux *http.ServeMux, in *intake.Intake, dataDir string) *API {
+	a := New(in, Config{SpoolDir: filepath.Join(dataDir, "spool")})
+	a.Register(mux)
+	go a.RunReaper(ctx)
+	return a
+}
+
+type route struct {
+	method, path string
+	handler      func(*API, http.ResponseWriter, *http.Request)
+}
+
+// routes are every route of the API; the OpenAPI document lists the same.
+var routes = []route{
+	{"POST", "/v1/submissions", (*API).postSubmission},
+	{"GET", "/v1/submissions/{id}", (*API).getSubmission},
+	{"GET", "/v1/submissions/{id}/result.csv", (*API).getResult},
+	{"POST", "/v1/webhooks/{partner}", (*API).postWebhook},
+	{"GET", "/v1/openapi.json", (*API).getOpenAPI},
+}
+
+// Register adds the API's routes to mux.
+func (a *API) Register(mux *http.ServeMux) {
+	for _, rt := range routes {
+		h := rt.handler
+		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h(a, w, r) })
+	}
+}
+
+// Handler returns a new mux with only the API on it.
+func (a *API) Handler() http.Handler {
+	mux := http.NewServeMux()
+	a.Register(mux)
+	return mux
+}
+
+// Reap deletes Idempotency-Keys older than the retention, in batches.
+func (a *API) Reap(ctx context.Context) (int64, error) {
+	return a.st.ReapIdempotencyKeys(ctx, a.cfg.Retention, a.cfg.ReapBatch)
+}
+
+// RunReaper reaps at start and then every Config.ReapEvery until ctx ends.
+func (a *API) RunReaper(ctx context.Context) {
+	t := time.NewTicker(a.cfg.ReapEvery)
+	defer t.Stop()
+	for {
+		n, err := a.Reap(ctx)
+		if err != nil && ctx.Err() == nil {
+			a.log.ErrorContext(ctx, "reap idempotency keys", "err", err)
+		} else if n > 0 {
+			a.log.InfoContext(ctx, "idempotency keys reaped", "deleted", n, "retention", a.cfg.Retention)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+//go:embed openapi.json
+var openAPI []byte
+
+func (a *API) getOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openAPI)
+}
+
+// problem is an RFC 7807 problem document. Code is a snake_case reason, as in
+// result files.
+type problem struct {
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Status     int    `json:"status"`
+	Detail     string `json:"detail,omitempty"`
+	Code       string `json:"code,omitempty"`
+	Field      string `json:"field,omitempty"`
+	EnvelopeID int64  `json:"envelope_id,omitempty"`
+	// Quarantined: the refused webhook body is kept for audit.
+	Quarantined bool `json:"quarantined,omitempty"`
+}
+
+func newProblem(status int, code, detail string) problem {
+	return problem{Type: "urn:payintake:problem:" + code, Title: http.StatusText(status), Status: status, Detail: detail, Code: code}
+}
+
+func (p problem) response() records.IdemResponse {
+	b, _ := json.Marshal(p)
+	return records.IdemResponse{Status: p.Status, ContentType: "application/problem+json", Body: append(b, '\n')}
+}
+
+func writeProblem(w http.ResponseWriter, p problem) { writeResponse(w, p.response()) }
+
+func writeResponse(w http.ResponseWriter, resp records.IdemResponse) {
+	w.Header().Set("Content-Type", resp.ContentType)
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}
+
+func jsonResponse(status int, v any) records.IdemResponse {
+	b, _ := json.Marshal(v)
+	return records.IdemResponse{Status: status, ContentType: "application/json", Body: append(b, '\n')}
+}
+
+// auth returns the partner of the request's bearer token, or answers 401.
+func (a *API) auth(w http.ResponseWriter, r *http.Request) (string, bool) {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	deny := func(detail string) (string, bool) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="payintake"`)
+		writeProblem(w, newProblem(http.StatusUnauthorized, "unauthorized", detail))
+		return "", false
+	}
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return deny("send the partner's API token as \"Authorization: Bearer TOKEN\"; an operator issues one with `payintake partner token ID`")
+	}
+	if !strings.HasPrefix(token, records.TokenPrefix) || len(token) > 200 {
+		return deny("the API token is not valid: check it, or ask for a new one")
+	}
+	partner, err := a.st.TokenPartner(r.Context(), token)
+	if err != nil {
+		if r.Context().Err() == nil && !isNotFound(err) {
+			a.log.ErrorContext(r.Context(), "check api token", "err", err)
+			writeProblem(w, newProblem(http.StatusInternalServerError, "internal_error", "the token could not be checked; try again later"))
+			return "", false
+		}
+		return deny("the API token is not valid or was revoked: check it, or ask for a new one")
+	}
+	return partner, true
+}
+
+func newOwner() []byte {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return b
+}

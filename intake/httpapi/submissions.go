@@ -1,0 +1,411 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/payintake/payintake/records"
+)
+
+// MaxKeyLength is the longest Idempotency-Key accepted, in characters.
+const MaxKeyLength = 255
+
+// outcomes are the counts every submission response lists, zeros included.
+var outcomes = []string{"created", "updated", "unchanged", "held", "stale", "rejected"}
+
+// submission is the JSON of a submission.
+type submission struct {
+	ID        int64          `json:"id"`
+	Status    string         `json:"status"`
+	Name      string         `json:"name"`
+	Counts    map[string]int `json:"counts"`
+	ResultURL string         `json:"result_url"`
+}
+
+// submissionInfo is the JSON of GET /v1/submissions/{id}.
+type submissionInfo struct {
+	submission
+	Source     string    `json:"source"`
+	ReceivedAt time.Time `json:"received_at"`
+	Size       int64     `json:"size"`
+	ReplayOf   int64     `json:"replay_of,omitempty"`
+}
+
+func newSubmission(env records.Envelope) submission {
+	counts := make(map[string]int, len(outcomes))
+	for _, o := range outcomes {
+		counts[o] = 0
+	}
+	for k, v := range env.Counts {
+		counts[k] = v
+	}
+	return submission{ID: env.ID, Status: env.Status, Name: env.FileName, Counts: counts,
+		ResultURL: fmt.Sprintf("/v1/submissions/%d/result.csv", env.ID)}
+}
+
+// parseIdempotencyKey reads the Idempotency-Key header: an RFC 8941 string
+// ("...") as the draft says, or, as many clients send it, the bare key. The
+// key must be 1 to 255 printable ASCII characters.
+func parseIdempotencyKey(h http.Header) (string, *problem) {
+	vals := h.Values("Idempotency-Key")
+	bad := func(code, detail string) (string, *problem) {
+		p := newProblem(http.StatusBadRequest, code, detail)
+		return "", &p
+	}
+	switch {
+	case len(vals) == 0:
+		return bad("idempotency_key_missing", "send an Idempotency-Key header with a key unique to this submission (for example a UUID); a retry of the same submission sends the same key")
+	case len(vals) > 1:
+		return bad("idempotency_key_malformed", "send exactly one Idempotency-Key header")
+	}
+	v := strings.TrimSpace(vals[0])
+	if strings.HasPrefix(v, `"`) {
+		var b strings.Builder
+		closed := false
+		for i := 1; i < len(v); i++ {
+			c := v[i]
+			switch {
+			case closed:
+				return bad("idempotency_key_malformed", "the quoted Idempotency-Key has characters after its closing quote")
+			case c == '\\':
+				if i+1 >= len(v) || (v[i+1] != '"' && v[i+1] != '\\') {
+					return bad("idempotency_key_malformed", `in a quoted Idempotency-Key a backslash may only escape " or \`)
+				}
+				i++
+				b.WriteByte(v[i])
+			case c == '"':
+				closed = true
+			default:
+				b.WriteByte(c)
+			}
+		}
+		if !closed {
+			return bad("idempotency_key_malformed", "the quoted Idempotency-Key has no closing quote")
+		}
+		v = b.String()
+	}
+	if v == "" {
+		return bad("idempotency_key_malformed", "the Idempotency-Key is empty; send a key unique to this submission (for example a UUID)")
+	}
+	if len(v) > MaxKeyLength {
+		return bad("idempotency_key_malformed", fmt.Sprintf("the Idempotency-Key has %d characters; at most %d are allowed", len(v), MaxKeyLength))
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return bad("idempotency_key_malformed", "the Idempotency-Key may only contain printable ASCII characters")
+		}
+	}
+	return v, nil
+}
+
+// submissionName checks the name query parameter: it names the result and
+// is matched against the partner's file pattern, as an uploaded file name.
+func submissionName(r *http.Request) (string, *problem) {
+	name := r.URL.Query().Get("name")
+	bad := func(detail string) (string, *problem) {
+		p := newProblem(http.StatusBadRequest, "invalid_name", detail)
+		return "", &p
+	}
+	if name == "" {
+		return bad("give the file's name as ?name=NAME (for example payroll-2026-03.csv); it names the result and is checked against the agreed file pattern")
+	}
+	if len(name) > 255 || !utf8.ValidString(name) || name == "." || name == ".." ||
+		strings.ContainsAny(name, "/\\\x00") || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		return bad("the name must be a plain file name of at most 255 bytes, without slashes or control characters")
+	}
+	return name, nil
+}
+
+func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
+	partner, ok := a.auth(w, r)
+	if !ok {
+		return
+	}
+	key, p := parseIdempotencyKey(r.Header)
+	if p != nil {
+		writeProblem(w, *p)
+		return
+	}
+	name, p := submissionName(r)
+	if p != nil {
+		writeProblem(w, *p)
+		return
+	}
+	if r.ContentLength > a.cfg.MaxBody {
+		writeProblem(w, a.tooLarge())
+		return
+	}
+	ctx := r.Context()
+	norm := records.SubmissionKey(key)
+	owner := newOwner()
+	claim, err := a.st.ClaimIdempotencyKey(ctx, partner, norm, owner, a.cfg.Lease)
+	if err != nil {
+		a.internal(w, r, "claim idempotency key", err)
+		return
+	}
+	if !claim.Claimed {
+		a.answerClaimed(w, r, partner, key, name, claim)
+		return
+	}
+	if claim.TakenOver {
+		a.log.InfoContext(ctx, "idempotency key taken over after its lease expired", "partner", partner, "key", norm)
+	}
+
+	// The key is ours: keep the lease alive while we read and process.
+	stop := a.keepLease(partner, norm, owner)
+	defer stop()
+	release := func() {
+		if err := a.st.ReleaseIdempotencyKey(context.WithoutCancel(ctx), partner, norm, owner); err != nil {
+			a.log.ErrorContext(ctx, "release idempotency key", "err", err)
+		}
+	}
+	path, sum, p, err := a.spool(w, r)
+	if p != nil || err != nil {
+		release()
+		if p != nil {
+			writeProblem(w, *p)
+		} else {
+			a.internal(w, r, "spool request body", err)
+		}
+		return
+	}
+	defer os.Remove(path)
+
+	// From here the work finishes even if the client goes away: the next
+	// retry then gets the stored answer.
+	ctx = context.WithoutCancel(ctx)
+	got, err := a.st.Receive(ctx, records.Incoming{PartnerID: partner, FileName: name, Source: "http", Path: path, Key: key}, nil)
+	if err != nil {
+		release()
+		a.internal(w, r, "receive submission", err)
+		return
+	}
+	a.log.InfoContext(ctx, "envelope received", "envelope", got.ID, "partner", partner, "file", got.FileName,
+		"status", got.Status, "bytes", got.Size, "source", "http")
+	if got.Status == records.StatusKeyReuse {
+		// The submission key was taken by other bytes before this key's
+		// claim existed (the claim was reaped, or a file of that name came
+		// over SFTP). Leave the key to the original bytes.
+		release()
+		writeProblem(w, keyReuse(got.ID))
+		return
+	}
+	out, err := a.st.Outcome(ctx, got)
+	if err == nil && out.Status == records.StatusReceived {
+		out, err = a.in.Process(ctx, out.ID)
+	}
+	if err != nil {
+		// The envelope is durable; a retry with the same key and body
+		// replays it and finishes its processing.
+		release()
+		a.internal(w, r, "process submission", err)
+		return
+	}
+	resp := jsonResponse(http.StatusCreated, newSubmission(out))
+	resp.EnvelopeID = out.ID
+	if done, err := a.st.CompleteIdempotencyKey(ctx, partner, norm, owner, sum, resp); err != nil {
+		a.log.ErrorContext(ctx, "complete idempotency key", "err", err)
+	} else if !done {
+		a.log.WarnContext(ctx, "idempotency key was taken over while this request worked; the other holder completes it", "partner", partner, "key", norm)
+	}
+	w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", out.ID))
+	writeResponse(w, resp)
+}
+
+// answerClaimed answers a request whose key is held by another request or done.
+func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key, name string, claim records.IdemClaim) {
+	if claim.Status == records.IdemInProgress {
+		w.Header().Set("Retry-After", "1")
+		writeProblem(w, newProblem(http.StatusConflict, "idempotency_key_in_progress",
+			"a request with this Idempotency-Key is still being processed; retry shortly with the same key and body to get its result"))
+		return
+	}
+	path, sum, p, err := a.spool(w, r)
+	if p != nil {
+		writeProblem(w, *p)
+		return
+	}
+	if err != nil {
+		a.internal(w, r, "spool request body", err)
+		return
+	}
+	defer os.Remove(path)
+	if bytes.Equal(sum, claim.Fingerprint) {
+		w.Header().Set("Idempotent-Replayed", "true")
+		if claim.Response.Status == http.StatusCreated && claim.Response.EnvelopeID != 0 {
+			w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", claim.Response.EnvelopeID))
+		}
+		writeResponse(w, claim.Response)
+		return
+	}
+	// Another body under a used key: recorded (as a file would be) so the
+	// bytes are kept for audit, rejected, nothing applied.
+	ctx := context.WithoutCancel(r.Context())
+	got, err := a.st.Receive(ctx, records.Incoming{PartnerID: partner, FileName: name, Source: "http", Path: path, Key: key}, nil)
+	if err != nil {
+		a.internal(w, r, "receive submission", err)
+		return
+	}
+	writeProblem(w, keyReuse(got.ID))
+}
+
+func keyReuse(envelope int64) problem {
+	p := newProblem(http.StatusUnprocessableEntity, "idempotency_key_reuse",
+		"this Idempotency-Key was already used for a different body; nothing from this request was applied: send a new submission under a new key, or resend the original body unchanged")
+	p.EnvelopeID = envelope
+	return p
+}
+
+func (a *API) tooLarge() problem {
+	return newProblem(http.StatusRequestEntityTooLarge, "body_too_large",
+		fmt.Sprintf("the body is larger than %d bytes; split the payroll run into several submissions", a.cfg.MaxBody))
+}
+
+// spool copies the request body to a new file in the spool dir, hashing it
+// on the way. A body over the limit gives a 413 problem.
+func (a *API) spool(w http.ResponseWriter, r *http.Request) (path string, sum []byte, p *problem, err error) {
+	if err := os.MkdirAll(a.cfg.SpoolDir, 0o750); err != nil {
+		return "", nil, nil, fmt.Errorf("create spool dir: %w", err)
+	}
+	f, err := os.CreateTemp(a.cfg.SpoolDir, "http-*.part")
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("create spool file: %w", err)
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(f, h), http.MaxBytesReader(w, r.Body, a.cfg.MaxBody))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			tl := a.tooLarge()
+			return "", nil, &tl, nil
+		}
+		bad := newProblem(http.StatusBadRequest, "body_unreadable", "the request body could not be read to its end; send the submission again with the same Idempotency-Key")
+		return "", nil, &bad, nil
+	}
+	return f.Name(), h.Sum(nil), nil, nil
+}
+
+// keepLease renews the claim's lease until the returned stop is called.
+func (a *API) keepLease(partner, key string, owner []byte) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(a.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if ok, err := a.st.RenewIdempotencyLease(ctx, partner, key, owner, a.cfg.Lease); err != nil && ctx.Err() == nil {
+					a.log.ErrorContext(ctx, "renew idempotency lease", "err", err)
+				} else if err == nil && !ok {
+					return
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+func (a *API) internal(w http.ResponseWriter, r *http.Request, what string, err error) {
+	a.log.ErrorContext(r.Context(), what, "err", err)
+	writeProblem(w, newProblem(http.StatusInternalServerError, "internal_error",
+		"the server could not complete the request; retry it with the same Idempotency-Key"))
+}
+
+func isNotFound(err error) bool { return errors.Is(err, records.ErrNotFound) }
+
+// envelopeOf reads the partner's envelope named by the {id} path value, or
+// answers 404: another partner's submissions do not exist for this one.
+func (a *API) envelopeOf(w http.ResponseWriter, r *http.Request) (records.Envelope, bool) {
+	partner, ok := a.auth(w, r)
+	if !ok {
+		return records.Envelope{}, false
+	}
+	notFound := func() (records.Envelope, bool) {
+		writeProblem(w, newProblem(http.StatusNotFound, "not_found", "there is no submission with this id for your partner account"))
+		return records.Envelope{}, false
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return notFound()
+	}
+	env, err := a.st.Envelope(r.Context(), id)
+	if isNotFound(err) || (err == nil && env.PartnerID != partner) {
+		return notFound()
+	}
+	if err != nil {
+		a.internal(w, r, "read envelope", err)
+		return env, false
+	}
+	return env, true
+}
+
+func (a *API) getSubmission(w http.ResponseWriter, r *http.Request) {
+	env, ok := a.envelopeOf(w, r)
+	if !ok {
+		return
+	}
+	out, err := a.st.Outcome(r.Context(), env)
+	if err != nil {
+		a.internal(w, r, "read envelope", err)
+		return
+	}
+	info := submissionInfo{submission: newSubmission(env), Source: env.Source, ReceivedAt: env.ReceivedAt,
+		Size: env.Size, ReplayOf: env.ReplayOf}
+	if env.Status == records.StatusReplay {
+		info.Counts = newSubmission(out).Counts // a replay shares its original's outcome
+	}
+	writeResponse(w, jsonResponse(http.StatusOK, info))
+}
+
+func (a *API) getResult(w http.ResponseWriter, r *http.Request) {
+	env, ok := a.envelopeOf(w, r)
+	if !ok {
+		return
+	}
+	out, err := a.st.Outcome(r.Context(), env)
+	if err != nil {
+		a.internal(w, r, "read envelope", err)
+		return
+	}
+	if !out.Done() || out.Status == records.StatusIncomplete {
+		w.Header().Set("Retry-After", "1")
+		writeProblem(w, newProblem(http.StatusConflict, "not_ready", "this submission has no result yet; try again shortly"))
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.FormatInt(out.ResultSize, 10))
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", resultName(env.FileName)))
+	if err := a.st.WriteResult(r.Context(), env.ID, w); err != nil {
+		// Headers are gone: cut the body short so the client sees a broken transfer.
+		a.log.ErrorContext(r.Context(), "write result", "envelope", env.ID, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// resultName is NAME.result.csv for an upload NAME.ext, as over SFTP.
+func resultName(fileName string) string {
+	base := filepath.Base(fileName)
+	if ext := filepath.Ext(base); ext != "" && ext != base {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return base + ".result.csv"
+}

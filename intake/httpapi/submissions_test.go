@@ -1,0 +1,370 @@
+package httpapi
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var firstRun = csvRows("E001,2026-03,BASE,1000.00,USD", "E002,2026-03,BASE,2000.00,USD", "E003,2026-03,BASE,abc,USD")
+
+func TestSubmitCreatedAndRead(t *testing.T) {
+	e := newEnv(t, Config{})
+	r := e.submit("acme", "run-1", "march.csv", firstRun)
+	wantStatus(t, r, http.StatusCreated)
+	if r.replayed() {
+		t.Fatal("first response marked as a replay")
+	}
+	m := r.json(t)
+	id := int64(m["id"].(float64))
+	counts := m["counts"].(map[string]any)
+	if m["status"] != "processed" || counts["created"] != 2.0 || counts["rejected"] != 1.0 || counts["updated"] != 0.0 {
+		t.Fatalf("body %s", r.body)
+	}
+	if m["result_url"] != fmt.Sprintf("/v1/submissions/%d/result.csv", id) || r.header.Get("Location") != fmt.Sprintf("/v1/submissions/%d", id) {
+		t.Fatalf("body %s, Location %q", r.body, r.header.Get("Location"))
+	}
+	env, err := e.st.Envelope(e.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Key != "run-1" || env.FileName != "march.csv" || env.Source != "http" {
+		t.Fatalf("envelope %+v: the Idempotency-Key must be the submission key", env)
+	}
+	if got := e.record("acme", "E002", "2026-03", "BASE"); got.Amount != "2000.00" {
+		t.Fatalf("record %+v", got)
+	}
+
+	g := e.get("acme", fmt.Sprintf("/v1/submissions/%d", id))
+	wantStatus(t, g, http.StatusOK)
+	gm := g.json(t)
+	if gm["status"] != "processed" || gm["source"] != "http" || gm["counts"].(map[string]any)["created"] != 2.0 || gm["name"] != "march.csv" {
+		t.Fatalf("GET submission %s", g.body)
+	}
+
+	res := e.get("acme", m["result_url"].(string))
+	wantStatus(t, res, http.StatusOK)
+	var want bytes.Buffer
+	if err := e.st.WriteResult(e.ctx, id, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(res.body, want.Bytes()) || !strings.HasPrefix(string(res.body), "line,row,outcome,") {
+		t.Fatalf("result.csv %q, want %q", res.body, want.Bytes())
+	}
+	if ct := res.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/csv") {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	if cd := res.header.Get("Content-Disposition"); !strings.Contains(cd, "march.result.csv") {
+		t.Fatalf("Content-Disposition %q", cd)
+	}
+
+	wantProblem(t, e.get("acme", "/v1/submissions/999999"), http.StatusNotFound, "not_found")
+	wantProblem(t, e.get("acme", "/v1/submissions/abc"), http.StatusNotFound, "not_found")
+}
+
+func TestSubmitReplay(t *testing.T) {
+	e := newEnv(t, Config{})
+	first := e.submit("acme", "Run-7", "march.csv", firstRun)
+	wantStatus(t, first, http.StatusCreated)
+	// Same key (compared case-insensitively, bare or as an RFC 8941 string), same body.
+	for _, key := range []string{"Run-7", "run-7", `"RUN-7"`} {
+		again := e.submit("acme", key, "march.csv", firstRun)
+		wantStatus(t, again, http.StatusCreated)
+		if !again.replayed() || !bytes.Equal(again.body, first.body) {
+			t.Fatalf("key %s: replay %s (replayed %v), want %s verbatim", key, again.body, again.replayed(), first.body)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM envelopes`); n != 1 {
+		t.Fatalf("%d envelopes, want 1: a replay executes nothing", n)
+	}
+	// The same key is another partner's own key.
+	o := e.submit("other", "run-7", "march.csv", firstRun)
+	wantStatus(t, o, http.StatusCreated)
+	if o.replayed() {
+		t.Fatal("keys must be scoped per partner")
+	}
+}
+
+func TestSubmitDifferentBody(t *testing.T) {
+	e := newEnv(t, Config{})
+	wantStatus(t, e.submit("acme", "k1", "march.csv", firstRun), http.StatusCreated)
+	changed := csvRows("E001,2026-03,BASE,9999.00,USD")
+	p := wantProblem(t, e.submit("acme", "K1", "march.csv", changed), http.StatusUnprocessableEntity, "idempotency_key_reuse")
+	if got := e.record("acme", "E001", "2026-03", "BASE"); got.Amount != "1000.00" {
+		t.Fatalf("record changed by a refused body: %+v", got)
+	}
+	// The refused bytes are kept for audit, as a key_reuse envelope.
+	env, err := e.st.Envelope(e.ctx, int64(p["envelope_id"].(float64)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != "key_reuse" || env.Size != int64(len(changed)) {
+		t.Fatalf("audit envelope %+v", env)
+	}
+	// The original body still replays.
+	r := e.submit("acme", "k1", "march.csv", firstRun)
+	if r.status != http.StatusCreated || !r.replayed() {
+		t.Fatalf("status %d replayed %v", r.status, r.replayed())
+	}
+}
+
+func TestSubmitBadKey(t *testing.T) {
+	e := newEnv(t, Config{})
+	wantProblem(t, e.submit("acme", "", "a.csv", firstRun), http.StatusBadRequest, "idempotency_key_missing")
+	for _, key := range []string{`""`, " ", strings.Repeat("k", 256), `"unterminated`, `"a"b`, "caf\u00e9"} {
+		req := e.submitReq("acme", "", "a.csv", strings.NewReader(firstRun))
+		req.Header.Set("Idempotency-Key", key)
+		wantProblem(t, e.do(req), http.StatusBadRequest, "idempotency_key_malformed")
+	}
+	req := e.submitReq("acme", "a", "a.csv", strings.NewReader(firstRun))
+	req.Header.Add("Idempotency-Key", "b")
+	wantProblem(t, e.do(req), http.StatusBadRequest, "idempotency_key_malformed")
+	wantProblem(t, e.submit("acme", "k", "", firstRun), http.StatusBadRequest, "invalid_name")
+	wantProblem(t, e.submit("acme", "k", "..%2Fetc%2Fpasswd", firstRun), http.StatusBadRequest, "invalid_name")
+	if n := e.count(`SELECT count(*) FROM idempotency_keys`); n != 0 {
+		t.Fatalf("%d keys claimed by refused requests", n)
+	}
+	// 255 characters is the limit, inclusive.
+	wantStatus(t, e.submit("acme", strings.Repeat("k", 255), "a.csv", firstRun), http.StatusCreated)
+}
+
+func TestSubmitUnauthorized(t *testing.T) {
+	e := newEnv(t, Config{})
+	for _, auth := range []string{"", "Bearer", "Bearer nope", "Basic " + e.token["acme"], "Bearer pit_" + strings.Repeat("A", 43)} {
+		req := e.submitReq("", "k", "a.csv", strings.NewReader(firstRun))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		r := e.do(req)
+		wantProblem(t, r, http.StatusUnauthorized, "unauthorized")
+		if r.header.Get("WWW-Authenticate") == "" {
+			t.Fatal("401 without WWW-Authenticate")
+		}
+	}
+	// A revoked token stops working; the newest keeps working.
+	newer, err := e.st.IssueAPIToken(e.ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := e.token["acme"]
+	if n, err := e.st.RevokeOldAPITokens(e.ctx, "acme"); err != nil || n != 1 {
+		t.Fatalf("revoked %d, %v", n, err)
+	}
+	wantProblem(t, e.submit("acme", "k", "a.csv", firstRun), http.StatusUnauthorized, "unauthorized")
+	e.token["acme"] = newer
+	wantStatus(t, e.submit("acme", "k", "a.csv", firstRun), http.StatusCreated)
+	e.token["acme"] = old
+	wantProblem(t, e.get("acme", "/v1/submissions/1"), http.StatusUnauthorized, "unauthorized")
+	if n := e.count(`SELECT count(*) FROM envelopes`); n != 1 {
+		t.Fatalf("%d envelopes", n)
+	}
+}
+
+func TestSubmitPartnerScoping(t *testing.T) {
+	e := newEnv(t, Config{})
+	r := e.submit("acme", "k", "a.csv", firstRun)
+	wantStatus(t, r, http.StatusCreated)
+	id := int64(r.json(t)["id"].(float64))
+	wantProblem(t, e.get("other", fmt.Sprintf("/v1/submissions/%d", id)), http.StatusNotFound, "not_found")
+	wantProblem(t, e.get("other", fmt.Sprintf("/v1/submissions/%d/result.csv", id)), http.StatusNotFound, "not_found")
+	wantStatus(t, e.get("acme", fmt.Sprintf("/v1/submissions/%d/result.csv", id)), http.StatusOK)
+}
+
+func TestSubmitTooLarge(t *testing.T) {
+	e := newEnv(t, Config{MaxBody: 100})
+	big := csvRows(strings.Repeat("E001,2026-03,BASE,1.00,USD\n", 10))
+	wantProblem(t, e.submit("acme", "k", "a.csv", big), http.StatusRequestEntityTooLarge, "body_too_large")
+	// Without a Content-Length the limit holds while reading, and the claim is released.
+	r := e.do(e.submitReq("acme", "k", "a.csv", io.MultiReader(strings.NewReader(big))))
+	wantProblem(t, r, http.StatusRequestEntityTooLarge, "body_too_large")
+	if n := e.count(`SELECT count(*) FROM idempotency_keys`); n != 0 {
+		t.Fatalf("%d keys left claimed by a refused body", n)
+	}
+	wantStatus(t, e.submit("acme", "k", "a.csv", csvRows("E1,2026-03,BASE,1.00,USD")), http.StatusCreated)
+}
+
+// A request still reading its body holds the key: the same key gets 409
+// until it completes, then the replay.
+func TestSubmitInProgressConflict(t *testing.T) {
+	e := newEnv(t, Config{})
+	pr, pw := io.Pipe()
+	first := make(chan resp, 1)
+	go func() { first <- e.do(e.submitReq("acme", "slow", "a.csv", pr)) }()
+	if _, err := pw.Write([]byte(csvHeader)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		return e.count(`SELECT count(*) FROM idempotency_keys WHERE idem_key = 'slow' AND status = 'in_progress'`) == 1
+	})
+	r := e.submit("acme", "SLOW", "a.csv", firstRun)
+	wantProblem(t, r, http.StatusConflict, "idempotency_key_in_progress")
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("409 without Retry-After")
+	}
+	// Even a different body gets 409 while the first is in progress.
+	wantProblem(t, e.submit("acme", "slow", "a.csv", "x"), http.StatusConflict, "idempotency_key_in_progress")
+	if _, err := pw.Write([]byte(strings.TrimPrefix(firstRun, csvHeader))); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	f := <-first
+	wantStatus(t, f, http.StatusCreated)
+	again := e.submit("acme", "slow", "a.csv", firstRun)
+	if again.status != http.StatusCreated || !again.replayed() || !bytes.Equal(again.body, f.body) {
+		t.Fatalf("after completion: %d %s", again.status, again.body)
+	}
+}
+
+// A crashed request stops renewing its lease; once it expires the key is
+// taken over and processed.
+func TestSubmitLeaseTakeover(t *testing.T) {
+	e := newEnv(t, Config{})
+	crashed := []byte("crashed-owner-01")
+	c, err := e.st.ClaimIdempotencyKey(e.ctx, "acme", "k", crashed, 300*time.Millisecond)
+	if err != nil || !c.Claimed {
+		t.Fatalf("claim %+v %v", c, err)
+	}
+	wantProblem(t, e.submit("acme", "k", "a.csv", firstRun), http.StatusConflict, "idempotency_key_in_progress")
+	time.Sleep(400 * time.Millisecond)
+	r := e.submit("acme", "k", "a.csv", firstRun)
+	wantStatus(t, r, http.StatusCreated)
+	if r.replayed() {
+		t.Fatal("takeover answered as a replay")
+	}
+	// The crashed holder can no longer complete the key.
+	if ok, err := e.st.CompleteIdempotencyKey(e.ctx, "acme", "k", crashed, make([]byte, 32), r2(r)); err != nil || ok {
+		t.Fatalf("stale owner completed the key: %v %v", ok, err)
+	}
+	again := e.submit("acme", "k", "a.csv", firstRun)
+	if !again.replayed() || !bytes.Equal(again.body, r.body) {
+		t.Fatalf("replay %s", again.body)
+	}
+}
+
+// A crash after the envelope was recorded but before the key was completed:
+// the retry takes the key over and gets the same answer, nothing applied twice.
+func TestSubmitCrashAfterReceive(t *testing.T) {
+	e := newEnv(t, Config{})
+	r := e.submit("acme", "k", "a.csv", firstRun)
+	wantStatus(t, r, http.StatusCreated)
+	// Forget the completion, as if the process died before storing it.
+	if _, err := e.st.Pool().Exec(e.ctx, `DELETE FROM idempotency_keys`); err != nil {
+		t.Fatal(err)
+	}
+	again := e.submit("acme", "k", "a.csv", firstRun)
+	wantStatus(t, again, http.StatusCreated)
+	if !bytes.Equal(again.body, r.body) {
+		t.Fatalf("answer after recovery %s, want %s", again.body, r.body)
+	}
+	if got := e.record("acme", "E001", "2026-03", "BASE"); got.Version != 1 {
+		t.Fatalf("record applied twice: %+v", got)
+	}
+}
+
+func TestReaper(t *testing.T) {
+	e := newEnv(t, Config{ReapBatch: 2})
+	for i := range 5 {
+		wantStatus(t, e.submit("acme", fmt.Sprintf("old-%d", i), "a.csv", csvRows(fmt.Sprintf("E%d,2026-03,BASE,1.00,USD", i))), http.StatusCreated)
+	}
+	wantStatus(t, e.submit("acme", "fresh", "a.csv", csvRows("F,2026-03,BASE,1.00,USD")), http.StatusCreated)
+	if _, err := e.st.Pool().Exec(e.ctx, `UPDATE idempotency_keys SET created_at = now() - interval '73 hours' WHERE idem_key LIKE 'old-%'`); err != nil {
+		t.Fatal(err)
+	}
+	// An in-progress key under a live lease is never reaped, however old.
+	if _, err := e.st.ClaimIdempotencyKey(e.ctx, "acme", "working", []byte("owner"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.Pool().Exec(e.ctx, `UPDATE idempotency_keys SET created_at = now() - interval '100 hours' WHERE idem_key = 'working'`); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.api.Reap(e.ctx)
+	if err != nil || n != 5 {
+		t.Fatalf("reaped %d, %v; want 5 in batches of 2", n, err)
+	}
+	if left := e.count(`SELECT count(*) FROM idempotency_keys`); left != 2 {
+		t.Fatalf("%d keys left, want fresh and working", left)
+	}
+	// After retention the submission key still protects the records.
+	r := e.submit("acme", "old-0", "a.csv", csvRows("E0,2026-03,BASE,1.00,USD"))
+	wantStatus(t, r, http.StatusCreated)
+	if r.json(t)["counts"].(map[string]any)["created"] != 1.0 {
+		t.Fatalf("same bytes after reaping: %s", r.body)
+	}
+	if got := e.record("acme", "E0", "2026-03", "BASE"); got.Version != 1 {
+		t.Fatalf("applied again after reaping: %+v", got)
+	}
+	wantProblem(t, e.submit("acme", "old-1", "a.csv", csvRows("E1,2026-03,BASE,5.00,USD")), http.StatusUnprocessableEntity, "idempotency_key_reuse")
+}
+
+// N identical requests at once: one execution, the rest 409 or the replay.
+func TestSubmitConcurrentIdentical(t *testing.T) {
+	e := newEnv(t, Config{})
+	const n = 12
+	var wg sync.WaitGroup
+	out := make([]resp, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			out[i] = e.do(e.submitReq("acme", "same", "a.csv", strings.NewReader(firstRun)))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	var executed []resp
+	for _, r := range out {
+		switch {
+		case r.status == http.StatusCreated && !r.replayed():
+			executed = append(executed, r)
+		case r.status == http.StatusCreated, r.status == http.StatusConflict:
+		default:
+			t.Fatalf("unexpected %d %s", r.status, r.body)
+		}
+	}
+	if len(executed) != 1 {
+		t.Fatalf("%d executions, want 1", len(executed))
+	}
+	for _, r := range out {
+		if r.status == http.StatusCreated && !bytes.Equal(r.body, executed[0].body) {
+			t.Fatalf("replay %s differs from %s", r.body, executed[0].body)
+		}
+	}
+	if c := e.count(`SELECT count(*) FROM envelopes`); c != 1 {
+		t.Fatalf("%d envelopes, want 1", c)
+	}
+}
+
+func TestResultNotReady(t *testing.T) {
+	e := newEnv(t, Config{})
+	// An envelope recorded but not yet processed (as by another transport).
+	path := t.TempDir() + "/x.csv"
+	writeFile(t, path, firstRun)
+	env, err := e.st.Receive(e.ctx, incoming("acme", "x.csv", path), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := e.get("acme", fmt.Sprintf("/v1/submissions/%d", env.ID))
+	wantStatus(t, g, http.StatusOK)
+	if g.json(t)["status"] != "received" {
+		t.Fatalf("%s", g.body)
+	}
+	wantProblem(t, e.get("acme", fmt.Sprintf("/v1/submissions/%d/result.csv", env.ID)), http.StatusConflict, "not_ready")
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,262 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/records"
+)
+
+// MaxWebhookIDLength is the longest webhook-id accepted.
+const MaxWebhookIDLength = 255
+
+// webhookAnswer is the JSON of a 200 answer to a webhook.
+type webhookAnswer struct {
+	Outcome     string `json:"outcome"`
+	Code        string `json:"code"`
+	Version     int64  `json:"version"`
+	EntityID    string `json:"entity_id"`
+	Message     string `json:"message,omitempty"`
+	ExceptionID int64  `json:"exception_id,omitempty"`
+}
+
+func (a *API) postWebhook(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	partner := r.PathValue("partner")
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxWebhookBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, "body_too_large",
+				fmt.Sprintf("the webhook body is larger than %d bytes; send one pay-line change per webhook", a.cfg.MaxWebhookBody)))
+			return
+		}
+		writeProblem(w, newProblem(http.StatusBadRequest, "body_unreadable", "the webhook body could not be read to its end; deliver it again"))
+		return
+	}
+
+	// The signature first: nothing is parsed or stored before it holds.
+	id := r.Header.Get("webhook-id")
+	if p := a.verifyWebhook(r, partner, id, body); p != nil {
+		writeProblem(w, *p)
+		return
+	}
+	if len(id) > MaxWebhookIDLength {
+		writeProblem(w, newProblem(http.StatusBadRequest, "invalid_webhook_id",
+			fmt.Sprintf("the webhook-id has %d bytes; at most %d are allowed", len(id), MaxWebhookIDLength)))
+		return
+	}
+
+	d := records.WebhookDelivery{PartnerID: partner, WebhookID: id, Body: body}
+	p, err := a.st.Partner(ctx, partner)
+	if err != nil {
+		a.internal(w, r, "read partner", err)
+		return
+	}
+	ch, invalid := parseWebhook(body, intake.Settings(p))
+	if invalid != nil {
+		d.Invalid = invalid
+	} else {
+		d.Change = ch
+	}
+	ans, err := a.st.DeliverWebhook(ctx, d, renderWebhook)
+	if err != nil {
+		a.internal(w, r, "deliver webhook", err)
+		return
+	}
+	switch {
+	case ans.BodyMismatch:
+		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "webhook_id_reuse",
+			"this webhook-id was already delivered with a different body; nothing was applied and the body was kept for audit: give every new message its own webhook-id"))
+		return
+	case ans.Replayed:
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeResponse(w, ans.IdemResponse)
+}
+
+func renderWebhook(res records.WebhookResult) records.IdemResponse {
+	if inv := res.Invalid; inv != nil {
+		p := newProblem(http.StatusUnprocessableEntity, inv.Code, inv.Message)
+		p.Title = "Invalid webhook body: nothing was applied, the body is kept in quarantine"
+		p.Field = inv.Field
+		p.Quarantined = true
+		return p.response()
+	}
+	return jsonResponse(http.StatusOK, webhookAnswer{Outcome: res.Outcome, Code: res.Code, Version: res.Version,
+		EntityID: res.EntityID, Message: res.Message, ExceptionID: res.ExceptionID})
+}
+
+// verifyWebhook checks the Standard Webhooks signature: webhook-signature
+// holds space-separated "v1,<base64 HMAC-SHA256>" over "id.timestamp.body"
+// with any active secret of the partner, and webhook-timestamp (Unix
+// seconds) is within the tolerance of now. It answers nil when it holds.
+func (a *API) verifyWebhook(r *http.Request, partner, id string, body []byte) *problem {
+	deny := func(code, detail string) *problem {
+		p := newProblem(http.StatusUnauthorized, code, detail+"; nothing was stored")
+		return &p
+	}
+	ts, sigs := r.Header.Get("webhook-timestamp"), r.Header.Get("webhook-signature")
+	if id == "" || ts == "" || sigs == "" {
+		return deny("signature_missing", "send the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature")
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return deny("timestamp_invalid", "webhook-timestamp must be the signing time in Unix seconds")
+	}
+	if skew := a.cfg.Now().Sub(time.Unix(sec, 0)); skew > a.cfg.Tolerance || skew < -a.cfg.Tolerance {
+		return deny("timestamp_out_of_tolerance", fmt.Sprintf("webhook-timestamp is more than %s away from the server's clock (a replayed or delayed message); sign it again when sending", a.cfg.Tolerance))
+	}
+	keys, err := a.st.WebhookSecrets(r.Context(), partner)
+	if err != nil {
+		a.log.ErrorContext(r.Context(), "read webhook secrets", "err", err)
+		p := newProblem(http.StatusInternalServerError, "internal_error", "the signature could not be checked; deliver the webhook again later")
+		return &p
+	}
+	if !signatureValid(keys, id, ts, body, sigs) {
+		return deny("signature_invalid", "no webhook-signature matches the body with an active secret of this partner")
+	}
+	return nil
+}
+
+func signatureValid(keys [][]byte, id, ts string, body []byte, header string) bool {
+	var given [][]byte
+	for _, sig := range strings.Fields(header) {
+		ver, val, ok := strings.Cut(sig, ",")
+		if !ok || ver != "v1" {
+			continue
+		}
+		if b, err := base64.StdEncoding.DecodeString(val); err == nil {
+			given = append(given, b)
+		}
+	}
+	for _, k := range keys {
+		mac := hmac.New(sha256.New, k)
+		mac.Write([]byte(id))
+		mac.Write([]byte{'.'})
+		mac.Write([]byte(ts))
+		mac.Write([]byte{'.'})
+		mac.Write(body)
+		want := mac.Sum(nil)
+		for _, g := range given {
+			if hmac.Equal(g, want) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Sign returns a Standard Webhooks signature ("v1,<base64>") of body with
+// the secret in its printable form (whsec_...), for senders and tests.
+func Sign(secret, id string, ts int64, body []byte) (string, error) {
+	key, err := records.ParseWebhookSecret(secret)
+	if err != nil {
+		return "", err
+	}
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "%s.%d.", id, ts)
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)), nil
+}
+
+// parseWebhook reads a webhook body: a JSON object with entity_id (string),
+// version (integer number), and the pay-line fields as JSON strings
+// (employee_ref, pay_period, component, amount, currency, and optional
+// hours, rate, pay_date). Money must be a string: a JSON number is refused,
+// never converted. hours may also be a JSON number, taken as its literal
+// text (no floating point). Unknown fields are ignored; null is absent.
+// The values are then normalised exactly as a CSV row with the partner's
+// settings.
+func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *records.WebhookInvalid) {
+	invalid := func(code, field, msg string) (*records.WebhookChange, *records.WebhookInvalid) {
+		return nil, &records.WebhookInvalid{Code: code, Field: field, Message: msg}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var m map[string]json.RawMessage
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return invalid("invalid_json", "", "the body is not a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("invalid_json", "", "the body has data after its JSON object")
+	}
+
+	// text reads a field that must be a JSON string (or, with number, a JSON number).
+	var bad *records.WebhookInvalid
+	text := func(field string, money, number bool) string {
+		raw := bytes.TrimSpace(m[field])
+		if bad != nil || len(raw) == 0 || string(raw) == "null" {
+			return ""
+		}
+		switch c := raw[0]; {
+		case c == '"':
+			var v string
+			if err := json.Unmarshal(raw, &v); err != nil {
+				bad = &records.WebhookInvalid{Code: "invalid_json", Field: field, Message: field + " is not a valid JSON string"}
+			}
+			return v
+		case c == '-' || (c >= '0' && c <= '9'):
+			if number {
+				return string(raw)
+			}
+			if money {
+				bad = &records.WebhookInvalid{Code: "money_not_string", Field: field, Message: fmt.Sprintf(
+					"%s is the JSON number %s; money must be a JSON string such as \"2150.00\" and a number is never converted, to avoid rounding", field, raw)}
+				return ""
+			}
+		}
+		bad = &records.WebhookInvalid{Code: "invalid_type", Field: field, Message: field + " must be a JSON string"}
+		return ""
+	}
+	entity := text("entity_id", false, false)
+	raw := normalize.RawRow{
+		EmployeeRef: text(normalize.FieldEmployeeRef, false, false),
+		PayPeriod:   text(normalize.FieldPayPeriod, false, false),
+		Component:   text(normalize.FieldComponent, false, false),
+		Amount:      text(normalize.FieldAmount, true, false),
+		Currency:    text(normalize.FieldCurrency, false, false),
+		Hours:       text(normalize.FieldHours, false, true),
+		Rate:        text(normalize.FieldRate, true, false),
+		PayDate:     text(normalize.FieldPayDate, false, false),
+	}
+	if bad != nil {
+		return nil, bad
+	}
+	entity = strings.TrimSpace(entity)
+	if entity == "" {
+		return invalid("missing_value", "entity_id", "entity_id is missing; send the sender's id of this pay line")
+	}
+	if len(entity) > 255 {
+		return invalid("invalid_entity_id", "entity_id", "entity_id is longer than 255 bytes")
+	}
+	var version int64
+	switch v := bytes.TrimSpace(m["version"]); {
+	case len(v) == 0 || string(v) == "null":
+		return invalid("missing_value", "version", "version is missing; send the pay line's version as an integer that grows with every change")
+	default:
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n < 0 {
+			return invalid("invalid_version", "version", fmt.Sprintf("version is %s; it must be a non-negative JSON integer such as 3", v))
+		}
+		version = n
+	}
+	rec, disp, rowErr := normalize.Normalize(raw, s)
+	if rowErr != nil {
+		return invalid(rowErr.Code, rowErr.Field, rowErr.Message)
+	}
+	st := intake.Stage(normalize.Row{Line: 0, Index: 1, Record: rec, Display: disp})
+	return &records.WebhookChange{EntityID: entity, Version: version, Row: st}, nil
+}

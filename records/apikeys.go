@@ -1,0 +1,231 @@
+package records
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// API tokens of the HTTP submission API.
+//
+// A token is "pit_" followed by 32 random bytes in unpadded base64url. Only
+// its SHA-256 is stored. A plain fast hash is right here, unlike for
+// passwords: a token has 256 bits of entropy, so there is nothing to
+// brute-force from a leaked hash, and a salted slow hash would only make
+// every request slower (and make a lookup by hash impossible).
+
+// TokenPrefix starts every API token, so a leaked one is recognisable.
+const TokenPrefix = "pit_"
+
+func tokenHash(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+// IssueAPIToken creates a new API token for partner and returns it. It is
+// shown once: only its hash is kept. Earlier tokens stay valid.
+func (s *Store) IssueAPIToken(ctx context.Context, partner string) (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generate token: %w", err)
+	}
+	token := TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	_, err := s.pool.Exec(ctx, `INSERT INTO api_tokens (partner_id, token_hash, prefix) VALUES ($1, $2, $3)`,
+		partner, tokenHash(token), token[:len(TokenPrefix)+6])
+	if err != nil {
+		return "", fmt.Errorf("store token for partner %q: %w", partner, err)
+	}
+	return token, nil
+}
+
+// RevokeOldAPITokens revokes every active token of partner but the newest,
+// and returns how many it revoked.
+func (s *Store) RevokeOldAPITokens(ctx context.Context, partner string) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE api_tokens SET revoked_at = now()
+		WHERE partner_id = $1 AND revoked_at IS NULL
+			AND id <> (SELECT max(id) FROM api_tokens WHERE partner_id = $1 AND revoked_at IS NULL)`, partner)
+	if err != nil {
+		return 0, fmt.Errorf("revoke tokens of partner %q: %w", partner, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// TokenPartner returns the partner an active API token belongs to, or ErrNotFound.
+func (s *Store) TokenPartner(ctx context.Context, token string) (string, error) {
+	var partner string
+	err := s.pool.QueryRow(ctx, `SELECT partner_id FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL`,
+		tokenHash(token)).Scan(&partner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("api token: %w", ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("check api token: %w", err)
+	}
+	return partner, nil
+}
+
+// Idempotency-Key claims (IETF httpapi Idempotency-Key draft).
+
+// Idempotency key states.
+const (
+	IdemInProgress = "in_progress"
+	IdemDone       = "done"
+)
+
+// IdemClaim is what ClaimIdempotencyKey found or did.
+type IdemClaim struct {
+	// Claimed: the caller now owns the key (a new claim, or a takeover of an
+	// in-progress claim whose lease had expired) and must complete or release it.
+	Claimed   bool
+	TakenOver bool
+	// Otherwise the key's state: in progress under another live lease, or done.
+	Status      string
+	Fingerprint []byte
+	Response    IdemResponse
+}
+
+// IdemResponse is a stored response, replayed verbatim.
+type IdemResponse struct {
+	Status      int
+	ContentType string
+	Body        []byte
+	EnvelopeID  int64
+}
+
+// ClaimIdempotencyKey claims partner's key for owner with a lease, insert-or-nothing:
+// of concurrent claims exactly one wins. An in-progress claim whose lease has
+// expired is taken over. key must already be normalised (SubmissionKey).
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, partner, key string, owner []byte, lease time.Duration) (IdemClaim, error) {
+	var c IdemClaim
+	leaseArg := lease
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO idempotency_keys (partner_id, idem_key, status, lease_owner, lease_until)
+		VALUES ($1, $2, 'in_progress', $3, now() + $4::interval)
+		ON CONFLICT DO NOTHING RETURNING true`, partner, key, owner, leaseArg).Scan(&c.Claimed)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return c, fmt.Errorf("claim idempotency key: %w", err)
+	}
+	if c.Claimed {
+		return c, nil
+	}
+	// Take over a claim whose holder stopped renewing its lease (it crashed).
+	err = s.pool.QueryRow(ctx, `
+		UPDATE idempotency_keys SET lease_owner = $3, lease_until = now() + $4::interval
+		WHERE partner_id = $1 AND idem_key = $2 AND status = 'in_progress' AND lease_until < now()
+		RETURNING true`, partner, key, owner, leaseArg).Scan(&c.Claimed)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return c, fmt.Errorf("take over idempotency key: %w", err)
+	}
+	if c.Claimed {
+		c.TakenOver = true
+		return c, nil
+	}
+	var status, ctype *string
+	var code *int32
+	var env *int64
+	err = s.pool.QueryRow(ctx, `
+		SELECT status, fingerprint, response_status, response_type, response_body, envelope_id
+		FROM idempotency_keys WHERE partner_id = $1 AND idem_key = $2`, partner, key).
+		Scan(&status, &c.Fingerprint, &code, &ctype, &c.Response.Body, &env)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Released (or reaped) between our statements: try once more.
+		return s.ClaimIdempotencyKey(ctx, partner, key, owner, lease)
+	}
+	if err != nil {
+		return c, fmt.Errorf("read idempotency key: %w", err)
+	}
+	c.Status = *status
+	if code != nil {
+		c.Response.Status = int(*code)
+	}
+	if ctype != nil {
+		c.Response.ContentType = *ctype
+	}
+	if env != nil {
+		c.Response.EnvelopeID = *env
+	}
+	return c, nil
+}
+
+// RenewIdempotencyLease extends owner's lease on a key it is still working on.
+// It reports false when the claim is no longer owner's.
+func (s *Store) RenewIdempotencyLease(ctx context.Context, partner, key string, owner []byte, lease time.Duration) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET lease_until = now() + $4::interval
+		WHERE partner_id = $1 AND idem_key = $2 AND status = 'in_progress' AND lease_owner = $3`,
+		partner, key, owner, lease)
+	if err != nil {
+		return false, fmt.Errorf("renew idempotency lease: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// CompleteIdempotencyKey stores the response for owner's claim and marks the
+// key done. It reports false when the claim was taken over meanwhile (the
+// other holder completes it).
+func (s *Store) CompleteIdempotencyKey(ctx context.Context, partner, key string, owner, fingerprint []byte, resp IdemResponse) (bool, error) {
+	var env *int64
+	if resp.EnvelopeID != 0 {
+		env = &resp.EnvelopeID
+	}
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE idempotency_keys SET status = 'done', fingerprint = $4, response_status = $5, response_type = $6,
+			response_body = $7, envelope_id = $8, completed_at = now(), lease_owner = NULL, lease_until = NULL
+		WHERE partner_id = $1 AND idem_key = $2 AND status = 'in_progress' AND lease_owner = $3`,
+		partner, key, owner, fingerprint, resp.Status, resp.ContentType, resp.Body, env)
+	if err != nil {
+		return false, fmt.Errorf("complete idempotency key: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// ReleaseIdempotencyKey drops owner's in-progress claim (the request failed
+// before anything was decided), so a retry can claim the key at once.
+func (s *Store) ReleaseIdempotencyKey(ctx context.Context, partner, key string, owner []byte) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys
+		WHERE partner_id = $1 AND idem_key = $2 AND status = 'in_progress' AND lease_owner = $3`, partner, key, owner)
+	if err != nil {
+		return fmt.Errorf("release idempotency key: %w", err)
+	}
+	return nil
+}
+
+// ReapIdempotencyKeys deletes keys created more than retention ago, batch
+// rows per statement so no long lock is held, and returns how many it
+// deleted. A key still in progress under a live lease is left alone. The
+// submissions themselves are kept: a key reused after reaping is still
+// recognised by the submission key (same bytes: the first result again;
+// other bytes: rejected).
+func (s *Store) ReapIdempotencyKeys(ctx context.Context, retention time.Duration, batch int) (int64, error) {
+	if batch <= 0 {
+		batch = 1000
+	}
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, `
+			DELETE FROM idempotency_keys WHERE (partner_id, idem_key) IN (
+				SELECT partner_id, idem_key FROM idempotency_keys
+				WHERE created_at < now() - $1::interval AND (status = 'done' OR lease_until < now())
+				ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, retention, batch)
+		if err != nil {
+			return total, fmt.Errorf("reap idempotency keys: %w", err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(batch) {
+			return total, nil
+		}
+	}
+}
+
+// SubmissionEnvelope returns the envelope that first claimed partner's
+// submission key, or ErrNotFound.
+func (s *Store) SubmissionEnvelope(ctx context.Context, partner, key string) (Envelope, error) {
+	return scanEnvelope(s.pool.QueryRow(ctx, `SELECT `+envelopeColumns+` FROM envelopes
+		WHERE id = (SELECT envelope_id FROM submissions WHERE partner_id = $1 AND submission_key = $2)`,
+		partner, SubmissionKey(key)))
+}

@@ -1,0 +1,396 @@
+package records
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Webhook secrets (Standard Webhooks): "whsec_" + base64 of 32 random bytes.
+// The raw secret is stored, not a hash: checking an HMAC needs the key.
+
+// WebhookSecretPrefix starts every webhook secret.
+const WebhookSecretPrefix = "whsec_"
+
+// AddWebhookSecret creates a new signing secret for partner and returns it
+// in its printable form. Earlier secrets keep working until revoked, so the
+// sender can switch over without losing a delivery.
+func (s *Store) AddWebhookSecret(ctx context.Context, partner string) (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generate webhook secret: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO webhook_secrets (partner_id, secret) VALUES ($1, $2)`, partner, b[:]); err != nil {
+		return "", fmt.Errorf("store webhook secret for partner %q: %w", partner, err)
+	}
+	return WebhookSecretPrefix + base64.StdEncoding.EncodeToString(b[:]), nil
+}
+
+// RevokeOldWebhookSecrets revokes every active secret of partner but the
+// newest, and returns how many it revoked.
+func (s *Store) RevokeOldWebhookSecrets(ctx context.Context, partner string) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE webhook_secrets SET revoked_at = now()
+		WHERE partner_id = $1 AND revoked_at IS NULL
+			AND id <> (SELECT max(id) FROM webhook_secrets WHERE partner_id = $1 AND revoked_at IS NULL)`, partner)
+	if err != nil {
+		return 0, fmt.Errorf("revoke webhook secrets of partner %q: %w", partner, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// WebhookSecrets returns the active signing keys of partner (none for an
+// unknown partner), newest first.
+func (s *Store) WebhookSecrets(ctx context.Context, partner string) ([][]byte, error) {
+	rows, err := s.pool.Query(ctx, `SELECT secret FROM webhook_secrets WHERE partner_id = $1 AND revoked_at IS NULL ORDER BY id DESC`, partner)
+	if err != nil {
+		return nil, fmt.Errorf("read webhook secrets of partner %q: %w", partner, err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, fmt.Errorf("read webhook secrets of partner %q: %w", partner, err)
+	}
+	return keys, nil
+}
+
+// WebhookChange is one pay-line change pushed by a webhook, already
+// normalised: Row carries the normalised values and content hash exactly as
+// a CSV row would be staged, so a webhook and a file agree on a record.
+type WebhookChange struct {
+	EntityID string
+	Version  int64
+	Row      StagedRow
+}
+
+// WebhookInvalid is why a webhook body was refused (422). The body is
+// quarantined for audit; nothing is applied.
+type WebhookInvalid struct{ Code, Field, Message string }
+
+// WebhookDelivery is one signed delivery: exactly one of Change and Invalid is set.
+type WebhookDelivery struct {
+	PartnerID, WebhookID string
+	Body                 []byte // raw, as signed
+	Change               *WebhookChange
+	Invalid              *WebhookInvalid
+}
+
+// WebhookResult is what became of a delivery.
+type WebhookResult struct {
+	Invalid     *WebhookInvalid // set when the body was refused
+	EntityID    string
+	Version     int64
+	Outcome     string // created, updated, unchanged, held, stale
+	Code        string // record_locked, period_locked, superseded, or ""
+	Message     string
+	RecordID    int64
+	ExceptionID int64
+}
+
+// WebhookAnswer is the response to a delivery.
+type WebhookAnswer struct {
+	IdemResponse
+	// Replayed: a redelivery of a webhook-id already answered; the response
+	// is the first one, verbatim.
+	Replayed bool
+	// BodyMismatch: the webhook-id was answered before for another body. The
+	// body was quarantined; the response is empty, the caller answers.
+	BodyMismatch bool
+}
+
+// WebhookRender builds the HTTP response stored with a delivery, inside the
+// delivery's transaction.
+type WebhookRender func(WebhookResult) IdemResponse
+
+// DeliverWebhook claims a delivery by its webhook-id, insert-or-nothing, and
+// in the same transaction applies its change under the partner lock and
+// stores the response render builds. A concurrent duplicate waits on the
+// claim's primary key and then replays the stored response; if the first
+// attempt rolled back, the duplicate claims it instead.
+//
+// The change is applied only when its version is above the highest version
+// accepted for its entity; otherwise it is stale (code superseded). Against
+// the records it is classified as a CSV row is: created, unchanged, held
+// (record_locked or period_locked, with an exception for a reviewer) or
+// updated (the previous version kept in record_history, replaced_by
+// "webhook ID").
+func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, render WebhookRender) (WebhookAnswer, error) {
+	var ans WebhookAnswer
+	sum := sha256.Sum256(d.Body)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		ans = WebhookAnswer{}
+		var entity *string
+		var version *int64
+		if d.Change != nil {
+			entity, version = &d.Change.EntityID, &d.Change.Version
+		}
+		var claimed bool
+		err := tx.QueryRow(ctx, `
+			INSERT INTO webhook_deliveries (partner_id, webhook_id, body_sha256, body, entity_id, version)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING true`,
+			d.PartnerID, d.WebhookID, sum[:], d.Body, entity, version).Scan(&claimed)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("claim webhook %s: %w", d.WebhookID, err)
+		}
+		if !claimed {
+			var firstSum []byte
+			if err := tx.QueryRow(ctx, `SELECT body_sha256, response_status, response_type, response_body
+				FROM webhook_deliveries WHERE partner_id = $1 AND webhook_id = $2`, d.PartnerID, d.WebhookID).
+				Scan(&firstSum, &ans.Status, &ans.ContentType, &ans.Body); err != nil {
+				return fmt.Errorf("read webhook %s: %w", d.WebhookID, err)
+			}
+			if bytes.Equal(firstSum, sum[:]) {
+				ans.Replayed = true
+				return nil
+			}
+			ans.BodyMismatch = true
+			return quarantine(ctx, tx, d, WebhookInvalid{Code: "webhook_id_reuse", Message: fmt.Sprintf(
+				"webhook-id %s was already delivered with a different body; nothing was applied: give every new message its own webhook-id", d.WebhookID)})
+		}
+		var res WebhookResult
+		switch {
+		case d.Invalid != nil:
+			res.Invalid = d.Invalid
+			if err := quarantine(ctx, tx, d, *d.Invalid); err != nil {
+				return err
+			}
+		case d.Change != nil:
+			if err := partnerLock(ctx, tx, d.PartnerID); err != nil {
+				return err
+			}
+			if res, err = s.applyWebhook(ctx, tx, d.PartnerID, d.WebhookID, *d.Change); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("webhook %s: neither a change nor a reason to refuse it", d.WebhookID)
+		}
+		ans.IdemResponse = render(res)
+		outcome, code := res.Outcome, res.Code
+		if res.Invalid != nil {
+			outcome, code = "rejected", res.Invalid.Code
+		}
+		var recID *int64
+		if res.RecordID != 0 {
+			recID = &res.RecordID
+		}
+		_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET outcome = $3, code = $4, record_id = $5,
+				record_version = (SELECT version FROM records WHERE id = $5),
+				response_status = $6, response_type = $7, response_body = $8
+			WHERE partner_id = $1 AND webhook_id = $2`,
+			d.PartnerID, d.WebhookID, outcome, code, recID, ans.Status, ans.ContentType, ans.Body)
+		if err != nil {
+			return fmt.Errorf("store answer to webhook %s: %w", d.WebhookID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return WebhookAnswer{}, fmt.Errorf("deliver webhook %s: %w", d.WebhookID, err)
+	}
+	return ans, nil
+}
+
+func quarantine(ctx context.Context, tx pgx.Tx, d WebhookDelivery, why WebhookInvalid) error {
+	_, err := tx.Exec(ctx, `INSERT INTO webhook_quarantine (partner_id, webhook_id, body, code, field, message)
+		VALUES ($1, $2, $3, $4, $5, $6)`, d.PartnerID, d.WebhookID, d.Body, why.Code, why.Field, why.Message)
+	if err != nil {
+		return fmt.Errorf("quarantine webhook %s: %w", d.WebhookID, err)
+	}
+	return nil
+}
+
+// QuarantinedWebhook is a refused webhook body, kept for audit.
+type QuarantinedWebhook struct {
+	ID                   int64
+	PartnerID, WebhookID string
+	Body                 []byte
+	Code, Field, Message string
+}
+
+// QuarantinedWebhooks lists the refused webhook bodies of partner in arrival order.
+func (s *Store) QuarantinedWebhooks(ctx context.Context, partner string) ([]QuarantinedWebhook, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, partner_id, webhook_id, body, code, field, message
+		FROM webhook_quarantine WHERE partner_id = $1 ORDER BY id`, partner)
+	if err != nil {
+		return nil, fmt.Errorf("list quarantined webhooks: %w", err)
+	}
+	qs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (QuarantinedWebhook, error) {
+		var q QuarantinedWebhook
+		err := r.Scan(&q.ID, &q.PartnerID, &q.WebhookID, &q.Body, &q.Code, &q.Field, &q.Message)
+		return q, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list quarantined webhooks: %w", err)
+	}
+	return qs, nil
+}
+
+// applyWebhook decides and applies one change. The partner lock is held.
+func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID string, ch WebhookChange) (WebhookResult, error) {
+	r := ch.Row
+	res := WebhookResult{EntityID: ch.EntityID, Version: ch.Version}
+	var stored *int64
+	err := tx.QueryRow(ctx, `SELECT version FROM webhook_entities WHERE partner_id = $1 AND entity_id = $2`,
+		partner, ch.EntityID).Scan(&stored)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return res, fmt.Errorf("read version of entity %s: %w", ch.EntityID, err)
+	}
+	if stored != nil && ch.Version <= *stored {
+		res.Outcome, res.Code = "stale", "superseded"
+		res.Message = fmt.Sprintf("version %d of entity %s is not above version %d already received, so this change was not applied",
+			ch.Version, ch.EntityID, *stored)
+		return res, nil
+	}
+
+	args := pgx.NamedArgs{"partner": partner, "employee_ref": r.EmployeeRef, "pay_period": r.PayPeriod,
+		"component": r.Component, "amount": r.Amount, "currency": r.Currency, "hours": str(r.Hours),
+		"rate": str(r.Rate), "pay_date": str(r.PayDate), "hash": r.Hash, "by": "webhook " + webhookID}
+	var recID *int64
+	var recHash []byte
+	var recLock, periodLock *string
+	err = tx.QueryRow(ctx, `
+		SELECT r.id, r.content_hash, r.locked_reason, pl.reason
+		FROM (SELECT 1) one
+		LEFT JOIN records r ON r.partner_id = @partner AND r.employee_ref = @employee_ref
+			AND r.pay_period = @pay_period AND r.component = @component
+		LEFT JOIN period_locks pl ON pl.partner_id = @partner AND pl.pay_period = @pay_period`, args).
+		Scan(&recID, &recHash, &recLock, &periodLock)
+	if err != nil {
+		return res, fmt.Errorf("read record: %w", err)
+	}
+	switch {
+	case recID == nil && periodLock != nil:
+		res.Outcome, res.Code = "held", "period_locked"
+	case recID == nil:
+		res.Outcome = "created"
+	case bytes.Equal(recHash, r.Hash):
+		res.Outcome = "unchanged"
+	case recLock != nil:
+		res.Outcome, res.Code = "held", "record_locked"
+	case periodLock != nil:
+		res.Outcome, res.Code = "held", "period_locked"
+	default:
+		res.Outcome = "updated"
+	}
+	if recID != nil {
+		res.RecordID = *recID
+		args["record"] = *recID
+	}
+
+	switch res.Outcome {
+	case "created":
+		err = tx.QueryRow(ctx, `
+			INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date, content_hash)
+			VALUES (@partner, @employee_ref, @pay_period, @component, @amount::numeric, @currency, @hours::numeric,
+				@rate::numeric, @pay_date::date, @hash)
+			RETURNING id`, args).Scan(&res.RecordID)
+		if err != nil {
+			return res, fmt.Errorf("create record: %w", err)
+		}
+	case "updated":
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO record_history (record_id, version, amount, currency, hours, rate, pay_date, content_hash,
+				envelope_id, line, written_at, replaced_by)
+			SELECT id, version, amount, currency, hours, rate, pay_date, content_hash, envelope_id, line, updated_at, @by
+			FROM records WHERE id = @record`, args); err != nil {
+			return res, fmt.Errorf("keep record history: %w", err)
+		}
+		// The new version came from no envelope: its origin is the delivery
+		// (webhook_deliveries.record_id and record_version).
+		if _, err := tx.Exec(ctx, `
+			UPDATE records SET amount = @amount::numeric, currency = @currency, hours = @hours::numeric,
+				rate = @rate::numeric, pay_date = @pay_date::date, content_hash = @hash, version = version + 1,
+				envelope_id = NULL, line = NULL, updated_at = now()
+			WHERE id = @record`, args); err != nil {
+			return res, fmt.Errorf("update record: %w", err)
+		}
+	case "held":
+		if err := holdWebhook(ctx, tx, args, &res); err != nil {
+			return res, err
+		}
+		if res.Code == "record_locked" {
+			res.Message = fmt.Sprintf("this record is locked (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it", *recLock)
+		} else {
+			res.Message = fmt.Sprintf("pay period %s is closed (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it", r.PayPeriod, *periodLock)
+		}
+	}
+
+	var rec *int64
+	if res.RecordID != 0 {
+		rec = &res.RecordID
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO webhook_entities (partner_id, entity_id, version, record_id, webhook_id) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (partner_id, entity_id) DO UPDATE SET version = EXCLUDED.version, record_id = EXCLUDED.record_id,
+			webhook_id = EXCLUDED.webhook_id, updated_at = now()`,
+		partner, ch.EntityID, ch.Version, rec, webhookID); err != nil {
+		return res, fmt.Errorf("store version of entity %s: %w", ch.EntityID, err)
+	}
+	return res, nil
+}
+
+// holdWebhook opens an exception for a held change, exactly as a held CSV
+// row does (classify.go): a different open proposal for the same record is
+// superseded, an identical one is not opened twice.
+func holdWebhook(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, res *WebhookResult) error {
+	args["code"] = res.Code
+	if _, err := tx.Exec(ctx, `
+		UPDATE exceptions SET status = 'superseded', decided_at = now(),
+			note = format('superseded by a different change in %s', @by::text)
+		WHERE status = 'open' AND partner_id = @partner AND employee_ref = @employee_ref
+			AND pay_period = @pay_period AND component = @component AND proposed_hash <> @hash`, args); err != nil {
+		return fmt.Errorf("supersede exception: %w", err)
+	}
+	err := tx.QueryRow(ctx, `
+		INSERT INTO exceptions (partner_id, employee_ref, pay_period, component, record_id, code,
+			current, proposed, proposed_hash, differing)
+		SELECT @partner, @employee_ref, @pay_period, @component, r.id, @code, cur.j, prop.j, @hash,
+			ARRAY(SELECT f.name FROM unnest(ARRAY['employee_ref', 'pay_period', 'component', 'amount', 'currency',
+					'hours', 'rate', 'pay_date']) WITH ORDINALITY AS f(name, i)
+				WHERE prop.j ->> f.name IS DISTINCT FROM cur.j ->> f.name ORDER BY f.i)
+		FROM (SELECT 1) one
+		LEFT JOIN records r ON r.partner_id = @partner AND r.employee_ref = @employee_ref
+			AND r.pay_period = @pay_period AND r.component = @component
+		CROSS JOIN LATERAL (SELECT CASE WHEN r.id IS NOT NULL THEN jsonb_build_object(
+			'employee_ref', r.employee_ref, 'pay_period', r.pay_period, 'component', r.component,
+			'amount', r.amount::text, 'currency', r.currency, 'hours', coalesce(r.hours::text, ''),
+			'rate', coalesce(r.rate::text, ''), 'pay_date', coalesce(r.pay_date::text, '')) END) AS cur(j)
+		CROSS JOIN LATERAL (SELECT jsonb_build_object(
+			'employee_ref', @employee_ref::text, 'pay_period', @pay_period::text, 'component', @component::text,
+			'amount', @amount::numeric::text, 'currency', @currency::text, 'hours', coalesce(@hours::numeric::text, ''),
+			'rate', coalesce(@rate::numeric::text, ''), 'pay_date', coalesce(@pay_date::date::text, ''))) AS prop(j)
+		WHERE NOT EXISTS (SELECT 1 FROM exceptions e WHERE e.status = 'open' AND e.partner_id = @partner
+			AND e.employee_ref = @employee_ref AND e.pay_period = @pay_period AND e.component = @component)
+		RETURNING id`, args).Scan(&res.ExceptionID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// The same change is already waiting for a reviewer.
+		err = tx.QueryRow(ctx, `SELECT id FROM exceptions WHERE status = 'open' AND partner_id = @partner
+			AND employee_ref = @employee_ref AND pay_period = @pay_period AND component = @component`, args).
+			Scan(&res.ExceptionID)
+	}
+	if err != nil {
+		return fmt.Errorf("open exception: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE exceptions SET superseded_by = @exception
+		WHERE partner_id = @partner AND status = 'superseded' AND superseded_by IS NULL
+			AND employee_ref = @employee_ref AND pay_period = @pay_period AND component = @component`,
+		pgx.NamedArgs{"exception": res.ExceptionID, "partner": args["partner"], "employee_ref": args["employee_ref"],
+			"pay_period": args["pay_period"], "component": args["component"]}); err != nil {
+		return fmt.Errorf("link superseded exception: %w", err)
+	}
+	return nil
+}
+
+// ParseWebhookSecret decodes a printable secret ("whsec_" + base64) to its key.
+func ParseWebhookSecret(s string) ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, WebhookSecretPrefix))
+	if err != nil {
+		return nil, fmt.Errorf("webhook secret is not %s followed by base64: %w", WebhookSecretPrefix, err)
+	}
+	return b, nil
+}
