@@ -1,0 +1,742 @@
+package records
+
+// Reviewers' decisions on held exceptions, period unlocks, reviewer accounts
+// and sessions, the review audit trail and the review reports.
+//
+// Decisions: Decide takes the partner lock, refuses an exception that is no
+// longer open (DecidedError: "exception N was already approved by X at T"),
+// and changes the status with UPDATE ... WHERE status = 'open', writing the
+// effect (approve: a new version of the record, the old one in history),
+// the reviewer, time and note, and an audit row in one transaction. The
+// review report of the exception's envelope is written by a trigger
+// (migrations/00004_review.sql) in that same transaction when its last open
+// exception closes.
+//
+// Stale exceptions: if the record changed after the exception was raised
+// (its values differ from the exception's "current" snapshot, or a record
+// now exists for a held new key), approving would silently overwrite a change
+// nobody reviewed against, so approve is refused with a StaleError; the
+// exception stays open and can be rejected.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Exception statuses.
+const (
+	ExceptionOpen       = "open"
+	ExceptionApproved   = "approved"
+	ExceptionRejected   = "rejected"
+	ExceptionSuperseded = "superseded"
+)
+
+// Where a reviewer acted from, kept in the audit trail.
+const (
+	ViaCLI     = "cli"
+	ViaAPI     = "api"
+	ViaConsole = "console"
+)
+
+var (
+	// ErrDecided is matched by a DecidedError.
+	ErrDecided = errors.New("exception already decided")
+	// ErrStale is matched by a StaleError.
+	ErrStale = errors.New("record changed since the exception was raised")
+	// ErrForbidden is returned when a reviewer acts outside their partners.
+	ErrForbidden = errors.New("not allowed for this reviewer")
+	// ErrNotLocked is returned when unlocking a period that is not locked.
+	ErrNotLocked = errors.New("period is not locked")
+)
+
+// DecidedError tells the loser of a race (or a late reviewer) who decided first.
+type DecidedError struct {
+	ID           int64
+	Status       string
+	By           string
+	At           time.Time
+	SupersededBy int64
+}
+
+func (e *DecidedError) Error() string {
+	at := e.At.UTC().Format("2006-01-02 15:04:05 UTC")
+	switch {
+	case e.Status == ExceptionSuperseded && e.SupersededBy != 0:
+		return fmt.Sprintf("exception %d was superseded at %s by exception %d (a later file proposed a different change): decide exception %d instead",
+			e.ID, at, e.SupersededBy, e.SupersededBy)
+	case e.Status == ExceptionSuperseded:
+		return fmt.Sprintf("exception %d was superseded at %s by a later file's different change: decide the open exception of that record instead", e.ID, at)
+	default:
+		return fmt.Sprintf("exception %d was already %s by %s at %s", e.ID, e.Status, e.By, at)
+	}
+}
+
+func (e *DecidedError) Is(target error) bool { return target == ErrDecided }
+
+// StaleError refuses to approve an exception whose record changed after it was raised.
+type StaleError struct {
+	ID       int64
+	RecordID int64
+	Version  int
+	NewKey   bool // the exception was for a new natural key, which now exists
+}
+
+func (e *StaleError) Error() string {
+	if e.NewKey {
+		return fmt.Sprintf("exception %d cannot be approved: record %d with this employee, period and component was created after the change was held; reject it, and have the partner resend the change if it is still wanted", e.ID, e.RecordID)
+	}
+	return fmt.Sprintf("exception %d cannot be approved: record %d changed after the change was held (it is now version %d); reject it, and have the partner resend the change if it is still wanted", e.ID, e.RecordID, e.Version)
+}
+
+func (e *StaleError) Is(target error) bool { return target == ErrStale }
+
+// Decision is one reviewer's verdict on one exception.
+type Decision struct {
+	ExceptionID int64
+	Approve     bool // false: reject
+	Reviewer    string
+	Note        string
+	Via         string   // cli, api, console
+	Partners    []string // the reviewer's partners; empty means all
+}
+
+// InScope reports whether a reviewer limited to partners (empty: all) may act for partner.
+func InScope(partners []string, partner string) bool {
+	return len(partners) == 0 || slices.Contains(partners, partner)
+}
+
+// recordJSON builds the same object classify.go stores as an exception's "current".
+const recordJSON = `jsonb_build_object(
+		'employee_ref', r.employee_ref, 'pay_period', r.pay_period, 'component', r.component,
+		'amount', r.amount::text, 'currency', r.currency, 'hours', coalesce(r.hours::text, ''),
+		'rate', coalesce(r.rate::text, ''), 'pay_date', coalesce(r.pay_date::text, ''))`
+
+// Decide approves or rejects an open exception. Exactly one of several
+// concurrent deciders wins; the others get a *DecidedError. Approving applies
+// the proposed values as a new version of the record (which stays locked),
+// or, for a held new natural key, creates the record, locked if its period
+// still is. It returns the exception as decided.
+func (s *Store) Decide(ctx context.Context, d Decision) (Exception, error) {
+	d.Reviewer = strings.TrimSpace(d.Reviewer)
+	if d.Reviewer == "" {
+		return Exception{}, errors.New("a decision needs the reviewer's name")
+	}
+	if d.Via == "" {
+		d.Via = ViaCLI
+	}
+	action, status := "reject", ExceptionRejected
+	if d.Approve {
+		action, status = "approve", ExceptionApproved
+	}
+	var partner string
+	if err := s.pool.QueryRow(ctx, `SELECT partner_id FROM exceptions WHERE id = $1`, d.ExceptionID).Scan(&partner); errors.Is(err, pgx.ErrNoRows) {
+		return Exception{}, fmt.Errorf("exception %d: %w", d.ExceptionID, ErrNotFound)
+	} else if err != nil {
+		return Exception{}, fmt.Errorf("read exception %d: %w", d.ExceptionID, err)
+	}
+	if !InScope(d.Partners, partner) {
+		return Exception{}, fmt.Errorf("reviewer %s may not decide exceptions of partner %s: %w", d.Reviewer, partner, ErrForbidden)
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := partnerLock(ctx, tx, partner); err != nil {
+			return err
+		}
+		var (
+			cur          string
+			by           string
+			at           *time.Time
+			supersededBy int64
+			recordID     *int64
+		)
+		if err := tx.QueryRow(ctx, `SELECT status, coalesce(decided_by, ''), decided_at, coalesce(superseded_by, 0), record_id
+			FROM exceptions WHERE id = $1`, d.ExceptionID).Scan(&cur, &by, &at, &supersededBy, &recordID); err != nil {
+			return fmt.Errorf("read exception %d: %w", d.ExceptionID, err)
+		}
+		if cur != ExceptionOpen {
+			de := &DecidedError{ID: d.ExceptionID, Status: cur, By: by, SupersededBy: supersededBy}
+			if at != nil {
+				de.At = *at
+			}
+			return de
+		}
+		if d.Approve {
+			if err := checkFresh(ctx, tx, d.ExceptionID, recordID); err != nil {
+				return err
+			}
+		}
+		tag, err := tx.Exec(ctx, `UPDATE exceptions SET status = $2, decided_by = $3, decided_at = now(), note = nullif($4, '')
+			WHERE id = $1 AND status = 'open'`, d.ExceptionID, status, d.Reviewer, strings.TrimSpace(d.Note))
+		if err != nil {
+			return fmt.Errorf("decide exception %d: %w", d.ExceptionID, err)
+		}
+		if tag.RowsAffected() == 0 { // cannot happen under the partner lock; kept as the last word
+			return &DecidedError{ID: d.ExceptionID, Status: "decided", By: "another reviewer", At: time.Now()}
+		}
+		if d.Approve {
+			if err := applyApproval(ctx, tx, d.ExceptionID, recordID, d.Reviewer); err != nil {
+				return err
+			}
+		}
+		return audit(ctx, tx, AuditEntry{Actor: d.Reviewer, Via: d.Via, Action: action,
+			ExceptionID: d.ExceptionID, PartnerID: partner, Detail: strings.TrimSpace(d.Note)})
+	})
+	if err != nil {
+		return Exception{}, err
+	}
+	return s.Exception(ctx, d.ExceptionID)
+}
+
+// checkFresh refuses an approval whose record moved on since the exception was raised.
+func checkFresh(ctx context.Context, tx pgx.Tx, id int64, recordID *int64) error {
+	if recordID == nil {
+		var rid int64
+		err := tx.QueryRow(ctx, `SELECT r.id FROM records r JOIN exceptions x ON x.partner_id = r.partner_id
+			AND x.employee_ref = r.employee_ref AND x.pay_period = r.pay_period AND x.component = r.component
+			WHERE x.id = $1`, id).Scan(&rid)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("check record of exception %d: %w", id, err)
+		}
+		return &StaleError{ID: id, RecordID: rid, NewKey: true}
+	}
+	var same bool
+	var version int
+	if err := tx.QueryRow(ctx, `SELECT `+recordJSON+` = x.current, r.version
+		FROM exceptions x JOIN records r ON r.id = x.record_id WHERE x.id = $1`, id).Scan(&same, &version); err != nil {
+		return fmt.Errorf("check record of exception %d: %w", id, err)
+	}
+	if !same {
+		return &StaleError{ID: id, RecordID: *recordID, Version: version}
+	}
+	return nil
+}
+
+func applyApproval(ctx context.Context, tx pgx.Tx, id int64, recordID *int64, reviewer string) error {
+	if recordID == nil {
+		var rid int64
+		err := tx.QueryRow(ctx, `
+			INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,
+				pay_date, content_hash, last_seq, envelope_id, line, locked_reason, locked_at)
+			SELECT x.partner_id, x.employee_ref, x.pay_period, x.component, (x.proposed ->> 'amount')::numeric,
+				x.proposed ->> 'currency', nullif(x.proposed ->> 'hours', '')::numeric, nullif(x.proposed ->> 'rate', '')::numeric,
+				nullif(x.proposed ->> 'pay_date', '')::date, x.proposed_hash, e.seq, x.envelope_id, x.line,
+				pl.reason, CASE WHEN pl.reason IS NOT NULL THEN now() END
+			FROM exceptions x
+			LEFT JOIN envelopes e ON e.id = x.envelope_id
+			LEFT JOIN period_locks pl ON pl.partner_id = x.partner_id AND pl.pay_period = x.pay_period
+			WHERE x.id = $1
+			RETURNING id`, id).Scan(&rid)
+		if err != nil {
+			return fmt.Errorf("create the record of exception %d: %w", id, err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE exceptions SET record_id = $2 WHERE id = $1`, id, rid); err != nil {
+			return fmt.Errorf("link exception %d to its record: %w", id, err)
+		}
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO record_history (record_id, version, amount, currency, hours, rate, pay_date, content_hash,
+			envelope_id, line, written_at, replaced_by)
+		SELECT r.id, r.version, r.amount, r.currency, r.hours, r.rate, r.pay_date, r.content_hash,
+			r.envelope_id, r.line, r.updated_at, format('exception %s approved by %s', $2::bigint, $3::text)
+		FROM records r WHERE r.id = $1`, *recordID, id, reviewer); err != nil {
+		return fmt.Errorf("keep the history of record %d: %w", *recordID, err)
+	}
+	tag, err := tx.Exec(ctx, `
+		UPDATE records r SET amount = (x.proposed ->> 'amount')::numeric, currency = x.proposed ->> 'currency',
+			hours = nullif(x.proposed ->> 'hours', '')::numeric, rate = nullif(x.proposed ->> 'rate', '')::numeric,
+			pay_date = nullif(x.proposed ->> 'pay_date', '')::date, content_hash = x.proposed_hash,
+			version = r.version + 1, last_seq = greatest(r.last_seq, e.seq),
+			envelope_id = x.envelope_id, line = x.line, updated_at = now()
+		FROM exceptions x LEFT JOIN envelopes e ON e.id = x.envelope_id
+		WHERE x.id = $1 AND r.id = x.record_id`, id)
+	if err != nil {
+		return fmt.Errorf("apply exception %d to record %d: %w", id, *recordID, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("apply exception %d: record %d is gone", id, *recordID)
+	}
+	return nil
+}
+
+// ExceptionDetail is an exception with what a reviewer needs to decide it:
+// the record as it is now, whether it moved on, and its history.
+type ExceptionDetail struct {
+	Exception
+	RecordID     int64           `json:"record_id,omitempty"`
+	RowNo        int             `json:"row"`
+	SupersededBy int64           `json:"superseded_by,omitempty"`
+	Record       *Record         `json:"record,omitempty"`
+	Stale        string          `json:"stale,omitempty"` // why approve would be refused, if it would
+	History      []RecordVersion `json:"history"`
+}
+
+// RecordVersion is one version of a record, the current one first in History.
+type RecordVersion struct {
+	Version    int        `json:"version"`
+	Amount     string     `json:"amount"`
+	Currency   string     `json:"currency"`
+	Hours      string     `json:"hours"`
+	Rate       string     `json:"rate"`
+	PayDate    string     `json:"pay_date"`
+	File       string     `json:"file"`
+	Line       int        `json:"line"`
+	WrittenAt  time.Time  `json:"written_at"`
+	ReplacedAt *time.Time `json:"replaced_at,omitempty"`
+	ReplacedBy string     `json:"replaced_by,omitempty"`
+}
+
+// ExceptionDetail reads one exception with its record and history, or ErrNotFound.
+func (s *Store) ExceptionDetail(ctx context.Context, id int64) (ExceptionDetail, error) {
+	x, err := s.Exception(ctx, id)
+	if err != nil {
+		return ExceptionDetail{}, err
+	}
+	d := ExceptionDetail{Exception: x, History: []RecordVersion{}}
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(record_id, 0), coalesce(row_no, 0), coalesce(superseded_by, 0)
+		FROM exceptions WHERE id = $1`, id).Scan(&d.RecordID, &d.RowNo, &d.SupersededBy); err != nil {
+		return d, fmt.Errorf("read exception %d: %w", id, err)
+	}
+	rec, err := s.FindRecord(ctx, x.PartnerID, x.EmployeeRef, x.PayPeriod, x.Component)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return d, err
+	default:
+		d.Record = &rec
+	}
+	if x.Status == ExceptionOpen {
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var rid *int64
+			if d.RecordID != 0 {
+				rid = &d.RecordID
+			}
+			return checkFresh(ctx, tx, id, rid)
+		})
+		var se *StaleError
+		if errors.As(err, &se) {
+			d.Stale = se.Error()
+		} else if err != nil {
+			return d, err
+		}
+	}
+	if d.Record != nil {
+		rows, err := s.pool.Query(ctx, `
+			SELECT v.version, v.amount::text, v.currency, coalesce(v.hours::text, ''), coalesce(v.rate::text, ''),
+				coalesce(v.pay_date::text, ''), coalesce(e.file_name, ''), coalesce(v.line, 0), v.written_at, v.replaced_at, v.replaced_by
+			FROM (
+				SELECT version, amount, currency, hours, rate, pay_date, envelope_id, line, updated_at AS written_at,
+					NULL::timestamptz AS replaced_at, '' AS replaced_by
+				FROM records WHERE id = $1
+				UNION ALL
+				SELECT version, amount, currency, hours, rate, pay_date, envelope_id, line, written_at, replaced_at, replaced_by
+				FROM record_history WHERE record_id = $1
+			) v LEFT JOIN envelopes e ON e.id = v.envelope_id
+			ORDER BY v.version DESC`, d.Record.ID)
+		if err != nil {
+			return d, fmt.Errorf("read history of record %d: %w", d.Record.ID, err)
+		}
+		d.History, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (RecordVersion, error) {
+			var v RecordVersion
+			err := r.Scan(&v.Version, &v.Amount, &v.Currency, &v.Hours, &v.Rate, &v.PayDate, &v.File, &v.Line,
+				&v.WrittenAt, &v.ReplacedAt, &v.ReplacedBy)
+			return v, err
+		})
+		if err != nil {
+			return d, fmt.Errorf("read history of record %d: %w", d.Record.ID, err)
+		}
+	}
+	return d, nil
+}
+
+// QueueFilter narrows ReviewQueue and ExceptionCounts.
+type QueueFilter struct {
+	Scope   []string // the reviewer's partners; empty means all
+	Partner string
+	Period  string
+	Status  string
+	AfterID int64 // keyset pagination: only ids above this
+	Limit   int   // 0 = no limit
+}
+
+func (f QueueFilter) args() []any {
+	scope := f.Scope
+	if scope == nil {
+		scope = []string{}
+	}
+	return []any{scope, f.Partner, strings.ToUpper(strings.TrimSpace(f.Period))}
+}
+
+const queueWhere = `(cardinality($1::text[]) = 0 OR x.partner_id = ANY($1::text[]))
+	AND ($2 = '' OR x.partner_id = $2) AND ($3 = '' OR x.pay_period = $3)`
+
+// ReviewQueue lists exceptions in id order, limited to a reviewer's partners.
+func (s *Store) ReviewQueue(ctx context.Context, f QueueFilter) ([]Exception, error) {
+	var limit any
+	if f.Limit > 0 {
+		limit = f.Limit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+exceptionColumns+`
+		FROM exceptions x LEFT JOIN envelopes e ON e.id = x.envelope_id
+		WHERE `+queueWhere+` AND ($4 = '' OR x.status = $4) AND x.id > $5
+		ORDER BY x.id LIMIT $6`, append(f.args(), f.Status, f.AfterID, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("list exceptions: %w", err)
+	}
+	xs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Exception, error) { return scanException(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list exceptions: %w", err)
+	}
+	return xs, nil
+}
+
+// ExceptionCounts counts exceptions per status (open, approved, rejected,
+// superseded, all); Status and AfterID are ignored.
+func (s *Store) ExceptionCounts(ctx context.Context, f QueueFilter) (map[string]int, error) {
+	counts := map[string]int{ExceptionOpen: 0, ExceptionApproved: 0, ExceptionRejected: 0, ExceptionSuperseded: 0, "all": 0}
+	rows, err := s.pool.Query(ctx, `SELECT x.status, count(*) FROM exceptions x WHERE `+queueWhere+` GROUP BY x.status`, f.args()...)
+	if err != nil {
+		return nil, fmt.Errorf("count exceptions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("count exceptions: %w", err)
+		}
+		counts[st] = n
+		counts["all"] += n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count exceptions: %w", err)
+	}
+	return counts, nil
+}
+
+// UnlockPeriod reopens a locked pay period for an authorised correction: the
+// period lock is removed and its records are unlocked, and the unlock is
+// recorded with who and why. Open exceptions of the period stay open. It
+// returns how many records were unlocked.
+func (s *Store) UnlockPeriod(ctx context.Context, partner, period, by, reason string) (int64, error) {
+	period = strings.ToUpper(strings.TrimSpace(period))
+	by, reason = strings.TrimSpace(by), strings.TrimSpace(reason)
+	if by == "" || reason == "" {
+		return 0, errors.New("an unlock needs who does it and why (--by and --reason)")
+	}
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := partnerLock(ctx, tx, partner); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM period_locks WHERE partner_id = $1 AND pay_period = $2`, partner, period)
+		if err != nil {
+			return fmt.Errorf("unlock period %s of partner %q: %w", period, partner, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("period %s of partner %s: %w", period, partner, ErrNotLocked)
+		}
+		tag, err = tx.Exec(ctx, `UPDATE records SET locked_reason = NULL, locked_at = NULL
+			WHERE partner_id = $1 AND pay_period = $2 AND locked_reason IS NOT NULL`, partner, period)
+		if err != nil {
+			return fmt.Errorf("unlock records of period %s: %w", period, err)
+		}
+		n = tag.RowsAffected()
+		_, err = tx.Exec(ctx, `INSERT INTO lock_events (partner_id, pay_period, action, reason, by, records)
+			VALUES ($1, $2, 'unlock', $3, $4, $5)`, partner, period, reason, by, n)
+		if err != nil {
+			return fmt.Errorf("record the unlock: %w", err)
+		}
+		return nil
+	})
+	return n, err
+}
+
+// LockEvent is one lock or unlock of a period.
+type LockEvent struct {
+	ID        int64     `json:"id"`
+	PartnerID string    `json:"partner"`
+	PayPeriod string    `json:"pay_period"`
+	Action    string    `json:"action"` // lock, unlock
+	Reason    string    `json:"reason"`
+	By        string    `json:"by"`
+	At        time.Time `json:"at"`
+	Records   *int64    `json:"records,omitempty"`
+}
+
+// LockEvents lists the lock history of a partner's period (all periods if
+// period is empty), oldest first.
+func (s *Store) LockEvents(ctx context.Context, partner, period string) ([]LockEvent, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, partner_id, pay_period, action, reason, by, at, records
+		FROM lock_events WHERE partner_id = $1 AND ($2 = '' OR pay_period = upper($2)) ORDER BY id`, partner, strings.TrimSpace(period))
+	if err != nil {
+		return nil, fmt.Errorf("list lock events: %w", err)
+	}
+	evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LockEvent, error) {
+		var e LockEvent
+		err := r.Scan(&e.ID, &e.PartnerID, &e.PayPeriod, &e.Action, &e.Reason, &e.By, &e.At, &e.Records)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list lock events: %w", err)
+	}
+	return evs, nil
+}
+
+// Reviewer is an account that may decide exceptions.
+type Reviewer struct {
+	Name      string    `json:"name"`
+	Partners  []string  `json:"partners"` // empty: every partner
+	CreatedAt time.Time `json:"created_at"`
+	Disabled  bool      `json:"disabled"`
+}
+
+// AddReviewer creates a reviewer account with an already hashed password.
+// It returns ErrExists if the name is taken and ErrNotFound for an unknown partner.
+func (s *Store) AddReviewer(ctx context.Context, name, passwordHash string, partners []string) error {
+	if partners == nil {
+		partners = []string{}
+	}
+	for _, p := range partners {
+		if _, err := s.Partner(ctx, p); err != nil {
+			return err
+		}
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO reviewers (name, password_hash, partners) VALUES ($1, $2, $3)`,
+		name, passwordHash, partners)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return fmt.Errorf("reviewer %q: %w", name, ErrExists)
+	}
+	if errors.As(err, &pgErr) && pgErr.Code == "23514" {
+		return fmt.Errorf("reviewer name %q must be letters, digits, '.', '_', '@' or '-' (at most 64)", name)
+	}
+	if err != nil {
+		return fmt.Errorf("add reviewer %q: %w", name, err)
+	}
+	return nil
+}
+
+// SetReviewerPassword replaces a reviewer's password hash and ends their sessions.
+func (s *Store) SetReviewerPassword(ctx context.Context, name, passwordHash string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE reviewers SET password_hash = $2 WHERE name = $1`, name, passwordHash)
+		if err != nil {
+			return fmt.Errorf("set password of reviewer %q: %w", name, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("reviewer %q: %w", name, ErrNotFound)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM reviewer_sessions WHERE reviewer = $1`, name); err != nil {
+			return fmt.Errorf("end sessions of reviewer %q: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// ReviewerByName reads an active reviewer and their password hash, or ErrNotFound.
+func (s *Store) ReviewerByName(ctx context.Context, name string) (Reviewer, string, error) {
+	var r Reviewer
+	var hash string
+	err := s.pool.QueryRow(ctx, `SELECT name, partners, created_at, password_hash FROM reviewers
+		WHERE name = $1 AND disabled_at IS NULL`, name).Scan(&r.Name, &r.Partners, &r.CreatedAt, &hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, "", fmt.Errorf("reviewer %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return r, "", fmt.Errorf("read reviewer %q: %w", name, err)
+	}
+	return r, hash, nil
+}
+
+// Reviewers lists every reviewer account by name.
+func (s *Store) Reviewers(ctx context.Context) ([]Reviewer, error) {
+	rows, err := s.pool.Query(ctx, `SELECT name, partners, created_at, disabled_at IS NOT NULL FROM reviewers ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list reviewers: %w", err)
+	}
+	rs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Reviewer, error) {
+		var r Reviewer
+		err := row.Scan(&r.Name, &r.Partners, &r.CreatedAt, &r.Disabled)
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list reviewers: %w", err)
+	}
+	return rs, nil
+}
+
+// Session is a logged-in reviewer: a console cookie or an API bearer token.
+type Session struct {
+	Reviewer  Reviewer
+	Kind      string // console, api
+	CSRFToken string
+	ExpiresAt time.Time
+}
+
+// CreateSession stores a session by the SHA-256 of its token.
+func (s *Store) CreateSession(ctx context.Context, tokenHash []byte, reviewer, kind, csrf string, expires time.Time) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO reviewer_sessions (token_hash, reviewer, kind, csrf_token, expires_at)
+		VALUES ($1, $2, $3, $4, $5)`, tokenHash, reviewer, kind, csrf, expires)
+	if err != nil {
+		return fmt.Errorf("create session for reviewer %q: %w", reviewer, err)
+	}
+	// Expired sessions are swept as new ones are made.
+	if _, err := s.pool.Exec(ctx, `DELETE FROM reviewer_sessions WHERE expires_at < now()`); err != nil {
+		return fmt.Errorf("sweep expired sessions: %w", err)
+	}
+	return nil
+}
+
+// SessionByToken reads an unexpired session of an active reviewer, or ErrNotFound.
+func (s *Store) SessionByToken(ctx context.Context, tokenHash []byte, kind string) (Session, error) {
+	var ss Session
+	err := s.pool.QueryRow(ctx, `SELECT r.name, r.partners, r.created_at, s.kind, s.csrf_token, s.expires_at
+		FROM reviewer_sessions s JOIN reviewers r ON r.name = s.reviewer
+		WHERE s.token_hash = $1 AND s.kind = $2 AND s.expires_at > now() AND r.disabled_at IS NULL`, tokenHash, kind).
+		Scan(&ss.Reviewer.Name, &ss.Reviewer.Partners, &ss.Reviewer.CreatedAt, &ss.Kind, &ss.CSRFToken, &ss.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ss, fmt.Errorf("session: %w", ErrNotFound)
+	}
+	if err != nil {
+		return ss, fmt.Errorf("read session: %w", err)
+	}
+	return ss, nil
+}
+
+// DeleteSession ends a session (logout).
+func (s *Store) DeleteSession(ctx context.Context, tokenHash []byte) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM reviewer_sessions WHERE token_hash = $1`, tokenHash); err != nil {
+		return fmt.Errorf("end session: %w", err)
+	}
+	return nil
+}
+
+// AuditEntry is one line of the review audit trail.
+type AuditEntry struct {
+	ID          int64     `json:"id"`
+	At          time.Time `json:"at"`
+	Actor       string    `json:"actor"`
+	Via         string    `json:"via"`
+	Action      string    `json:"action"` // approve, reject, login, login_failed, logout, token, denied, reviewer_add
+	ExceptionID int64     `json:"exception_id,omitempty"`
+	PartnerID   string    `json:"partner,omitempty"`
+	Detail      string    `json:"detail,omitempty"`
+}
+
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func audit(ctx context.Context, db execer, e AuditEntry) error {
+	var xid any
+	if e.ExceptionID != 0 {
+		xid = e.ExceptionID
+	}
+	_, err := db.Exec(ctx, `INSERT INTO review_audit (actor, via, action, exception_id, partner_id, detail)
+		VALUES ($1, $2, $3, $4, nullif($5, ''), $6)`, e.Actor, e.Via, e.Action, xid, e.PartnerID, e.Detail)
+	if err != nil {
+		return fmt.Errorf("write the review audit: %w", err)
+	}
+	return nil
+}
+
+// Audit records an event that has no effect of its own (a login, a refusal).
+func (s *Store) Audit(ctx context.Context, e AuditEntry) error { return audit(ctx, s.pool, e) }
+
+// AuditLog lists the audit trail, newest first; exceptionID 0 means all.
+func (s *Store) AuditLog(ctx context.Context, exceptionID int64, limit int) ([]AuditEntry, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, at, actor, via, action, coalesce(exception_id, 0), coalesce(partner_id, ''), detail
+		FROM review_audit WHERE ($1 = 0 OR exception_id = $1) ORDER BY id DESC LIMIT $2`, exceptionID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read the review audit: %w", err)
+	}
+	es, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
+		var e AuditEntry
+		err := r.Scan(&e.ID, &e.At, &e.Actor, &e.Via, &e.Action, &e.ExceptionID, &e.PartnerID, &e.Detail)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the review audit: %w", err)
+	}
+	return es, nil
+}
+
+// ReviewReportName is the review report's file name for an uploaded file:
+// NAME without its last extension, plus .review.csv.
+func ReviewReportName(fileName string) string {
+	base := filepath.Base(fileName)
+	if ext := filepath.Ext(base); ext != "" && ext != base {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return base + ".review.csv"
+}
+
+// ReviewReportInfo describes a stored review report.
+type ReviewReportInfo struct {
+	EnvelopeID int64     `json:"envelope_id"`
+	PartnerID  string    `json:"partner"`
+	FileName   string    `json:"file_name"` // the uploaded file's name
+	Name       string    `json:"name"`      // NAME.review.csv
+	Size       int64     `json:"size"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// ReviewReports lists the review reports of a partner's submissions, oldest first.
+func (s *Store) ReviewReports(ctx context.Context, partner string) ([]ReviewReportInfo, error) {
+	rows, err := s.pool.Query(ctx, `SELECT v.envelope_id, e.partner_id, e.file_name, length(v.data), v.created_at
+		FROM envelope_reviews v JOIN envelopes e ON e.id = v.envelope_id
+		WHERE e.partner_id = $1 ORDER BY v.envelope_id`, partner)
+	if err != nil {
+		return nil, fmt.Errorf("list review reports of partner %q: %w", partner, err)
+	}
+	rs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ReviewReportInfo, error) {
+		var i ReviewReportInfo
+		err := r.Scan(&i.EnvelopeID, &i.PartnerID, &i.FileName, &i.Size, &i.CreatedAt)
+		i.Name = ReviewReportName(i.FileName)
+		return i, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list review reports of partner %q: %w", partner, err)
+	}
+	return rs, nil
+}
+
+// ReviewReport writes the stored review report of an envelope (following a
+// replay to its original) to w, or returns ErrNotFound while the envelope
+// still has open exceptions (or never had any).
+func (s *Store) ReviewReport(ctx context.Context, envelopeID int64, w io.Writer) error {
+	env, err := s.Envelope(ctx, envelopeID)
+	if err != nil {
+		return err
+	}
+	if env, err = s.Outcome(ctx, env); err != nil {
+		return err
+	}
+	var data []byte
+	err = s.pool.QueryRow(ctx, `SELECT data FROM envelope_reviews WHERE envelope_id = $1`, env.ID).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("review report of envelope %d: %w", env.ID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("read review report of envelope %d: %w", env.ID, err)
+	}
+	if _, err := w.Write(data); err != nil {
+		return fmt.Errorf("write review report: %w", err)
+	}
+	return nil
+}
