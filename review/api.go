@@ -1,0 +1,322 @@
+package review
+
+// The JSON API, under /v1/review/:
+//
+//	POST /v1/review/token                          Basic auth → {"token", "expires_at"}
+//	GET  /v1/review/exceptions?partner=&period=&status=&after=&limit=
+//	                                               → {"exceptions": [...], "counts": {...}, "next": URL|null}
+//	GET  /v1/review/exceptions/{id}                → the exception, its record, history, stale reason
+//	POST /v1/review/exceptions/{id}/approve        body {"note": "..."} (optional) → the decided exception
+//	POST /v1/review/exceptions/{id}/reject         idem
+//
+// Errors are RFC 7807 problem documents (application/problem+json), with
+// type "urn:payintake:problem:NAME": unauthenticated (401), forbidden (403),
+// not-found (404), already-decided and stale (409), bad-request (400).
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/payintake/payintake/records"
+)
+
+const (
+	defaultPageSize = 50
+	maxPageSize     = 500
+)
+
+func (s *Server) routesAPI(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/review/token", s.apiToken)
+	mux.HandleFunc("GET /v1/review/exceptions", s.authAPI(s.apiList))
+	mux.HandleFunc("GET /v1/review/exceptions/{id}", s.authAPI(s.apiShow))
+	mux.HandleFunc("POST /v1/review/exceptions/{id}/approve", s.authAPI(s.apiDecide(true)))
+	mux.HandleFunc("POST /v1/review/exceptions/{id}/reject", s.authAPI(s.apiDecide(false)))
+	mux.HandleFunc("/v1/review/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, http.StatusNotFound, "not-found", "Not found",
+			"no such review endpoint: see GET /v1/review/exceptions", nil)
+	})
+}
+
+// writeProblem writes an RFC 7807 problem document.
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, typ, title, detail string, extra map[string]any) {
+	body := map[string]any{}
+	for k, v := range extra {
+		body[k] = v
+	}
+	body["type"] = "urn:payintake:problem:" + typ
+	body["title"] = title
+	body["status"] = status
+	body["detail"] = detail
+	body["instance"] = r.URL.Path
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func unauthorized(w http.ResponseWriter, r *http.Request, detail string) {
+	w.Header().Add("WWW-Authenticate", `Bearer realm="payintake review"`)
+	w.Header().Add("WWW-Authenticate", `Basic realm="payintake review", charset="UTF-8"`)
+	writeProblem(w, r, http.StatusUnauthorized, "unauthenticated", "Authentication required", detail, nil)
+}
+
+// authAPI authenticates an API request with a bearer token or HTTP Basic.
+func (s *Server) authAPI(h func(http.ResponseWriter, *http.Request, records.Reviewer)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		authz := r.Header.Get("Authorization")
+		if tok, ok := strings.CutPrefix(authz, "Bearer "); ok {
+			sess, err := s.Store.SessionByToken(ctx, tokenHash(strings.TrimSpace(tok)), "api")
+			if errors.Is(err, records.ErrNotFound) {
+				unauthorized(w, r, "the bearer token is unknown or expired: get a new one with POST /v1/review/token")
+				return
+			}
+			if err != nil {
+				s.internal(w, r, err)
+				return
+			}
+			h(w, r, sess.Reviewer)
+			return
+		}
+		if name, pw, ok := r.BasicAuth(); ok {
+			rv, err := s.login(ctx, name, pw, records.ViaAPI)
+			if errors.Is(err, errBadCredentials) {
+				unauthorized(w, r, "wrong reviewer name or password")
+				return
+			}
+			if err != nil {
+				s.internal(w, r, err)
+				return
+			}
+			h(w, r, rv)
+			return
+		}
+		unauthorized(w, r, "send Authorization: Bearer TOKEN (from POST /v1/review/token) or HTTP Basic with a reviewer's name and password")
+	}
+}
+
+func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
+	s.Log.ErrorContext(r.Context(), "review api", "path", r.URL.Path, "err", err)
+	writeProblem(w, r, http.StatusInternalServerError, "internal", "Internal error",
+		"the server could not complete the request; try again, and tell the operator if it persists", nil)
+}
+
+// apiToken exchanges HTTP Basic credentials for a bearer token.
+func (s *Server) apiToken(w http.ResponseWriter, r *http.Request) {
+	name, pw, ok := r.BasicAuth()
+	if !ok {
+		unauthorized(w, r, "POST /v1/review/token needs HTTP Basic with a reviewer's name and password")
+		return
+	}
+	rv, err := s.login(r.Context(), name, pw, records.ViaAPI)
+	if errors.Is(err, errBadCredentials) {
+		unauthorized(w, r, "wrong reviewer name or password")
+		return
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	tok, _, exp, err := s.newSession(r.Context(), rv.Name, "api")
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	s.audit(r.Context(), records.AuditEntry{Actor: rv.Name, Via: records.ViaAPI, Action: "token"})
+	writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "token_type": "Bearer", "expires_at": exp.UTC()})
+}
+
+func (s *Server) apiList(w http.ResponseWriter, r *http.Request, rv records.Reviewer) {
+	q := r.URL.Query()
+	f := records.QueueFilter{Scope: rv.Partners, Partner: q.Get("partner"), Period: q.Get("period"), Status: q.Get("status")}
+	switch f.Status {
+	case "", records.ExceptionOpen, records.ExceptionApproved, records.ExceptionRejected, records.ExceptionSuperseded:
+	default:
+		writeProblem(w, r, http.StatusBadRequest, "bad-request", "Bad status filter",
+			fmt.Sprintf("status %q: use open, approved, rejected or superseded", f.Status), nil)
+		return
+	}
+	if f.Partner != "" && !records.InScope(rv.Partners, f.Partner) {
+		s.denied(w, r, rv, records.ViaAPI, 0, f.Partner)
+		return
+	}
+	limit := defaultPageSize
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxPageSize {
+			writeProblem(w, r, http.StatusBadRequest, "bad-request", "Bad limit",
+				fmt.Sprintf("limit %q: use a whole number from 1 to %d", v, maxPageSize), nil)
+			return
+		}
+		limit = n
+	}
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeProblem(w, r, http.StatusBadRequest, "bad-request", "Bad cursor",
+				fmt.Sprintf("after %q: use the id of the last exception of the previous page (the next link gives it)", v), nil)
+			return
+		}
+		f.AfterID = n
+	}
+	f.Limit = limit + 1
+	xs, err := s.Store.ReviewQueue(r.Context(), f)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	counts, err := s.Store.ExceptionCounts(r.Context(), f)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	var next any
+	if len(xs) > limit {
+		xs = xs[:limit]
+		nq := url.Values{}
+		for k, v := range q {
+			nq[k] = v
+		}
+		nq.Set("after", strconv.FormatInt(xs[len(xs)-1].ID, 10))
+		nq.Set("limit", strconv.Itoa(limit))
+		next = "/v1/review/exceptions?" + nq.Encode()
+	}
+	if xs == nil {
+		xs = []records.Exception{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"exceptions": xs, "counts": counts, "next": next})
+}
+
+// exceptionFor reads an exception the reviewer may see, writing the problem if not.
+func (s *Server) exceptionFor(w http.ResponseWriter, r *http.Request, rv records.Reviewer, via string) (records.ExceptionDetail, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		s.notFound(w, r, via, fmt.Sprintf("%q is not an exception id: ids are whole numbers", r.PathValue("id")))
+		return records.ExceptionDetail{}, false
+	}
+	d, err := s.Store.ExceptionDetail(r.Context(), id)
+	if errors.Is(err, records.ErrNotFound) {
+		s.notFound(w, r, via, fmt.Sprintf("there is no exception %d", id))
+		return d, false
+	}
+	if err != nil {
+		if via == records.ViaConsole {
+			s.consoleInternal(w, r, err)
+		} else {
+			s.internal(w, r, err)
+		}
+		return d, false
+	}
+	if !records.InScope(rv.Partners, d.PartnerID) {
+		s.denied(w, r, rv, via, id, d.PartnerID)
+		return d, false
+	}
+	return d, true
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request, via, detail string) {
+	if via == records.ViaConsole {
+		s.consoleError(w, r, http.StatusNotFound, detail)
+		return
+	}
+	writeProblem(w, r, http.StatusNotFound, "not-found", "No such exception", detail, nil)
+}
+
+func (s *Server) denied(w http.ResponseWriter, r *http.Request, rv records.Reviewer, via string, id int64, partner string) {
+	s.audit(r.Context(), records.AuditEntry{Actor: rv.Name, Via: via, Action: "denied", ExceptionID: id, PartnerID: partner,
+		Detail: r.Method + " " + r.URL.Path})
+	detail := fmt.Sprintf("reviewer %s may not review partner %s (allowed: %s)", rv.Name, partner, strings.Join(rv.Partners, ", "))
+	if via == records.ViaConsole {
+		s.consoleError(w, r, http.StatusForbidden, detail)
+		return
+	}
+	writeProblem(w, r, http.StatusForbidden, "forbidden", "Not your partner", detail, nil)
+}
+
+func (s *Server) apiShow(w http.ResponseWriter, r *http.Request, rv records.Reviewer) {
+	if d, ok := s.exceptionFor(w, r, rv, records.ViaAPI); ok {
+		writeJSON(w, http.StatusOK, d)
+	}
+}
+
+func (s *Server) apiDecide(approve bool) func(http.ResponseWriter, *http.Request, records.Reviewer) {
+	return func(w http.ResponseWriter, r *http.Request, rv records.Reviewer) {
+		var body struct {
+			Note string `json:"note"`
+		}
+		raw, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+		if err != nil {
+			writeProblem(w, r, http.StatusBadRequest, "bad-request", "Unreadable body", err.Error(), nil)
+			return
+		}
+		if len(strings.TrimSpace(string(raw))) > 0 {
+			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+				writeProblem(w, r, http.StatusUnsupportedMediaType, "bad-request", "JSON body expected",
+					`send Content-Type: application/json with a body like {"note": "why"}`, nil)
+				return
+			}
+			if err := json.Unmarshal(raw, &body); err != nil {
+				writeProblem(w, r, http.StatusBadRequest, "bad-request", "Malformed JSON body",
+					fmt.Sprintf(`the body is not JSON like {"note": "why"}: %v`, err), nil)
+				return
+			}
+		}
+		d, ok := s.exceptionFor(w, r, rv, records.ViaAPI)
+		if !ok {
+			return
+		}
+		x, err := s.Store.Decide(r.Context(), records.Decision{ExceptionID: d.ID, Approve: approve, Reviewer: rv.Name,
+			Note: body.Note, Via: records.ViaAPI, Partners: rv.Partners})
+		if err != nil {
+			s.decisionProblem(w, r, rv, d, err)
+			return
+		}
+		s.Log.InfoContext(r.Context(), "review: exception decided", "exception", x.ID, "status", x.Status, "reviewer", rv.Name, "via", "api")
+		writeJSON(w, http.StatusOK, x)
+	}
+}
+
+func (s *Server) decisionProblem(w http.ResponseWriter, r *http.Request, rv records.Reviewer, d records.ExceptionDetail, err error) {
+	var de *records.DecidedError
+	var se *records.StaleError
+	switch {
+	case errors.As(err, &de):
+		extra := map[string]any{"exception_id": de.ID, "exception_status": de.Status}
+		if de.By != "" {
+			extra["decided_by"] = de.By
+		}
+		if !de.At.IsZero() {
+			extra["decided_at"] = de.At.UTC().Format(time.RFC3339)
+		}
+		if de.SupersededBy != 0 {
+			extra["superseded_by"] = de.SupersededBy
+		}
+		writeProblem(w, r, http.StatusConflict, "already-decided", "Exception already decided", de.Error(), extra)
+	case errors.As(err, &se):
+		writeProblem(w, r, http.StatusConflict, "stale", "Record changed since the exception was raised", se.Error(),
+			map[string]any{"exception_id": se.ID, "record_id": se.RecordID})
+	case errors.Is(err, records.ErrForbidden):
+		s.denied(w, r, rv, records.ViaAPI, d.ID, d.PartnerID)
+	case errors.Is(err, records.ErrNotFound):
+		writeProblem(w, r, http.StatusNotFound, "not-found", "No such exception", err.Error(), nil)
+	default:
+		s.internal(w, r, err)
+	}
+}

@@ -1,0 +1,186 @@
+package review
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/payintake/payintake/records"
+)
+
+// chromiumPath is Debian's chromium; PAYINTAKE_CHROMIUM overrides it.
+func chromiumPath(t *testing.T) string {
+	p := os.Getenv("PAYINTAKE_CHROMIUM")
+	if p == "" {
+		p = "/usr/bin/chromium"
+	}
+	if _, err := exec.LookPath(p); err != nil {
+		t.Fatalf("the browser test needs Chromium at %s: install Debian's package (apt-get install -y chromium) or set PAYINTAKE_CHROMIUM: %v", p, err)
+	}
+	return p
+}
+
+// browser starts a fresh headless Chromium for the test.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1440, 900), // a laptop screen
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	// Start the browser before any timeout applies (a timeout on the first
+	// Run would stop the whole browser).
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	tctx, tcancel := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(tcancel)
+	return tctx
+}
+
+// screenshot saves a full-page PNG into $PAYINTAKE_SCREENSHOTS (the docs use
+// docs/screenshots), or into a temp dir to check that it can be taken.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	dir := os.Getenv("PAYINTAKE_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if len(png) < 1000 {
+		t.Fatalf("screenshot %s is only %d bytes", name, len(png))
+	}
+}
+
+// TestBrowserReview drives the console in real headless Chromium: log in,
+// open the queue, approve one exception with a note, reject another, and
+// check the effect in the database. With PAYINTAKE_SCREENSHOTS=DIR it also
+// writes queue.png and exception.png there.
+func TestBrowserReview(t *testing.T) {
+	f := newFixture(t)
+	// A second partner with a paid period, so the queue looks like a real one.
+	f.ingest("globex", "globex-2024-01.csv", "employee_ref,pay_period,component,amount,currency,hours,rate\n"+
+		"0042,2024-01,OVERTIME,450.00,EUR,10,45.00\n"+
+		"0043,2024-01,BASE,3200.00,EUR,,\n")
+	if _, err := f.store.LockPeriod(f.ctx, "globex", "2024-01", records.LockPaid, "payroll"); err != nil {
+		t.Fatal(err)
+	}
+	f.ingest("globex", "globex-2024-01-late.csv", "employee_ref,pay_period,component,amount,currency,hours,rate\n"+
+		"0042,2024-01,OVERTIME,540.00,EUR,12,45.00\n"+
+		"0043,2024-01,BASE,3200.00,EUR,,\n")
+	ts := serve(t, f)
+	ctx := browser(t)
+
+	// Opening the queue asks to log in first, then lands on the queue.
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/review/queue"),
+		chromedp.WaitVisible(chromedp.CSS("#password")),
+		chromedp.SendKeys(chromedp.CSS("#name"), "alice"),
+		chromedp.SendKeys(chromedp.CSS("#password"), testPassword),
+		chromedp.Click(chromedp.CSS("button[type=submit].primary")),
+		chromedp.WaitVisible(chromedp.CSS("table.queue")),
+	)
+	if err != nil {
+		t.Fatalf("log in: %v", err)
+	}
+	tabs, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("nav.tabs")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.ToLower(tabs), "open 4") {
+		t.Fatalf("queue tabs = %q, want 4 open", tabs)
+	}
+	screenshot(t, ctx, "queue.png")
+
+	decide := func(id int64, note, button string) string {
+		t.Helper()
+		err := chromedp.Do(ctx,
+			chromedp.Navigate(ts.URL+"/review/queue"),
+			chromedp.WaitVisible(chromedp.CSS("table.queue")),
+			chromedp.Click(chromedp.CSS(fmt.Sprintf(`a.xid[href="/review/exceptions/%d"]`, id))),
+			chromedp.WaitVisible(chromedp.CSS("#note")),
+		)
+		if err != nil {
+			t.Fatalf("open exception %d: %v", id, err)
+		}
+		if id == f.e1.ID {
+			if _, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`tr.differs[data-field="amount"]`))); err != nil {
+				t.Fatalf("amount not highlighted: %v", err)
+			}
+			screenshot(t, ctx, "exception.png")
+		}
+		err = chromedp.Do(ctx,
+			chromedp.SendKeys(chromedp.CSS("#note"), note),
+			chromedp.Click(chromedp.CSS(button)),
+			chromedp.WaitVisible(chromedp.CSS(".flash.ok")),
+		)
+		if err != nil {
+			t.Fatalf("decide exception %d: %v", id, err)
+		}
+		msg, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".flash.ok")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg
+	}
+	if msg := decide(f.e1.ID, "Confirmed with the payroll lead", "#approve"); msg != fmt.Sprintf("You approved exception %d.", f.e1.ID) {
+		t.Fatalf("after approve: %q", msg)
+	}
+	if msg := decide(f.e3.ID, "Bonus was not agreed", "#reject"); msg != fmt.Sprintf("You rejected exception %d.", f.e3.ID) {
+		t.Fatalf("after reject: %q", msg)
+	}
+
+	// The effect, in the database.
+	a := f.exception(f.e1.ID)
+	if a.Status != "approved" || a.DecidedBy != "alice" || a.Note != "Confirmed with the payroll lead" {
+		t.Fatalf("approved exception = %+v", a)
+	}
+	if r := f.record("E1", "BASE"); r.Amount != "1100.00" || r.Version != 2 || r.LockedReason != "approved" {
+		t.Fatalf("approved record = %+v", r)
+	}
+	rj := f.exception(f.e3.ID)
+	if rj.Status != "rejected" || rj.DecidedBy != "alice" || rj.Note != "Bonus was not agreed" {
+		t.Fatalf("rejected exception = %+v", rj)
+	}
+	if r := f.record("E3", "BONUS"); r.Amount != "50.00" || r.Version != 1 {
+		t.Fatalf("rejected record = %+v", r)
+	}
+	if n := f.count(`SELECT count(*) FROM review_audit WHERE via = 'console' AND action IN ('approve', 'reject') AND actor = 'alice'`); n != 2 {
+		t.Fatalf("%d console decisions audited, want 2", n)
+	}
+	if d := f.exception(f.e4.ID); d.Status != "open" {
+		t.Fatalf("untouched exception = %+v", d)
+	}
+}

@@ -1,0 +1,417 @@
+package review
+
+// The web console, under /review/:
+//
+//	GET  /review/login, POST /review/login, POST /review/logout
+//	GET  /review/queue?status=&partner=&period=&after=   the queue, with counts per status
+//	GET  /review/exceptions/{id}                         locked vs proposed, decision form, history, audit
+//	POST /review/exceptions/{id}/decide                  action=approve|reject, note, csrf
+//	GET  /review/static/style.css
+
+import (
+	"context"
+	"crypto/subtle"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/payintake/payintake/records"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+const cookieName = "payintake_review"
+
+var funcs = template.FuncMap{
+	"money": func(m map[string]string) string {
+		if m == nil {
+			return "—"
+		}
+		return m["amount"] + " " + m["currency"]
+	},
+	"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	"whenp": func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02 15:04 UTC")
+	},
+	"join": strings.Join,
+	"codeText": func(code string) string {
+		switch code {
+		case "record_locked":
+			return "record locked"
+		case "period_locked":
+			return "period closed"
+		}
+		return code
+	},
+	"heldWhy": func(code string) string {
+		switch code {
+		case "record_locked":
+			return "the record is locked"
+		case "period_locked":
+			return "the pay period is closed"
+		}
+		return code
+	},
+	"dash": func(s string) string {
+		if s == "" {
+			return "—"
+		}
+		return s
+	},
+}
+
+var pages = func() map[string]*template.Template {
+	m := map[string]*template.Template{}
+	for _, name := range []string{"login", "queue", "exception", "error"} {
+		m[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html"))
+	}
+	return m
+}()
+
+// page is what every console template gets; V holds the page's own view.
+type page struct {
+	Title    string
+	Reviewer string
+	Scope    string
+	CSRF     string
+	Flash    string
+	Error    string
+	V        any
+}
+
+func (s *Server) routesConsole(mux *http.ServeMux) {
+	static, _ := fs.Sub(assets, "static")
+	mux.Handle("GET /review/static/", http.StripPrefix("/review/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /review/{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/review/queue", http.StatusSeeOther)
+	})
+	mux.HandleFunc("GET /review/login", s.loginPage)
+	mux.HandleFunc("POST /review/login", s.loginPost)
+	mux.HandleFunc("POST /review/logout", s.authConsole(s.logout))
+	mux.HandleFunc("GET /review/queue", s.authConsole(s.queuePage))
+	mux.HandleFunc("GET /review/exceptions/{id}", s.authConsole(s.exceptionPage))
+	mux.HandleFunc("POST /review/exceptions/{id}/decide", s.authConsole(s.decidePost))
+	mux.HandleFunc("/review/", func(w http.ResponseWriter, r *http.Request) {
+		s.consoleError(w, r, http.StatusNotFound, "There is no such page in the review console.")
+	})
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.WriteHeader(status)
+	if err := pages[name].ExecuteTemplate(w, "layout", p); err != nil {
+		s.Log.ErrorContext(r.Context(), "review console: render", "page", name, "err", err)
+	}
+}
+
+func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	p := page{Title: http.StatusText(status), Error: msg}
+	if sess, ok := r.Context().Value(sessionKey{}).(records.Session); ok {
+		p.Reviewer, p.CSRF, p.Scope = sess.Reviewer.Name, sess.CSRFToken, strings.Join(sess.Reviewer.Partners, ", ")
+	}
+	s.render(w, r, status, "error", p)
+}
+
+func (s *Server) consoleInternal(w http.ResponseWriter, r *http.Request, err error) {
+	s.Log.ErrorContext(r.Context(), "review console", "path", r.URL.Path, "err", err)
+	s.consoleError(w, r, http.StatusInternalServerError, "Something went wrong on the server; try again, and tell the operator if it persists.")
+}
+
+type sessionKey struct{}
+
+func (s *Server) cookie(r *http.Request, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: cookieName, Value: value, Path: "/review", MaxAge: maxAge, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: s.SecureCookies || r.TLS != nil}
+}
+
+// authConsole requires a console session; on POST it also requires the
+// session's CSRF token in the form.
+func (s *Server) authConsole(h func(http.ResponseWriter, *http.Request, records.Session)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var sess records.Session
+		c, err := r.Cookie(cookieName)
+		if err == nil && c.Value != "" {
+			sess, err = s.Store.SessionByToken(r.Context(), tokenHash(c.Value), "console")
+		} else {
+			err = records.ErrNotFound
+		}
+		if errors.Is(err, records.ErrNotFound) {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/review/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Log in",
+				Error: "Your session has ended: log in again, then repeat what you were doing.", V: loginView{}})
+			return
+		}
+		if err != nil {
+			s.consoleInternal(w, r, err)
+			return
+		}
+		r = r.WithContext(contextWith(r, sess))
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+			got := r.PostFormValue("csrf")
+			if subtle.ConstantTimeCompare([]byte(got), []byte(sess.CSRFToken)) != 1 || got == "" {
+				s.audit(r.Context(), records.AuditEntry{Actor: sess.Reviewer.Name, Via: records.ViaConsole, Action: "denied",
+					Detail: "CSRF token missing or wrong: " + r.Method + " " + r.URL.Path})
+				s.consoleError(w, r, http.StatusForbidden, "This form is out of date or was not sent from the console (CSRF check failed). Reload the page and try again.")
+				return
+			}
+		}
+		h(w, r, sess)
+	}
+}
+
+type loginView struct{ Name, Next string }
+
+func safeNext(next string) string {
+	if strings.HasPrefix(next, "/review/") && !strings.HasPrefix(next, "//") && !strings.Contains(next, "\\") {
+		return next
+	}
+	return "/review/queue"
+}
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	p := page{Title: "Log in", V: loginView{Next: safeNext(r.URL.Query().Get("next"))}}
+	if r.URL.Query().Get("bye") != "" {
+		p.Flash = "You are logged out."
+	}
+	s.render(w, r, http.StatusOK, "login", p)
+}
+
+func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	name := strings.TrimSpace(r.PostFormValue("name"))
+	next := safeNext(r.PostFormValue("next"))
+	rv, err := s.login(r.Context(), name, r.PostFormValue("password"), records.ViaConsole)
+	if errors.Is(err, errBadCredentials) {
+		s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Log in",
+			Error: "Wrong name or password.", V: loginView{Name: name, Next: next}})
+		return
+	}
+	if err != nil {
+		s.consoleInternal(w, r, err)
+		return
+	}
+	tok, _, _, err := s.newSession(r.Context(), rv.Name, "console")
+	if err != nil {
+		s.consoleInternal(w, r, err)
+		return
+	}
+	http.SetCookie(w, s.cookie(r, tok, int(s.SessionTTL/time.Second)))
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request, sess records.Session) {
+	if c, err := r.Cookie(cookieName); err == nil {
+		if err := s.Store.DeleteSession(r.Context(), tokenHash(c.Value)); err != nil {
+			s.consoleInternal(w, r, err)
+			return
+		}
+	}
+	s.audit(r.Context(), records.AuditEntry{Actor: sess.Reviewer.Name, Via: records.ViaConsole, Action: "logout"})
+	http.SetCookie(w, s.cookie(r, "", -1))
+	http.Redirect(w, r, "/review/login?bye=1", http.StatusSeeOther)
+}
+
+func basePage(sess records.Session, title string) page {
+	return page{Title: title, Reviewer: sess.Reviewer.Name, CSRF: sess.CSRFToken, Scope: strings.Join(sess.Reviewer.Partners, ", ")}
+}
+
+type tab struct {
+	Label, URL string
+	Count      int
+	Active     bool
+}
+
+type queueView struct {
+	Status, Partner, Period string
+	Partners                []string
+	Tabs                    []tab
+	Items                   []records.Exception
+	Next                    string
+	First                   bool
+}
+
+func queueURL(status, partner, period string, after int64) string {
+	q := url.Values{}
+	q.Set("status", status)
+	if partner != "" {
+		q.Set("partner", partner)
+	}
+	if period != "" {
+		q.Set("period", period)
+	}
+	if after > 0 {
+		q.Set("after", strconv.FormatInt(after, 10))
+	}
+	return "/review/queue?" + q.Encode()
+}
+
+func (s *Server) queuePage(w http.ResponseWriter, r *http.Request, sess records.Session) {
+	q := r.URL.Query()
+	v := queueView{Status: q.Get("status"), Partner: q.Get("partner"), Period: strings.ToUpper(strings.TrimSpace(q.Get("period")))}
+	if v.Status == "" {
+		v.Status = records.ExceptionOpen
+	}
+	switch v.Status {
+	case records.ExceptionOpen, records.ExceptionApproved, records.ExceptionRejected, records.ExceptionSuperseded, "all":
+	default:
+		s.consoleError(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown status %q: choose open, approved, rejected, superseded or all.", v.Status))
+		return
+	}
+	if v.Partner != "" && !records.InScope(sess.Reviewer.Partners, v.Partner) {
+		s.denied(w, r, sess.Reviewer, records.ViaConsole, 0, v.Partner)
+		return
+	}
+	after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
+	v.First = after == 0
+	f := records.QueueFilter{Scope: sess.Reviewer.Partners, Partner: v.Partner, Period: v.Period,
+		AfterID: after, Limit: defaultPageSize + 1}
+	if v.Status != "all" {
+		f.Status = v.Status
+	}
+	ctx := r.Context()
+	items, err := s.Store.ReviewQueue(ctx, f)
+	if err != nil {
+		s.consoleInternal(w, r, err)
+		return
+	}
+	if len(items) > defaultPageSize {
+		items = items[:defaultPageSize]
+		v.Next = queueURL(v.Status, v.Partner, v.Period, items[len(items)-1].ID)
+	}
+	v.Items = items
+	counts, err := s.Store.ExceptionCounts(ctx, f)
+	if err != nil {
+		s.consoleInternal(w, r, err)
+		return
+	}
+	for _, st := range []string{records.ExceptionOpen, records.ExceptionApproved, records.ExceptionRejected, records.ExceptionSuperseded, "all"} {
+		v.Tabs = append(v.Tabs, tab{Label: st, URL: queueURL(st, v.Partner, v.Period, 0), Count: counts[st], Active: st == v.Status})
+	}
+	if len(sess.Reviewer.Partners) > 0 {
+		v.Partners = sess.Reviewer.Partners
+	} else {
+		ps, err := s.Store.Partners(ctx)
+		if err != nil {
+			s.consoleInternal(w, r, err)
+			return
+		}
+		for _, p := range ps {
+			v.Partners = append(v.Partners, p.ID)
+		}
+	}
+	p := basePage(sess, "Queue")
+	p.V = v
+	s.render(w, r, http.StatusOK, "queue", p)
+}
+
+type fieldRow struct {
+	Name, Current, Proposed string
+	Differs                 bool
+}
+
+type exceptionView struct {
+	D      records.ExceptionDetail
+	Fields []fieldRow
+	Audit  []records.AuditEntry
+	Note   string
+}
+
+var fieldNames = []string{"employee_ref", "pay_period", "component", "amount", "currency", "hours", "rate", "pay_date"}
+
+func (s *Server) exceptionView(w http.ResponseWriter, r *http.Request, sess records.Session) (exceptionView, bool) {
+	d, ok := s.exceptionFor(w, r, sess.Reviewer, records.ViaConsole)
+	if !ok {
+		return exceptionView{}, false
+	}
+	v := exceptionView{D: d}
+	for _, f := range fieldNames {
+		row := fieldRow{Name: f, Proposed: d.Proposed[f], Current: "—"}
+		if d.Current != nil {
+			row.Current = d.Current[f]
+		}
+		for _, df := range d.Differing {
+			row.Differs = row.Differs || df == f
+		}
+		v.Fields = append(v.Fields, row)
+	}
+	a, err := s.Store.AuditLog(r.Context(), d.ID, 50)
+	if err != nil {
+		s.consoleInternal(w, r, err)
+		return v, false
+	}
+	v.Audit = a
+	return v, true
+}
+
+func (s *Server) exceptionPage(w http.ResponseWriter, r *http.Request, sess records.Session) {
+	v, ok := s.exceptionView(w, r, sess)
+	if !ok {
+		return
+	}
+	p := basePage(sess, fmt.Sprintf("Exception %d", v.D.ID))
+	if r.URL.Query().Get("decided") != "" && v.D.Status != records.ExceptionOpen && v.D.DecidedBy == sess.Reviewer.Name {
+		p.Flash = fmt.Sprintf("You %s exception %d.", v.D.Status, v.D.ID)
+	}
+	p.V = v
+	s.render(w, r, http.StatusOK, "exception", p)
+}
+
+func (s *Server) decidePost(w http.ResponseWriter, r *http.Request, sess records.Session) {
+	action := r.PostFormValue("action")
+	if action != "approve" && action != "reject" {
+		s.consoleError(w, r, http.StatusBadRequest, "Choose Approve or Reject.")
+		return
+	}
+	note := r.PostFormValue("note")
+	v, ok := s.exceptionView(w, r, sess)
+	if !ok {
+		return
+	}
+	x, err := s.Store.Decide(r.Context(), records.Decision{ExceptionID: v.D.ID, Approve: action == "approve",
+		Reviewer: sess.Reviewer.Name, Note: note, Via: records.ViaConsole, Partners: sess.Reviewer.Partners})
+	var de *records.DecidedError
+	var se *records.StaleError
+	switch {
+	case err == nil:
+		s.Log.InfoContext(r.Context(), "review: exception decided", "exception", x.ID, "status", x.Status,
+			"reviewer", sess.Reviewer.Name, "via", "console")
+		http.Redirect(w, r, fmt.Sprintf("/review/exceptions/%d?decided=1", x.ID), http.StatusSeeOther)
+	case errors.As(err, &de), errors.As(err, &se):
+		if v2, ok := s.exceptionView(w, r, sess); ok {
+			v = v2
+		} else {
+			return
+		}
+		v.Note = note
+		p := basePage(sess, fmt.Sprintf("Exception %d", v.D.ID))
+		p.Error = err.Error()
+		p.V = v
+		s.render(w, r, http.StatusConflict, "exception", p)
+	case errors.Is(err, records.ErrForbidden):
+		s.denied(w, r, sess.Reviewer, records.ViaConsole, v.D.ID, v.D.PartnerID)
+	default:
+		s.consoleInternal(w, r, err)
+	}
+}
+
+func contextWith(r *http.Request, sess records.Session) context.Context {
+	return context.WithValue(r.Context(), sessionKey{}, sess)
+}

@@ -1,0 +1,387 @@
+package review
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/payintake/payintake/records"
+)
+
+const testPassword = "correct horse battery staple"
+
+// serve starts the review handler on a test server, with reviewers alice
+// (every partner) and gina (globex only).
+func serve(t *testing.T, f *fixture) *httptest.Server {
+	t.Helper()
+	for name, partners := range map[string][]string{"alice": nil, "gina": {"globex"}} {
+		h, err := HashPassword(testPassword)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.store.AddReviewer(f.ctx, name, h, partners); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mux := http.NewServeMux()
+	Mount(mux, f.store, nil)
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+type apiResp struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func call(t *testing.T, method, u string, setup func(*http.Request), body string) apiResp {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, u, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if setup != nil {
+		setup(req)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	r := apiResp{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
+}
+
+func basic(name string) func(*http.Request) {
+	return func(r *http.Request) { r.SetBasicAuth(name, testPassword) }
+}
+
+func bearer(tok string) func(*http.Request) {
+	return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+}
+
+func wantProblem(t *testing.T, r apiResp, status int, typ, detail string) {
+	t.Helper()
+	if r.status != status || r.header.Get("Content-Type") != "application/problem+json" ||
+		r.body["type"] != "urn:payintake:problem:"+typ || r.body["status"] != float64(status) ||
+		!strings.Contains(fmt.Sprint(r.body["detail"]), detail) || r.body["title"] == "" {
+		t.Fatalf("got %d %s %s, want problem %d %s with %q", r.status, r.header.Get("Content-Type"), r.raw, status, typ, detail)
+	}
+}
+
+func TestAPIAuthentication(t *testing.T) {
+	f := newFixture(t)
+	ts := serve(t, f)
+	list := ts.URL + "/v1/review/exceptions"
+
+	r := call(t, "GET", list, nil, "")
+	wantProblem(t, r, 401, "unauthenticated", "Authorization: Bearer")
+	if len(r.header.Values("WWW-Authenticate")) != 2 {
+		t.Fatalf("WWW-Authenticate = %v", r.header.Values("WWW-Authenticate"))
+	}
+	wantProblem(t, call(t, "GET", list, func(r *http.Request) { r.SetBasicAuth("alice", "wrong") }, ""), 401, "unauthenticated", "wrong reviewer name or password")
+	wantProblem(t, call(t, "GET", list, func(r *http.Request) { r.SetBasicAuth("nobody", testPassword) }, ""), 401, "unauthenticated", "wrong")
+	wantProblem(t, call(t, "GET", list, bearer("not-a-token"), ""), 401, "unauthenticated", "unknown or expired")
+	wantProblem(t, call(t, "POST", ts.URL+"/v1/review/exceptions/1/approve", nil, ""), 401, "unauthenticated", "")
+	if d := f.exception(f.e1.ID); d.Status != "open" {
+		t.Fatal("unauthenticated approve changed the exception")
+	}
+
+	r = call(t, "GET", list, basic("alice"), "")
+	if r.status != 200 || len(r.body["exceptions"].([]any)) != 3 {
+		t.Fatalf("basic auth list: %d %s", r.status, r.raw)
+	}
+	tok := call(t, "POST", ts.URL+"/v1/review/token", basic("alice"), "")
+	if tok.status != 201 || tok.body["token"] == "" {
+		t.Fatalf("token: %d %s", tok.status, tok.raw)
+	}
+	r = call(t, "GET", list+"?status=open", bearer(tok.body["token"].(string)), "")
+	if r.status != 200 || len(r.body["exceptions"].([]any)) != 3 {
+		t.Fatalf("bearer list: %d %s", r.status, r.raw)
+	}
+	wantProblem(t, call(t, "POST", ts.URL+"/v1/review/token", func(r *http.Request) { r.SetBasicAuth("alice", "nope") }, ""), 401, "unauthenticated", "wrong")
+	if n := f.count(`SELECT count(*) FROM review_audit WHERE action = 'login_failed'`); n != 3 {
+		t.Fatalf("%d failed logins audited, want 3", n)
+	}
+	// Console cookies are not API credentials.
+	wantProblem(t, call(t, "GET", list, func(r *http.Request) { r.AddCookie(&http.Cookie{Name: cookieName, Value: "x"}) }, ""), 401, "unauthenticated", "")
+}
+
+func TestAPIListShowPaginate(t *testing.T) {
+	f := newFixture(t)
+	ts := serve(t, f)
+	var ids []float64
+	next := "/v1/review/exceptions?status=open&limit=2&partner=acme&period=2024-01"
+	for next != "" {
+		r := call(t, "GET", ts.URL+next, basic("alice"), "")
+		if r.status != 200 {
+			t.Fatalf("list: %d %s", r.status, r.raw)
+		}
+		for _, x := range r.body["exceptions"].([]any) {
+			ids = append(ids, x.(map[string]any)["id"].(float64))
+		}
+		if c := r.body["counts"].(map[string]any); c["open"] != float64(3) || c["all"] != float64(3) {
+			t.Fatalf("counts = %v", c)
+		}
+		next, _ = r.body["next"].(string)
+	}
+	if fmt.Sprint(ids) != fmt.Sprint([]float64{float64(f.e1.ID), float64(f.e3.ID), float64(f.e4.ID)}) {
+		t.Fatalf("paged ids = %v", ids)
+	}
+	r := call(t, "GET", ts.URL+"/v1/review/exceptions?status=approved", basic("alice"), "")
+	if r.status != 200 || len(r.body["exceptions"].([]any)) != 0 {
+		t.Fatalf("approved list: %s", r.raw)
+	}
+	wantProblem(t, call(t, "GET", ts.URL+"/v1/review/exceptions?status=maybe", basic("alice"), ""), 400, "bad-request", "use open")
+	wantProblem(t, call(t, "GET", ts.URL+"/v1/review/exceptions?limit=0", basic("alice"), ""), 400, "bad-request", "limit")
+	wantProblem(t, call(t, "GET", ts.URL+"/v1/review/exceptions/99999", basic("alice"), ""), 404, "not-found", "no exception 99999")
+	wantProblem(t, call(t, "GET", ts.URL+"/v1/review/nothing", basic("alice"), ""), 404, "not-found", "")
+
+	r = call(t, "GET", fmt.Sprintf("%s/v1/review/exceptions/%d", ts.URL, f.e1.ID), basic("alice"), "")
+	if r.status != 200 || r.body["status"] != "open" || r.body["proposed"].(map[string]any)["amount"] != "1100.00" ||
+		r.body["current"].(map[string]any)["amount"] != "1000.00" || len(r.body["history"].([]any)) != 1 {
+		t.Fatalf("show: %d %s", r.status, r.raw)
+	}
+}
+
+func TestAPIDecide(t *testing.T) {
+	f := newFixture(t)
+	ts := serve(t, f)
+	approve := fmt.Sprintf("%s/v1/review/exceptions/%d/approve", ts.URL, f.e1.ID)
+	r := call(t, "POST", approve, basic("alice"), `{"note": "ok per ticket 9"}`)
+	if r.status != 200 || r.body["status"] != "approved" || r.body["decided_by"] != "alice" || r.body["note"] != "ok per ticket 9" {
+		t.Fatalf("approve: %d %s", r.status, r.raw)
+	}
+	if rec := f.record("E1", "BASE"); rec.Amount != "1100.00" {
+		t.Fatalf("record = %+v", rec)
+	}
+	r = call(t, "POST", fmt.Sprintf("%s/v1/review/exceptions/%d/reject", ts.URL, f.e1.ID), basic("alice"), "")
+	wantProblem(t, r, 409, "already-decided", fmt.Sprintf("exception %d was already approved by alice at", f.e1.ID))
+	if r.body["decided_by"] != "alice" || r.body["exception_status"] != "approved" {
+		t.Fatalf("409 extras: %s", r.raw)
+	}
+	// Reject without a body.
+	r = call(t, "POST", fmt.Sprintf("%s/v1/review/exceptions/%d/reject", ts.URL, f.e3.ID), basic("alice"), "")
+	if r.status != 200 || r.body["status"] != "rejected" {
+		t.Fatalf("reject: %d %s", r.status, r.raw)
+	}
+	wantProblem(t, call(t, "POST", fmt.Sprintf("%s/v1/review/exceptions/%d/approve", ts.URL, f.e4.ID), basic("alice"), `{"note": 5`), 400, "bad-request", "not JSON")
+	if a := f.count(`SELECT count(*) FROM review_audit WHERE via = 'api' AND action IN ('approve', 'reject')`); a != 2 {
+		t.Fatalf("%d api decisions audited, want 2", a)
+	}
+}
+
+func TestAPICrossPartnerForbidden(t *testing.T) {
+	f := newFixture(t)
+	ts := serve(t, f)
+	// gina may review globex only.
+	r := call(t, "GET", ts.URL+"/v1/review/exceptions", basic("gina"), "")
+	if r.status != 200 || len(r.body["exceptions"].([]any)) != 0 || r.body["counts"].(map[string]any)["all"] != float64(0) {
+		t.Fatalf("gina's list shows acme: %s", r.raw)
+	}
+	wantProblem(t, call(t, "GET", ts.URL+"/v1/review/exceptions?partner=acme", basic("gina"), ""), 403, "forbidden", "may not review partner acme")
+	wantProblem(t, call(t, "GET", fmt.Sprintf("%s/v1/review/exceptions/%d", ts.URL, f.e1.ID), basic("gina"), ""), 403, "forbidden", "acme")
+	wantProblem(t, call(t, "POST", fmt.Sprintf("%s/v1/review/exceptions/%d/approve", ts.URL, f.e1.ID), basic("gina"), ""), 403, "forbidden", "acme")
+	if d := f.exception(f.e1.ID); d.Status != "open" {
+		t.Fatal("a cross-partner approve changed the exception")
+	}
+	if n := f.count(`SELECT count(*) FROM review_audit WHERE action = 'denied' AND actor = 'gina'`); n != 3 {
+		t.Fatalf("%d refusals audited, want 3", n)
+	}
+	// The store refuses it too, whatever the caller.
+	_, err := f.store.Decide(f.ctx, records.Decision{ExceptionID: f.e1.ID, Approve: true, Reviewer: "gina", Partners: []string{"globex"}})
+	if err == nil || !strings.Contains(err.Error(), "may not decide exceptions of partner acme") {
+		t.Fatalf("store-level scope: %v", err)
+	}
+}
+
+// console is a browser-like client: cookie jar, no automatic redirects.
+type console struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+}
+
+func newConsole(t *testing.T, base string) *console {
+	jar, _ := cookiejar.New(nil)
+	return &console{t: t, base: base, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+}
+
+func (c *console) do(method, path string, form url.Values, hdr map[string]string) (int, http.Header, string) {
+	c.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, c.base+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := c.c.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, string(b)
+}
+
+func (c *console) login(name, password string) int {
+	st, _, _ := c.do("POST", "/review/login", url.Values{"name": {name}, "password": {password}, "next": {"/review/queue"}}, nil)
+	return st
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func TestConsoleLoginAndQueue(t *testing.T) {
+	f := newFixture(t)
+	ts := serve(t, f)
+	c := newConsole(t, ts.URL)
+	st, h, _ := c.do("GET", "/review/queue?status=open", nil, nil)
+	if st != 303 || h.Get("Location") != "/review/login?next=%2Freview%2Fqueue%3Fstatus%3Dopen" {
+		t.Fatalf("unauthenticated queue: %d %s", st, h.Get("Location"))
+	}
+	if st := c.login("alice", "wrong"); st != 401 {
+		t.Fatalf("wrong password: %d", st)
+	}
+	st, h, _ = c.do("POST", "/review/login", url.Values{"name": {"alice"}, "password": {testPassword}, "next": {"//evil.example/"}}, nil)
+	if st != 303 || h.Get("Location") != "/review/queue" {
+		t.Fatalf("login with an off-site next: %d %s", st, h.Get("Location"))
+	}
+	ck := h.Get("Set-Cookie")
+	for _, want := range []string{cookieName + "=", "HttpOnly", "SameSite=Strict", "Path=/review"} {
+		if !strings.Contains(ck, want) {
+			t.Fatalf("cookie %q lacks %s", ck, want)
+		}
+	}
+	st, _, body := c.do("GET", "/review/queue", nil, nil)
+	if st != 200 {
+		t.Fatalf("queue: %d", st)
+	}
+	for _, want := range []string{fmt.Sprintf(`href="/review/exceptions/%d"`, f.e1.ID), "1000.00 USD", "1100.00 USD",
+		`data-status="open">open <span class="count">3</span>`, "period closed", "jan-fix.csv:2"} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("queue lacks %q:\n%s", want, body)
+		}
+	}
+	st, _, body = c.do("GET", fmt.Sprintf("/review/exceptions/%d", f.e1.ID), nil, nil)
+	if st != 200 || !strings.Contains(body, `<tr class="differs" data-field="amount">`) ||
+		strings.Contains(body, `<tr class="differs" data-field="currency">`) || !strings.Contains(body, "Record history") {
+		t.Fatalf("exception page: %d\n%s", st, body)
+	}
+	// Filters and a scoped reviewer.
+	st, _, body = c.do("GET", "/review/queue?status=all&partner=globex", nil, nil)
+	if st != 200 || !strings.Contains(body, "No exceptions match these filters") {
+		t.Fatalf("filtered queue: %d", st)
+	}
+	g := newConsole(t, ts.URL)
+	if st := g.login("gina", testPassword); st != 303 {
+		t.Fatalf("gina login: %d", st)
+	}
+	if st, _, _ := g.do("GET", fmt.Sprintf("/review/exceptions/%d", f.e1.ID), nil, nil); st != 403 {
+		t.Fatalf("gina opening an acme exception: %d", st)
+	}
+	if st, _, _ := g.do("GET", "/review/queue?partner=acme", nil, nil); st != 403 {
+		t.Fatalf("gina filtering on acme: %d", st)
+	}
+	// Logout ends the session.
+	_, _, body = c.do("GET", "/review/queue", nil, nil)
+	tok := csrfRE.FindStringSubmatch(body)[1]
+	if st, _, _ := c.do("POST", "/review/logout", url.Values{"csrf": {tok}}, nil); st != 303 {
+		t.Fatalf("logout: %d", st)
+	}
+	if st, _, _ := c.do("GET", "/review/queue", nil, nil); st != 303 {
+		t.Fatalf("queue after logout: %d", st)
+	}
+}
+
+func TestConsoleDecideAndCSRF(t *testing.T) {
+	f := newFixture(t)
+	ts := serve(t, f)
+	c := newConsole(t, ts.URL)
+	if st := c.login("alice", testPassword); st != 303 {
+		t.Fatalf("login: %d", st)
+	}
+	page := fmt.Sprintf("/review/exceptions/%d", f.e1.ID)
+	_, _, body := c.do("GET", page, nil, nil)
+	m := csrfRE.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("no CSRF token on the exception page")
+	}
+	tok := m[1]
+	decide := page + "/decide"
+
+	// No token, a wrong token, a cross-site browser request: all refused.
+	if st, _, _ := c.do("POST", decide, url.Values{"action": {"approve"}}, nil); st != 403 {
+		t.Fatalf("POST without CSRF token: %d", st)
+	}
+	if st, _, _ := c.do("POST", decide, url.Values{"action": {"approve"}, "csrf": {tok + "x"}}, nil); st != 403 {
+		t.Fatalf("POST with a wrong CSRF token: %d", st)
+	}
+	if st, _, _ := c.do("POST", decide, url.Values{"action": {"approve"}, "csrf": {tok}}, map[string]string{"Sec-Fetch-Site": "cross-site"}); st != 403 {
+		t.Fatalf("cross-site POST: %d", st)
+	}
+	if st, _, _ := c.do("POST", decide, url.Values{"action": {"approve"}, "csrf": {tok}}, map[string]string{"Origin": "https://evil.example"}); st != 403 {
+		t.Fatalf("cross-origin POST: %d", st)
+	}
+	// Another session's token does not work either.
+	other := newConsole(t, ts.URL)
+	other.login("alice", testPassword)
+	_, _, ob := other.do("GET", page, nil, nil)
+	if st, _, _ := c.do("POST", decide, url.Values{"action": {"approve"}, "csrf": {csrfRE.FindStringSubmatch(ob)[1]}}, nil); st != 403 {
+		t.Fatalf("POST with another session's token: %d", st)
+	}
+	// Without a session at all.
+	anon := newConsole(t, ts.URL)
+	if st, _, _ := anon.do("POST", decide, url.Values{"action": {"approve"}, "csrf": {tok}}, nil); st != 401 {
+		t.Fatalf("POST without a session: %d", st)
+	}
+	if d := f.exception(f.e1.ID); d.Status != "open" {
+		t.Fatalf("a refused POST decided the exception: %+v", d)
+	}
+
+	st, h, _ := c.do("POST", decide, url.Values{"action": {"approve"}, "csrf": {tok}, "note": {"checked"}},
+		map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": ts.URL})
+	if st != 303 || h.Get("Location") != page+"?decided=1" {
+		t.Fatalf("approve: %d %s", st, h.Get("Location"))
+	}
+	if d := f.exception(f.e1.ID); d.Status != "approved" || d.DecidedBy != "alice" || d.Note != "checked" {
+		t.Fatalf("after approve: %+v", d)
+	}
+	_, _, body = c.do("GET", page+"?decided=1", nil, nil)
+	if !strings.Contains(body, fmt.Sprintf("You approved exception %d.", f.e1.ID)) || !strings.Contains(body, "approved by alice") {
+		t.Fatalf("page after approve:\n%s", body)
+	}
+	// The other session loses, and is told who won.
+	st, _, ob = other.do("POST", decide, url.Values{"action": {"reject"}, "csrf": {csrfRE.FindStringSubmatch(ob)[1]}}, nil)
+	if st != 409 || !strings.Contains(ob, fmt.Sprintf("exception %d was already approved by alice at", f.e1.ID)) {
+		t.Fatalf("second decision: %d\n%s", st, ob)
+	}
+	if n := f.count(`SELECT count(*) FROM review_audit WHERE action = 'denied' AND via = 'console'`); n != 3 {
+		t.Fatalf("%d CSRF refusals audited, want 3", n)
+	}
+}
