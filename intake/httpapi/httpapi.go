@@ -35,6 +35,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -65,7 +66,20 @@ type Config struct {
 	ReapBatch      int           // keys deleted per statement
 	Tolerance      time.Duration // accepted clock skew of webhook-timestamp
 	Now            func() time.Time
+	// Enqueue, when set (the serve job queue's Enqueue), schedules background
+	// processing in the transaction that records a submission, so an
+	// envelope is never durable without its job even if this process dies
+	// before it finishes processing in the request. Processing twice is
+	// harmless: the second finds the envelope done.
+	Enqueue records.AfterInsert
 }
+
+// Option adjusts the Config that Mount uses.
+type Option func(*Config)
+
+// WithEnqueue makes submissions schedule their processing job as they are
+// recorded (see Config.Enqueue).
+func WithEnqueue(enqueue records.AfterInsert) Option { return func(c *Config) { c.Enqueue = enqueue } }
 
 // API serves the HTTP submission API and the webhook receiver.
 type API struct {
@@ -105,10 +119,14 @@ func New(in *intake.Intake, cfg Config) *API {
 }
 
 // Mount registers the API on mux with the default configuration (bodies
-// spooled in DATA_DIR/spool) and runs the Idempotency-Key reaper until ctx
+// spooled in DATA_DIR/spool/http) and runs the Idempotency-Key reaper until ctx
 // ends. It is what `payintake serve` calls.
-func Mount(ctx context.Context, mux *http.ServeMux, in *intake.Intake, dataDir string) *API {
-	a := New(in, Config{SpoolDir: filepath.Join(dataDir, "spool")})
+func Mount(ctx context.Context, mux *http.ServeMux, in *intake.Intake, dataDir string, opts ...Option) *API {
+	cfg := Config{SpoolDir: filepath.Join(dataDir, "spool", "http")}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a := New(in, cfg)
 	a.Register(mux)
 	go a.RunReaper(ctx)
 	return a
@@ -149,10 +167,13 @@ func (a *API) Reap(ctx context.Context) (int64, error) {
 }
 
 // RunReaper reaps at start and then every Config.ReapEvery until ctx ends.
+// It also removes spool files a crashed process left behind (a day old: no
+// request takes that long).
 func (a *API) RunReaper(ctx context.Context) {
 	t := time.NewTicker(a.cfg.ReapEvery)
 	defer t.Stop()
 	for {
+		a.cleanSpool(24 * time.Hour)
 		n, err := a.Reap(ctx)
 		if err != nil && ctx.Err() == nil {
 			a.log.ErrorContext(ctx, "reap idempotency keys", "err", err)
@@ -163,6 +184,15 @@ func (a *API) RunReaper(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+func (a *API) cleanSpool(age time.Duration) {
+	files, _ := filepath.Glob(filepath.Join(a.cfg.SpoolDir, "http-*.part"))
+	for _, f := range files {
+		if info, err := os.Stat(f); err == nil && a.cfg.Now().Sub(info.ModTime()) > age {
+			_ = os.Remove(f)
 		}
 	}
 }

@@ -185,7 +185,7 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 	// From here the work finishes even if the client goes away: the next
 	// retry then gets the stored answer.
 	ctx = context.WithoutCancel(ctx)
-	got, err := a.st.Receive(ctx, records.Incoming{PartnerID: partner, FileName: name, Source: "http", Path: path, Key: key}, nil)
+	got, err := a.st.Receive(ctx, records.Incoming{PartnerID: partner, FileName: name, Source: "http", Path: path, Key: key}, a.cfg.Enqueue)
 	if err != nil {
 		release()
 		a.internal(w, r, "receive submission", err)

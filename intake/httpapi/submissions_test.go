@@ -2,13 +2,24 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/pgserver/pgtest"
+	"github.com/payintake/payintake/records"
 )
 
 var firstRun = csvRows("E001,2026-03,BASE,1000.00,USD", "E002,2026-03,BASE,2000.00,USD", "E003,2026-03,BASE,abc,USD")
@@ -366,5 +377,87 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// With a job queue, the processing job is scheduled in the envelope's own
+// transaction, once per submission; the spool is left empty.
+func TestSubmitEnqueue(t *testing.T) {
+	var mu sync.Mutex
+	var jobs []int64
+	spool := t.TempDir()
+	e := newEnv(t, Config{SpoolDir: spool, Enqueue: func(ctx context.Context, tx pgx.Tx, env records.Envelope) error {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM envelopes WHERE id = $1`, env.ID).Scan(&n); err != nil || n != 1 {
+			return fmt.Errorf("envelope %d not visible in the enqueue transaction: %v", env.ID, err)
+		}
+		mu.Lock()
+		jobs = append(jobs, env.ID)
+		mu.Unlock()
+		return nil
+	}})
+	r := e.submit("acme", "k", "a.csv", firstRun)
+	wantStatus(t, r, http.StatusCreated)
+	wantStatus(t, e.submit("acme", "k", "a.csv", firstRun), http.StatusCreated)
+	if len(jobs) != 1 || jobs[0] != int64(r.json(t)["id"].(float64)) {
+		t.Fatalf("jobs %v", jobs)
+	}
+	if left, _ := os.ReadDir(spool); len(left) != 0 {
+		t.Fatalf("spool not empty: %v", left)
+	}
+}
+
+func TestMountAndSpoolCleanup(t *testing.T) {
+	st := pgtest.Store(t)
+	dir := t.TempDir()
+	spool := filepath.Join(dir, "spool", "http")
+	if err := os.MkdirAll(spool, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	stale, fresh := filepath.Join(spool, "http-1.part"), filepath.Join(spool, "http-2.part")
+	writeFile(t, stale, "x")
+	writeFile(t, fresh, "x")
+	old := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mux := http.NewServeMux()
+	Mount(ctx, mux, intake.New(st, nil), dir)
+	waitFor(t, func() bool { _, err := os.Stat(stale); return os.IsNotExist(err) })
+	if _, err := os.Stat(fresh); err != nil {
+		t.Fatalf("fresh spool file removed: %v", err)
+	}
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/openapi.json", nil))
+	if rec.Code != http.StatusOK || !json.Valid(rec.Body.Bytes()) {
+		t.Fatalf("openapi via Mount: %d", rec.Code)
+	}
+}
+
+// A live request renews its lease: however long it takes, the key stays
+// its own (409 for others), unlike a crashed one.
+func TestSubmitLeaseRenewed(t *testing.T) {
+	e := newEnv(t, Config{Lease: 300 * time.Millisecond})
+	pr, pw := io.Pipe()
+	first := make(chan resp, 1)
+	go func() { first <- e.do(e.submitReq("acme", "long", "a.csv", pr)) }()
+	if _, err := pw.Write([]byte(csvHeader)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return e.count(`SELECT count(*) FROM idempotency_keys WHERE idem_key = 'long'`) == 1 })
+	for range 4 {
+		time.Sleep(250 * time.Millisecond) // well past one lease in total
+		wantProblem(t, e.submit("acme", "long", "a.csv", firstRun), http.StatusConflict, "idempotency_key_in_progress")
+	}
+	if _, err := pw.Write([]byte(strings.TrimPrefix(firstRun, csvHeader))); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	f := <-first
+	wantStatus(t, f, http.StatusCreated)
+	if f.replayed() {
+		t.Fatal("the long request lost its key")
 	}
 }
