@@ -418,3 +418,25 @@ func TestOpenAPI(t *testing.T) {
 	}
 	walk(all)
 }
+
+// An exception held from a webhook is decided like one held from a file.
+func TestWebhookHeldApproved(t *testing.T) {
+	e := newEnv(t, Config{})
+	wantOutcome(t, e.hook("acme", "m1", change("l1", 1, "E001", "100.00")), "created", "", 1)
+	if _, err := e.st.LockPeriod(e.ctx, "acme", "2026-03", records.LockPaid, "tester"); err != nil {
+		t.Fatal(err)
+	}
+	x1 := int64(wantOutcome(t, e.hook("acme", "m2", change("l1", 2, "E001", "150.00")), "held", "record_locked", 2)["exception_id"].(float64))
+	x2 := int64(wantOutcome(t, e.hook("acme", "m3", change("l2", 1, "E002", "50.00")), "held", "period_locked", 1)["exception_id"].(float64))
+	for _, id := range []int64{x1, x2} {
+		if _, err := e.st.Decide(e.ctx, records.Decision{ExceptionID: id, Approve: true, Reviewer: "rita"}); err != nil {
+			t.Fatalf("approve %d: %v", id, err)
+		}
+	}
+	if r := e.record("acme", "E001", "2026-03", "BASE"); r.Amount != "150.00" || r.LockedReason != "paid" {
+		t.Fatalf("record %+v", r)
+	}
+	if r := e.record("acme", "E002", "2026-03", "BASE"); r.Amount != "50.00" {
+		t.Fatalf("record %+v", r)
+	}
+}
