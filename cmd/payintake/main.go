@@ -34,7 +34,10 @@ commands:
   partner add|list|key|token|webhook-secret
   ingest             process files as if uploaded: ingest --partner ID FILE...
   records lock       lock a pay period: records lock --partner ID --period PERIOD
-  review list        list held exceptions
+  records unlock     reopen a period: records unlock --partner ID --period P --by NAME --reason TEXT
+  review list|show   list held exceptions, or show one with its record's history
+  review approve|reject EXCEPTION_ID --reviewer NAME [--note TEXT]
+  reviewer add|list|password   reviewer accounts for the review console and API
 
 every command takes --data-dir DIR (PAYINTAKE_DATA_DIR) and --database-url URL (PAYINTAKE_DATABASE_URL)
 `
@@ -98,13 +101,16 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if s == "lock" {
 			return cmdRecordsLock(ctx, r, stdout, stderr)
 		}
-		return usagef("records: unknown command %q (want lock)", s)
+		if s == "unlock" {
+			return cmdRecordsUnlock(ctx, r, stdout, stderr)
+		}
+		return usagef("records: unknown command %q (want lock or unlock)", s)
 	case "review":
 		s, r := sub()
-		if s == "list" {
-			return cmdReviewList(ctx, r, stdout, stderr)
-		}
-		return usagef("review: unknown command %q (want list)", s)
+		return cmdReview(ctx, s, r, stdout, stderr)
+	case "reviewer":
+		s, r := sub()
+		return cmdReviewer(ctx, s, r, stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return usagef("unknown command %q", cmd)

@@ -2,12 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/payintake/payintake/records"
+	"github.com/payintake/payintake/review"
 )
 
 func cmdRecordsLock(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -91,4 +97,313 @@ func money(m map[string]string) string {
 		return "-"
 	}
 	return m["amount"] + " " + m["currency"]
+}
+
+// cmdReview dispatches `review list|show|approve|reject`.
+func cmdReview(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
+	switch sub {
+	case "list":
+		return cmdReviewList(ctx, args, stdout, stderr)
+	case "show":
+		return cmdReviewShow(ctx, args, stdout, stderr)
+	case "approve":
+		return cmdReviewDecide(ctx, true, args, stdout, stderr)
+	case "reject":
+		return cmdReviewDecide(ctx, false, args, stdout, stderr)
+	}
+	return usagef("review: unknown command %q (want list, show, approve or reject)", sub)
+}
+
+func exceptionID(cmd string, pos []string) (int64, error) {
+	if len(pos) != 1 {
+		return 0, usagef("%s takes one EXCEPTION_ID (see `payintake review list`)", cmd)
+	}
+	id, err := strconv.ParseInt(pos[0], 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usagef("%s: %q is not an exception id (a whole number, see `payintake review list`)", cmd, pos[0])
+	}
+	return id, nil
+}
+
+func cmdReviewShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, g := newFlagSet("review show", stderr)
+	format := fs.String("format", "text", "text or json")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := exceptionID("review show", pos)
+	if err != nil {
+		return err
+	}
+	if *format != "text" && *format != "json" {
+		return usagef("--format %q: use text or json", *format)
+	}
+	e, err := g.open(ctx, g.logger(stderr), 2)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	d, err := e.store.ExceptionDetail(ctx, id)
+	if err != nil {
+		return err
+	}
+	if *format == "json" {
+		return writeJSON(stdout, d)
+	}
+	fmt.Fprintf(stdout, "exception %d: %s (%s)\n", d.ID, d.Status, d.Code)
+	fmt.Fprintf(stdout, "partner %s, employee %s, period %s, component %s\n", d.PartnerID, d.EmployeeRef, d.PayPeriod, d.Component)
+	fmt.Fprintf(stdout, "from %s line %d (envelope %d), held %s\n", d.File, d.Line, d.EnvelopeID, d.CreatedAt.UTC().Format(time.RFC3339))
+	if d.DecidedAt != nil {
+		fmt.Fprintf(stdout, "decided by %s at %s", orDash(d.DecidedBy), d.DecidedAt.UTC().Format(time.RFC3339))
+		if d.Note != "" {
+			fmt.Fprintf(stdout, ": %s", d.Note)
+		}
+		fmt.Fprintln(stdout)
+	}
+	if d.SupersededBy != 0 {
+		fmt.Fprintf(stdout, "superseded by exception %d\n", d.SupersededBy)
+	}
+	if d.Stale != "" {
+		fmt.Fprintf(stdout, "warning: %s\n", d.Stale)
+	}
+	fmt.Fprintln(stdout)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIELD\tLOCKED\tPROPOSED\t")
+	for _, f := range []string{"employee_ref", "pay_period", "component", "amount", "currency", "hours", "rate", "pay_date"} {
+		cur := "-"
+		if d.Current != nil {
+			cur = orDash(d.Current[f])
+		}
+		mark := ""
+		if slices.Contains(d.Differing, f) {
+			mark = "*"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f, cur, orDash(d.Proposed[f]), mark)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(d.History) > 0 {
+		fmt.Fprintln(stdout, "\nrecord history:")
+		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "VERSION\tAMOUNT\tCURRENCY\tFROM\tWRITTEN\tREPLACED BY")
+		for _, v := range d.History {
+			from := orDash(v.File)
+			if v.Line != 0 {
+				from = fmt.Sprintf("%s:%d", v.File, v.Line)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", v.Version, v.Amount, v.Currency, from,
+				v.WrittenAt.UTC().Format(time.RFC3339), orDash(v.ReplacedBy))
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+func cmdReviewDecide(ctx context.Context, approve bool, args []string, stdout, stderr io.Writer) error {
+	name := "review reject"
+	if approve {
+		name = "review approve"
+	}
+	fs, g := newFlagSet(name, stderr)
+	reviewer := fs.String("reviewer", "", "who decides (required; kept with the decision)")
+	note := fs.String("note", "", "why (kept, and shared with the partner in the review report)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := exceptionID(name, pos)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(*reviewer) == "" {
+		return usagef("%s needs --reviewer NAME", name)
+	}
+	e, err := g.open(ctx, g.logger(stderr), 2)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	// A reviewer account of that name keeps its partner scope on the CLI too.
+	var scope []string
+	if rv, _, err := e.store.ReviewerByName(ctx, *reviewer); err == nil {
+		scope = rv.Partners
+	} else if !errors.Is(err, records.ErrNotFound) {
+		return err
+	}
+	x, err := e.store.Decide(ctx, records.Decision{ExceptionID: id, Approve: approve, Reviewer: *reviewer,
+		Note: *note, Via: records.ViaCLI, Partners: scope})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "exception %d %s by %s\n", x.ID, x.Status, x.DecidedBy)
+	return nil
+}
+
+func cmdRecordsUnlock(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, g := newFlagSet("records unlock", stderr)
+	partner := fs.String("partner", "", "partner ID (required)")
+	period := fs.String("period", "", "pay period to unlock (required)")
+	by := fs.String("by", "", "who authorised the correction (required, kept for audit)")
+	reason := fs.String("reason", "", "why the period is reopened (required, kept for audit)")
+	if pos, err := parse(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("records unlock takes no arguments besides flags")
+	}
+	if *partner == "" || *period == "" || strings.TrimSpace(*by) == "" || strings.TrimSpace(*reason) == "" {
+		return usagef("records unlock needs --partner ID --period PERIOD --by NAME --reason TEXT")
+	}
+	e, err := g.open(ctx, g.logger(stderr), 2)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	if _, err := e.store.Partner(ctx, *partner); err != nil {
+		return err
+	}
+	n, err := e.store.UnlockPeriod(ctx, *partner, *period, *by, *reason)
+	if errors.Is(err, records.ErrNotLocked) {
+		return fmt.Errorf("period %s of partner %s is not locked, so there is nothing to unlock", strings.ToUpper(strings.TrimSpace(*period)), *partner)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "period %s of partner %s unlocked by %s: %d record(s) unlocked\n",
+		strings.ToUpper(strings.TrimSpace(*period)), *partner, strings.TrimSpace(*by), n)
+	return nil
+}
+
+// stdin is read by --password-stdin (a variable for tests).
+var stdin io.Reader = os.Stdin
+
+// cmdReviewer dispatches `reviewer add|list|password`.
+func cmdReviewer(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
+	switch sub {
+	case "add":
+		return cmdReviewerAdd(ctx, args, stdout, stderr, false)
+	case "password":
+		return cmdReviewerAdd(ctx, args, stdout, stderr, true)
+	case "list":
+		return cmdReviewerList(ctx, args, stdout, stderr)
+	}
+	return usagef("reviewer: unknown command %q (want add, list or password)", sub)
+}
+
+// cmdReviewerAdd creates a reviewer (or, with reset, sets a new password).
+// The password is read from stdin with --password-stdin, or generated and
+// printed on the last line of stdout.
+func cmdReviewerAdd(ctx context.Context, args []string, stdout, stderr io.Writer, reset bool) error {
+	name := "reviewer add"
+	if reset {
+		name = "reviewer password"
+	}
+	fs, g := newFlagSet(name, stderr)
+	partners := fs.String("partners", "", "comma-separated partner IDs this reviewer may review (default: all)")
+	fromStdin := fs.Bool("password-stdin", false, "read the password from stdin instead of generating one")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("%s takes one reviewer NAME", name)
+	}
+	if reset && *partners != "" {
+		return usagef("reviewer password does not change partners")
+	}
+	var scope []string
+	for p := range strings.SplitSeq(*partners, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			scope = append(scope, p)
+		}
+	}
+	password, generated := "", false
+	if *fromStdin {
+		b, err := io.ReadAll(io.LimitReader(stdin, 4096))
+		if err != nil {
+			return fmt.Errorf("read the password from stdin: %w", err)
+		}
+		password = strings.TrimRight(string(b), "\r\n")
+		if len(password) < 12 {
+			return usagef("the password on stdin must be at least 12 characters")
+		}
+	} else {
+		password, generated = review.NewPassword(), true
+	}
+	hash, err := review.HashPassword(password)
+	if err != nil {
+		return err
+	}
+	e, err := g.open(ctx, g.logger(stderr), 2)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	if reset {
+		err = e.store.SetReviewerPassword(ctx, pos[0], hash)
+	} else {
+		err = e.store.AddReviewer(ctx, pos[0], hash, scope)
+	}
+	if errors.Is(err, records.ErrExists) {
+		return fmt.Errorf("reviewer %s already exists: set a new password with `payintake reviewer password %s`", pos[0], pos[0])
+	}
+	if err != nil {
+		return err
+	}
+	action := "added"
+	if reset {
+		action = "has a new password (their sessions ended)"
+	}
+	who := "every partner"
+	if len(scope) > 0 {
+		who = "partners " + strings.Join(scope, ", ")
+	}
+	if reset {
+		fmt.Fprintf(stdout, "reviewer %s %s\n", pos[0], action)
+	} else {
+		_ = e.store.Audit(ctx, records.AuditEntry{Actor: envOr("USER", "operator"), Via: records.ViaCLI, Action: "reviewer_add", Detail: pos[0] + " for " + who})
+		fmt.Fprintf(stdout, "reviewer %s added for %s\n", pos[0], who)
+	}
+	if generated {
+		fmt.Fprintln(stdout, "password (shown once):")
+		fmt.Fprintln(stdout, password)
+	}
+	return nil
+}
+
+func cmdReviewerList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, g := newFlagSet("reviewer list", stderr)
+	format := fs.String("format", "text", "text or json")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if *format != "text" && *format != "json" {
+		return usagef("--format %q: use text or json", *format)
+	}
+	e, err := g.open(ctx, g.logger(stderr), 2)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	rs, err := e.store.Reviewers(ctx)
+	if err != nil {
+		return err
+	}
+	if *format == "json" {
+		if rs == nil {
+			rs = []records.Reviewer{}
+		}
+		return writeJSON(stdout, rs)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPARTNERS\tCREATED\tDISABLED")
+	for _, r := range rs {
+		ps := "all"
+		if len(r.Partners) > 0 {
+			ps = strings.Join(r.Partners, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", r.Name, ps, r.CreatedAt.UTC().Format(time.RFC3339), r.Disabled)
+	}
+	return tw.Flush()
 }
