@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/payintake/payintake/intake/httpapi"
+	"github.com/payintake/payintake/review"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -32,6 +33,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	mux := http.NewServeMux()
 	httpapi.Mount(ctx, mux, e.intake, g.dataDir) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
+	review.Mount(mux, e.store, log)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := e.store.Pool().Ping(r.Context()); err != nil {
