@@ -96,7 +96,7 @@ func (s *Server) authAPI(h func(http.ResponseWriter, *http.Request, records.Revi
 			return
 		}
 		if name, pw, ok := r.BasicAuth(); ok {
-			rv, err := s.login(ctx, name, pw, records.ViaAPI)
+			rv, err := s.login(ctx, name, pw, records.ViaAPI, false)
 			if errors.Is(err, errBadCredentials) {
 				unauthorized(w, r, "wrong reviewer name or password")
 				return
@@ -125,7 +125,7 @@ func (s *Server) apiToken(w http.ResponseWriter, r *http.Request) {
 		unauthorized(w, r, "POST /v1/review/token needs HTTP Basic with a reviewer's name and password")
 		return
 	}
-	rv, err := s.login(r.Context(), name, pw, records.ViaAPI)
+	rv, err := s.login(r.Context(), name, pw, records.ViaAPI, false)
 	if errors.Is(err, errBadCredentials) {
 		unauthorized(w, r, "wrong reviewer name or password")
 		return

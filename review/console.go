@@ -198,7 +198,7 @@ func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	name := strings.TrimSpace(r.PostFormValue("name"))
 	next := safeNext(r.PostFormValue("next"))
-	rv, err := s.login(r.Context(), name, r.PostFormValue("password"), records.ViaConsole)
+	rv, err := s.login(r.Context(), name, r.PostFormValue("password"), records.ViaConsole, true)
 	if errors.Is(err, errBadCredentials) {
 		s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Log in",
 			Error: "Wrong name or password.", V: loginView{Name: name, Next: next}})

@@ -99,8 +99,10 @@ func tokenHash(tok string) []byte {
 var errBadCredentials = errors.New("wrong reviewer name or password")
 
 // login checks a reviewer's name and password, taking as long for an
-// unknown name as for a wrong password, and audits the attempt.
-func (s *Server) login(ctx context.Context, name, password, via string) (records.Reviewer, error) {
+// unknown name as for a wrong password. Failures are always audited;
+// successes when auditOK (a console login or a token, not every Basic-auth
+// API call).
+func (s *Server) login(ctx context.Context, name, password, via string, auditOK bool) (records.Reviewer, error) {
 	rv, hash, err := s.Store.ReviewerByName(ctx, name)
 	if err != nil && !errors.Is(err, records.ErrNotFound) {
 		return rv, err
@@ -116,7 +118,9 @@ func (s *Server) login(ctx context.Context, name, password, via string) (records
 		s.audit(ctx, records.AuditEntry{Actor: name, Via: via, Action: "login_failed"})
 		return rv, errBadCredentials
 	}
-	s.audit(ctx, records.AuditEntry{Actor: name, Via: via, Action: "login"})
+	if auditOK {
+		s.audit(ctx, records.AuditEntry{Actor: name, Via: via, Action: "login"})
+	}
 	return rv, nil
 }
 
