@@ -36,7 +36,12 @@
 //   - Money with more decimals than the currency allows is accepted only if
 //     the extra digits are zeros ("12.500" USD is 12.50); otherwise the row is
 //     rejected with too_many_decimals. Nothing is ever rounded.
-//   - Money with more than 30 digits is rejected as invalid.
+//   - Money with more than 30 digits is rejected as invalid, and so is a
+//     leading "+", a bare decimal point (".5", "12.") and mixed grouping
+//     separators. Dot-decimal money accepts "," and "'" as thousands
+//     separators; decimal-comma money accepts ".", space, no-break space and
+//     "'". Groups after the first must have exactly three digits.
+//   - Hours accept no thousands separators and no sign.
 //   - A leading "$" is accepted for any dollar currency (USD, CAD, AUD, ...);
 //     a symbol or code that cannot denote the row's currency is
 //     currency_mismatch.
@@ -53,6 +58,10 @@
 //   - Currency codes are those known to golang.org/x/text/currency, minus
 //     the non-money X codes (XXX, XTS, XAU, ...), plus codes introduced after
 //     its data snapshot (VES, VED, MRU, SLE, ZWG).
+//   - A malformed CSV row (bare or unterminated quote) has an empty Display:
+//     encoding/csv gives no cells for it.
+//   - Limits bound physical lines and cells per row; a single quoted cell
+//     spanning many short lines is not bounded beyond that.
 //   - Display values are always passed through SafeCell, including normalised
 //     text, so an employee_ref "=cmd()" cannot run in a spreadsheet either.
 package normalize

@@ -90,7 +90,12 @@ func Normalize(raw RawRow, s Settings) (Record, Display, *RowError) {
 		disp.Amount = SafeCell(raw.Amount)
 	} else {
 		rec.Amount = d
-		disp.Amount = SafeCell(moneyString(d, int32(scale)))
+		if scale < 0 {
+			// Without a valid currency the scale is unknown: echo what was sent.
+			disp.Amount = SafeCell(strings.TrimSpace(raw.Amount))
+		} else {
+			disp.Amount = SafeCell(moneyString(d, int32(scale)))
+		}
 	}
 	// hours
 	if strings.TrimSpace(raw.Hours) != "" {
@@ -194,6 +199,9 @@ func looksScientific(s string) bool {
 
 func normCode(raw, field string) (string, *RowError) {
 	v := strings.ToUpper(normText(raw))
+	if !norm.NFC.IsNormalString(v) {
+		v = norm.NFC.String(v)
+	}
 	if v == "" {
 		what := map[string]string{FieldPayPeriod: "the pay period", FieldComponent: "the pay component"}[field]
 		return "", &RowError{CodeMissingValue, field, fmt.Sprintf("%s is empty; send %s of this pay line", field, what)}
@@ -323,7 +331,11 @@ func parseMoney(raw, field string, decimalComma bool, cur string, scale int) (de
 		}
 		fracDigits = fracDigits[:scale]
 	}
-	d, err := decimal.NewFromString(digits + "." + fracDigits + "0")
+	num := digits
+	if fracDigits != "" {
+		num += "." + fracDigits
+	}
+	d, err := decimal.NewFromString(num)
 	if err != nil {
 		return decimal.Decimal{}, bad("it is not a number")
 	}
@@ -358,7 +370,9 @@ func leadingCurrency(s string) (prefix string, codes []string, ok bool) {
 	if len(s) >= 3 && isLetterASCII(s[0]) && isLetterASCII(s[1]) && isLetterASCII(s[2]) &&
 		(len(s) == 3 || !isLetterASCII(s[3])) {
 		code := strings.ToUpper(s[:3])
-		return s[:3], []string{code}, true
+		if _, known := CurrencyScale(code); known {
+			return s[:3], []string{code}, true
+		}
 	}
 	return "", nil, false
 }
@@ -448,7 +462,11 @@ func parseHours(raw string, decimalComma bool) (decimal.Decimal, *RowError) {
 	if len(intPart)+len(frac) > maxMoneyDigits {
 		return decimal.Decimal{}, bad(fmt.Sprintf("has more than %d digits", maxMoneyDigits))
 	}
-	d, err := decimal.NewFromString(intPart + "." + frac + "0")
+	num := intPart
+	if frac != "" {
+		num += "." + frac
+	}
+	d, err := decimal.NewFromString(num)
 	if err != nil {
 		return decimal.Decimal{}, bad("is not a number")
 	}

@@ -97,10 +97,13 @@ func (v *utf8Validator) fill() {
 			continue
 		}
 		if !utf8.FullRune(b[i:]) {
-			if rerr == nil {
-				break // carry the partial rune over to the next read
+			switch rerr {
+			case nil: // carry the partial rune over to the next read
+			case io.EOF:
+				v.err = v.encError(b[i])
+			default:
+				v.err = rerr
 			}
-			v.err = v.encError(b[i])
 			break
 		}
 		r, size := utf8.DecodeRune(b[i:])
