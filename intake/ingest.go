@@ -2,8 +2,10 @@ package intake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/payintake/payintake/records"
 )
@@ -28,7 +30,14 @@ func (in *Intake) IngestFile(ctx context.Context, partner, path, source string) 
 		return got, out, err
 	}
 	if out.Status == records.StatusReceived {
-		out, err = in.Process(ctx, out.ID)
+		id := out.ID
+		out, err = in.Process(ctx, id)
+		if errors.Is(err, records.ErrBusy) {
+			out, err = in.Store.WaitDone(ctx, id, 50*time.Millisecond)
+		}
+	}
+	if err == nil && out.ID == got.ID {
+		got = out
 	}
 	return got, out, err
 }

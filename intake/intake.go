@@ -80,7 +80,7 @@ func (in *Intake) Process(ctx context.Context, id int64) (records.Envelope, erro
 	return env, nil
 }
 
-func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Partner) (records.Plan, error) {
+func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Partner, body io.Reader) (records.Plan, error) {
 	var pl records.Plan
 	seq, ok, err := FileSeq(p.FilePattern, env.FileName)
 	if err != nil {
@@ -95,7 +95,7 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 	if env.Size == 0 {
 		return pl, &records.FileReject{Code: "empty_file", Message: "the file is empty (0 bytes), so nothing was applied: check the export and send the file again"}
 	}
-	r, err := normalize.NewReader(in.Store.EnvelopeBytes(ctx, env.ID), Settings(p))
+	r, err := normalize.NewReader(body, Settings(p))
 	if err != nil {
 		return pl, fileReject(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -37,21 +38,35 @@ type Plan struct {
 	Rows         RowSource
 }
 
-// Planner builds the Plan for an envelope. Returning a *FileReject rejects
-// the whole file with that reason.
-type Planner func(ctx context.Context, env Envelope, p Partner) (Plan, error)
+// Planner builds the Plan for an envelope from its original bytes. Returning
+// a *FileReject rejects the whole file with that reason.
+type Planner func(ctx context.Context, env Envelope, p Partner, body io.Reader) (Plan, error)
+
+// ErrBusy is returned by Process when another transaction is processing the
+// envelope right now. Wait for it (WaitDone) or try again later.
+var ErrBusy = errors.New("envelope is being processed by another worker")
 
 // Process applies a received envelope in one transaction: the rows are
 // staged with COPY, classified against the stored records with set-based
 // SQL, applied (records, history, exceptions), and the result file is built
 // and stored, all committed together with the envelope's new status. An
 // envelope that is already done is returned as it is: processing twice is a
-// no-op, so a retried job is safe.
+// no-op, so a retried job is safe. One that another transaction is
+// processing gives ErrBusy at once rather than waiting with a connection held.
+//
+// The envelope's bytes are first copied, over the same connection, to a
+// temporary file, so processing needs one connection and flat memory.
 func (s *Store) Process(ctx context.Context, id int64, plan Planner) (Envelope, error) {
 	var env Envelope
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		env, err = scanEnvelope(tx.QueryRow(ctx, `SELECT `+envelopeColumns+` FROM envelopes WHERE id = $1 FOR UPDATE`, id))
+		env, err = scanEnvelope(tx.QueryRow(ctx, `SELECT `+envelopeColumns+` FROM envelopes WHERE id = $1 FOR UPDATE SKIP LOCKED`, id))
+		if errors.Is(err, ErrNotFound) {
+			if _, err := s.Envelope(ctx, id); err != nil {
+				return err
+			}
+			return ErrBusy
+		}
 		if err != nil {
 			return err
 		}
@@ -65,7 +80,12 @@ func (s *Store) Process(ctx context.Context, id int64, plan Planner) (Envelope, 
 		if err != nil {
 			return fmt.Errorf("read partner %q: %w", env.PartnerID, err)
 		}
-		pl, err := plan(ctx, env, p)
+		body, err := s.spool(ctx, tx, env.ID)
+		if err != nil {
+			return err
+		}
+		defer closeSpool(body)
+		pl, err := plan(ctx, env, p, body)
 		var fr *FileReject
 		if errors.As(err, &fr) {
 			env.Seq = pl.Seq
@@ -83,6 +103,37 @@ func (s *Store) Process(ctx context.Context, id int64, plan Planner) (Envelope, 
 	return env, nil
 }
 
+// spool copies an envelope's bytes to a temporary file through tx, a chunk
+// at a time.
+func (s *Store) spool(ctx context.Context, tx pgx.Tx, id int64) (*os.File, error) {
+	f, err := os.CreateTemp(s.spoolDir, "payintake-envelope-*")
+	if err != nil {
+		return nil, fmt.Errorf("spool envelope %d: %w", id, err)
+	}
+	_ = os.Remove(f.Name()) // unlinked: the space is freed whatever happens
+	for n := int32(0); ; n++ {
+		var data []byte
+		err := tx.QueryRow(ctx, `SELECT data FROM envelope_chunks WHERE envelope_id = $1 AND n = $2`, id, n).Scan(&data)
+		if errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
+		if err == nil {
+			_, err = f.Write(data)
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("spool envelope %d: %w", id, err)
+		}
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("spool envelope %d: %w", id, err)
+	}
+	return f, nil
+}
+
+func closeSpool(f *os.File) { _ = f.Close() }
+
 func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) error {
 	sp, err := tx.Begin(ctx) // savepoint: a file rejected mid-stream leaves no staged rows
 	if err != nil {
@@ -94,7 +145,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	src := &stageSource{rows: pl.Rows}
 	_, err = sp.CopyFrom(ctx, pgx.Identifier{"stage"}, stageColumns, src)
 	var fr *FileReject
-	if errors.As(err, &fr) {
+	if err != nil && errors.As(src.err, &fr) { // pgx reports the source's error as text only
 		if rbErr := sp.Rollback(ctx); rbErr != nil {
 			return fmt.Errorf("roll back staged rows: %w", rbErr)
 		}

@@ -288,7 +288,8 @@ func (s *Store) WriteResult(ctx context.Context, id int64, w io.Writer) error {
 }
 
 // EnvelopeBytes returns a reader over the original bytes of an envelope,
-// fetched a chunk at a time on its own connection.
+// fetched a chunk at a time on its own connection (for audit and
+// downloads; processing copies the bytes through its own transaction).
 func (s *Store) EnvelopeBytes(ctx context.Context, id int64) io.Reader {
 	return &chunkReader{ctx: ctx, s: s, id: id}
 }

@@ -28,8 +28,9 @@ var ErrNotFound = errors.New("not found")
 
 // Store is a handle on the payintake database. It is safe for concurrent use.
 type Store struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
+	pool     *pgxpool.Pool
+	log      *slog.Logger
+	spoolDir string
 }
 
 // Options tune Open.
@@ -37,6 +38,9 @@ type Options struct {
 	// MaxConns bounds the connection pool; 0 keeps pgxpool's default.
 	MaxConns int32
 	Logger   *slog.Logger
+	// SpoolDir holds temporary copies of envelopes being processed; empty
+	// means the system temp dir.
+	SpoolDir string
 }
 
 // Open connects to the database at url. It does not migrate; call Migrate first.
@@ -60,7 +64,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{pool: pool, log: log}, nil
+	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir}, nil
 }
 
 // Pool gives the underlying connection pool (for the job queue and tests).
