@@ -1,0 +1,104 @@
+package intake
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/payintake/payintake/records"
+)
+
+// Metrics are the operator-facing counters of the drop zone and the workers,
+// registered on a registry of the caller's (never the global default).
+type Metrics struct {
+	uploads       *prometheus.CounterVec
+	uploadBytes   prometheus.Counter
+	downloads     prometheus.Counter
+	downloadBytes prometheus.Counter
+	envelopes     *prometheus.CounterVec
+	rows          *prometheus.CounterVec
+	processing    prometheus.Histogram
+	latency       prometheus.Histogram
+	logins        *prometheus.CounterVec
+	sessions      prometheus.Gauge
+}
+
+// NewMetrics creates the metrics and registers them on reg (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		uploads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payintake_sftp_uploads_total",
+			Help: "SFTP uploads by result: received (a new envelope), replay, key_reuse, incomplete (connection dropped), too_large, failed.",
+		}, []string{"result"}),
+		uploadBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "payintake_sftp_upload_bytes_total",
+			Help: "Bytes written by SFTP clients to upload handles.",
+		}),
+		downloads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "payintake_sftp_downloads_total",
+			Help: "Result files opened for download over SFTP.",
+		}),
+		downloadBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "payintake_sftp_download_bytes_total",
+			Help: "Result file bytes read by SFTP clients.",
+		}),
+		envelopes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payintake_envelopes_total",
+			Help: "Envelopes by outcome: processed, replay, key_reuse, incomplete.",
+		}, []string{"source", "outcome"}),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payintake_rows_total",
+			Help: "Rows of processed envelopes by outcome (created, updated, unchanged, held, stale, rejected).",
+		}, []string{"outcome"}),
+		processing: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "payintake_envelope_processing_seconds",
+			Help:    "Time to process one envelope (normalise, classify, apply, build the result).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
+		}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "payintake_envelope_result_latency_seconds",
+			Help:    "Time from an envelope being received to its result being available.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
+		}),
+		logins: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payintake_sftp_logins_total",
+			Help: "SSH logins by result (ok, failed).",
+		}, []string{"result"}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "payintake_sftp_connections",
+			Help: "SSH connections currently logged in.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.uploads, m.uploadBytes, m.downloads, m.downloadBytes, m.envelopes, m.rows,
+			m.processing, m.latency, m.logins, m.sessions)
+	}
+	return m
+}
+
+// received counts an upload that became an envelope (or a replay, or a key reuse).
+func (m *Metrics) received(env records.Envelope) {
+	m.uploads.WithLabelValues(string(uploadResult(env.Status))).Inc()
+	if env.Status == records.StatusReplay || env.Status == records.StatusKeyReuse {
+		m.envelopes.WithLabelValues(env.Source, env.Status).Inc()
+	}
+}
+
+func uploadResult(status string) string {
+	if status == records.StatusReceived {
+		return "received"
+	}
+	return status
+}
+
+// processed counts an envelope that a worker processed.
+func (m *Metrics) processed(env records.Envelope, took time.Duration) {
+	m.envelopes.WithLabelValues(env.Source, env.Status).Inc()
+	for outcome, n := range env.Counts {
+		m.rows.WithLabelValues(outcome).Add(float64(n))
+	}
+	m.processing.Observe(took.Seconds())
+	if !env.ReceivedAt.IsZero() {
+		m.latency.Observe(time.Since(env.ReceivedAt).Seconds())
+	}
+}

@@ -1,0 +1,172 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/payintake/payintake/records"
+)
+
+// ProcessArgs is the job that processes one received envelope. It is
+// enqueued in the transaction that records the envelope, so an envelope is
+// never durable without its job, nor a job without its envelope.
+type ProcessArgs struct {
+	EnvelopeID int64 `json:"envelope_id"`
+}
+
+// Kind names the job in River's tables.
+func (ProcessArgs) Kind() string { return "payintake_process_envelope" }
+
+// Job timing: a 1 GiB file is processed in minutes, not hours. A job that
+// runs longer than JobTimeout is cancelled and retried; one whose process died
+// is rescued after RescueAfter. Running a job twice is harmless:
+// Intake.Process locks the envelope and does nothing once it is done.
+const (
+	defaultJobTimeout  = 30 * time.Minute
+	defaultRescueAfter = 35 * time.Minute
+	defaultMaxAttempts = 10
+)
+
+// QueueConfig tunes the background processing.
+type QueueConfig struct {
+	// Workers is the number of envelopes processed at once by this process;
+	// 0 makes an insert-only queue (nothing processed here).
+	Workers int
+	// JobTimeout and RescueAfter override the defaults above (tests).
+	JobTimeout, RescueAfter time.Duration
+	// TestOnly shortens River's start-up jitter (tests only).
+	TestOnly bool
+}
+
+// Queue runs envelope processing as River jobs on the payintake database.
+type Queue struct {
+	client  *river.Client[pgx.Tx]
+	workers int
+	log     *slog.Logger
+}
+
+// MigrateQueue creates or updates River's own tables. Run it at start, after
+// records.Migrate.
+func MigrateQueue(ctx context.Context, pool *pgxpool.Pool) error {
+	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return fmt.Errorf("job queue migrations: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("apply job queue migrations: %w", err)
+	}
+	return nil
+}
+
+// NewQueue prepares the job queue. Call Start to begin processing (when
+// cfg.Workers > 0) and Stop to finish.
+func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &processWorker{in: in, m: m})
+	rc := &river.Config{
+		Workers:              workers,
+		Logger:               slog.New(minLevel{in.Log.Handler(), slog.LevelInfo}).With("component", "queue"),
+		JobTimeout:           orDefault(cfg.JobTimeout, defaultJobTimeout),
+		RescueStuckJobsAfter: orDefault(cfg.RescueAfter, defaultRescueAfter),
+		MaxAttempts:          defaultMaxAttempts,
+		TestOnly:             cfg.TestOnly,
+	}
+	if cfg.Workers > 0 {
+		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
+	}
+	c, err := river.NewClient(riverpgxv5.New(in.Store.Pool()), rc)
+	if err != nil {
+		return nil, fmt.Errorf("job queue: %w", err)
+	}
+	return &Queue{client: c, workers: cfg.Workers, log: in.Log}, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// Start begins working jobs in the background (if the queue has workers).
+func (q *Queue) Start(ctx context.Context) error {
+	if q.workers == 0 {
+		return nil
+	}
+	if err := q.client.Start(ctx); err != nil {
+		return fmt.Errorf("start job queue: %w", err)
+	}
+	return nil
+}
+
+// Stop waits for running jobs to finish, or until ctx is done (then the
+// running jobs are cancelled; they roll back and are retried later).
+func (q *Queue) Stop(ctx context.Context) error {
+	if q.workers == 0 {
+		return nil
+	}
+	if err := q.client.Stop(ctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			hard, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return q.client.StopAndCancel(hard)
+		}
+		return fmt.Errorf("stop job queue: %w", err)
+	}
+	return nil
+}
+
+// Enqueue is the records.AfterInsert hook that schedules processing of a new
+// envelope inside the transaction that records it.
+func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, env records.Envelope) error {
+	if _, err := q.client.InsertTx(ctx, tx, ProcessArgs{EnvelopeID: env.ID}, nil); err != nil {
+		return fmt.Errorf("enqueue processing of envelope %d: %w", env.ID, err)
+	}
+	return nil
+}
+
+type processWorker struct {
+	river.WorkerDefaults[ProcessArgs]
+	in *Intake
+	m  *Metrics
+}
+
+func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) error {
+	start := time.Now()
+	env, err := w.in.Process(ctx, job.Args.EnvelopeID)
+	if err != nil {
+		w.in.Log.ErrorContext(ctx, "envelope processing failed; it will be retried", "envelope", job.Args.EnvelopeID,
+			"attempt", job.Attempt, "err", err)
+		return err
+	}
+	w.m.processed(env, time.Since(start))
+	return nil
+}
+
+// minLevel drops records below a level (River is chatty at debug).
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(g string) slog.Handler { return minLevel{h.Handler.WithGroup(g), h.min} }

@@ -1,0 +1,500 @@
+package intake
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/payintake/payintake/records"
+)
+
+// SFTP drop zone defaults.
+const (
+	DefaultMaxFileSize      = 1 << 30 // 1 GiB
+	defaultLoginDelay       = 250 * time.Millisecond
+	defaultMaxLoginDelay    = 15 * time.Second
+	defaultHandshakeTimeout = 30 * time.Second
+	loginFailureWindow      = 15 * time.Minute
+	maxChannelsPerConn      = 4
+	maxUploadsPerSession    = 16
+)
+
+// SFTPConfig configures the drop zone.
+type SFTPConfig struct {
+	Store   *records.Store
+	HostKey ssh.Signer
+	// SpoolDir holds uploads while they are written (never a partner-chosen
+	// name: spool files are named by the server).
+	SpoolDir string
+	// MaxFileSize bounds one upload; writes beyond it fail. 0 means DefaultMaxFileSize.
+	MaxFileSize int64
+	// Enqueue runs in the transaction that records an envelope and schedules
+	// its processing (Queue.Enqueue).
+	Enqueue records.AfterInsert
+	Metrics *Metrics
+	Log     *slog.Logger
+	// LoginDelay is the wait imposed on a source address after its first
+	// failed login; it doubles with each further failure up to MaxLoginDelay.
+	LoginDelay, MaxLoginDelay time.Duration
+	// HandshakeTimeout bounds key exchange plus authentication.
+	HandshakeTimeout time.Duration
+}
+
+// SFTPServer is the partners' SFTP drop zone: /inbox to upload, /results to
+// download. Everything a partner sees comes from the database, so several
+// servers on one database show the same.
+type SFTPServer struct {
+	cfg     SFTPConfig
+	log     *slog.Logger
+	m       *Metrics
+	limiter *loginLimiter
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// NewSFTPServer checks cfg and prepares the spool folder.
+func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
+	if cfg.Store == nil || cfg.HostKey == nil || cfg.SpoolDir == "" {
+		return nil, errors.New("sftp server: Store, HostKey and SpoolDir are required")
+	}
+	if cfg.MaxFileSize <= 0 {
+		cfg.MaxFileSize = DefaultMaxFileSize
+	}
+	if cfg.LoginDelay <= 0 {
+		cfg.LoginDelay = defaultLoginDelay
+	}
+	if cfg.MaxLoginDelay <= 0 {
+		cfg.MaxLoginDelay = defaultMaxLoginDelay
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = defaultHandshakeTimeout
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	if err := os.MkdirAll(cfg.SpoolDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create spool folder: %w", err)
+	}
+	return &SFTPServer{
+		cfg: cfg, log: cfg.Log, m: cfg.Metrics,
+		limiter: &loginLimiter{base: cfg.LoginDelay, max: cfg.MaxLoginDelay, window: loginFailureWindow,
+			m: map[string]*failures{}, pending: map[string]int{}},
+		conns: map[net.Conn]struct{}{},
+	}, nil
+}
+
+// CleanSpool removes spool files older than age, left by a process that
+// died mid-upload (such uploads were never received).
+func CleanSpool(dir string, age time.Duration) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && !e.IsDir() && time.Since(info.ModTime()) > age {
+			_ = os.Remove(dir + string(os.PathSeparator) + e.Name())
+		}
+	}
+}
+
+// Serve accepts connections on ln until ctx is done, then closes every
+// connection (uploads still open are recorded as incomplete) and returns.
+func (s *SFTPServer) Serve(ctx context.Context, ln net.Listener) error {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	defer s.shutdown()
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return fmt.Errorf("sftp accept: %w", err)
+		}
+		backoff = 0
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			defer func() {
+				s.mu.Lock()
+				delete(s.conns, c)
+				s.mu.Unlock()
+				c.Close()
+			}()
+			s.handleConn(ctx, c)
+		}()
+	}
+}
+
+func (s *SFTPServer) shutdown() {
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// Extensions carried from authentication to the session.
+const (
+	extPartner = "payintake-partner"
+	extKey     = "payintake-key"
+)
+
+// authState is what one connection's authentication attempts left behind.
+type authState struct {
+	ip       string
+	mu       sync.Mutex
+	user     string
+	delay    time.Duration
+	failures int
+	offered  []string
+	lastErr  error
+}
+
+var errKeyNotAllowed = errors.New("public key not authorised for this partner")
+
+func (s *SFTPServer) serverConfig(ctx context.Context, st *authState) *ssh.ServerConfig {
+	check := func(user, fp string) error {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		ok, err := s.cfg.Store.KeyAllowed(cctx, user, fp)
+		if err != nil {
+			s.log.Error("check partner key", "partner", user, "key", fp, "err", err)
+			return errors.New("key check unavailable")
+		}
+		if !ok {
+			return errKeyNotAllowed
+		}
+		return nil
+	}
+	cfg := &ssh.ServerConfig{
+		ServerVersion: "SSH-2.0-payintake",
+		MaxAuthTries:  6,
+		// Only filters offered keys, so a client with several keys does not
+		// sign with ones that cannot work. Nothing is granted here.
+		PublicKeyCallback: func(c ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+			fp := ssh.FingerprintSHA256(key)
+			st.mu.Lock()
+			if len(st.offered) < 8 {
+				st.offered = append(st.offered, fp)
+			}
+			st.mu.Unlock()
+			if err := check(c.User(), fp); err != nil {
+				return nil, err
+			}
+			return &ssh.Permissions{Extensions: map[string]string{extKey: fp}}, nil
+		},
+		// The decision: the client has proven it holds the private key, and the
+		// key is looked up again now (so a key revoked a moment ago is refused).
+		VerifiedPublicKeyCallback: func(c ssh.ConnMetadata, key ssh.PublicKey, perms *ssh.Permissions, _ string) (*ssh.Permissions, error) {
+			fp := ssh.FingerprintSHA256(key)
+			if perms == nil || perms.Extensions[extKey] != fp {
+				return nil, errKeyNotAllowed
+			}
+			if err := check(c.User(), fp); err != nil {
+				return nil, err
+			}
+			perms.Extensions[extPartner] = c.User()
+			return perms, nil
+		},
+		AuthLogCallback: func(c ssh.ConnMetadata, method string, err error) {
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			st.user = c.User()
+			if err == nil || method == "none" {
+				return
+			}
+			st.failures++
+			st.lastErr = fmt.Errorf("%s: %w", method, err)
+			// Each failure is answered late; the wait grows with the failures
+			// from this address (counted once per connection).
+			if st.failures == 1 {
+				st.delay = s.limiter.delayFor(s.limiter.fail(st.ip))
+			}
+			d := st.delay
+			st.mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-time.After(d):
+			}
+			st.mu.Lock()
+		},
+	}
+	cfg.AddHostKey(s.cfg.HostKey)
+	return cfg
+}
+
+func newConnID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func remoteIP(c net.Conn) string {
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
+}
+
+func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
+	ip := remoteIP(c)
+	log := s.log.With("conn", newConnID(), "remote", c.RemoteAddr().String())
+	if !s.limiter.enter(ip) {
+		log.Warn("too many connections logging in at once from this address; closed")
+		return
+	}
+	entered := true
+	leave := func() {
+		if entered {
+			s.limiter.leave(ip)
+			entered = false
+		}
+	}
+	defer leave()
+	st := &authState{ip: ip}
+	_ = c.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	sconn, chans, reqs, err := ssh.NewServerConn(c, s.serverConfig(ctx, st))
+	if err != nil {
+		st.mu.Lock()
+		failed, offered, last, user := st.failures, st.offered, st.lastErr, st.user
+		st.mu.Unlock()
+		if failed > 0 {
+			s.m.logins.WithLabelValues("failed").Inc()
+			log.Warn("login failed", "user", user, "offered_keys", offered, "reason", errString(last),
+				"failed_attempts", failed, "failures_from_address", s.limiter.count(ip))
+		} else {
+			log.Debug("connection closed before login", "err", err)
+		}
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	defer sconn.Close()
+	s.limiter.ok(ip)
+	leave()
+	partner, fp := sconn.Permissions.Extensions[extPartner], sconn.Permissions.Extensions[extKey]
+	if partner == "" || partner != sconn.User() {
+		log.Error("login without a verified partner key; closing")
+		return
+	}
+	log = log.With("partner", partner, "key", fp)
+	s.m.logins.WithLabelValues("ok").Inc()
+	s.m.sessions.Inc()
+	defer s.m.sessions.Dec()
+	start := time.Now()
+	log.Info("logged in", "client", string(sconn.ClientVersion()))
+	connCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go ssh.DiscardRequests(reqs)
+	var wg sync.WaitGroup
+	channels := 0
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			_ = nc.Reject(ssh.UnknownChannelType, "only session channels are served")
+			continue
+		}
+		if channels >= maxChannelsPerConn {
+			_ = nc.Reject(ssh.ResourceShortage, "too many sessions on one connection")
+			continue
+		}
+		ch, creqs, err := nc.Accept()
+		if err != nil {
+			log.Warn("accept session channel", "err", err)
+			continue
+		}
+		channels++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.session(connCtx, ch, creqs, partner, log)
+		}()
+	}
+	wg.Wait()
+	log.Info("logged out", "duration", time.Since(start).Round(time.Millisecond))
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "no key offered"
+	}
+	return err.Error()
+}
+
+// session serves one SSH session channel: the sftp subsystem and nothing else.
+func (s *SFTPServer) session(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request, partner string, log *slog.Logger) {
+	defer ch.Close()
+	started := false
+	done := make(chan struct{})
+	for {
+		select {
+		case req, ok := <-reqs:
+			if !ok {
+				if started {
+					<-done
+				}
+				return
+			}
+			if req.Type == "subsystem" && !started && subsystemName(req.Payload) == "sftp" {
+				started = true
+				_ = req.Reply(true, nil)
+				go func() {
+					defer close(done)
+					s.serveSFTP(ctx, ch, partner, log)
+					// The client sees the end of the session.
+					_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{0}))
+					ch.Close()
+				}()
+				continue
+			}
+			if req.WantReply {
+				_ = req.Reply(false, nil)
+			}
+			if req.Type == "exec" || req.Type == "shell" {
+				_, _ = io.WriteString(ch.Stderr(), "payintake: this server offers SFTP only (use sftp, not ssh)\r\n")
+			}
+		case <-done:
+			return
+		}
+	}
+}
+
+func subsystemName(payload []byte) string {
+	if len(payload) < 4 {
+		return ""
+	}
+	n := binary.BigEndian.Uint32(payload)
+	if uint64(n) > uint64(len(payload)-4) {
+		return ""
+	}
+	return string(payload[4 : 4+n])
+}
+
+func (s *SFTPServer) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, log *slog.Logger) {
+	fs := newPartnerFS(ctx, s, partner, log)
+	h := sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs}
+	rs := sftp.NewRequestServer(ch, h, sftp.WithStartDirectory("/"))
+	log.Info("sftp session started")
+	err := rs.Serve()
+	fs.end()
+	if err != nil && !errors.Is(err, io.EOF) {
+		log.Info("sftp session ended", "err", err)
+	} else {
+		log.Info("sftp session ended")
+	}
+	_ = rs.Close()
+}
+
+// loginLimiter slows down logins from addresses that recently failed: each
+// failed attempt is answered after LoginDelay, doubled for every connection
+// from the address that failed within the window, at most MaxLoginDelay. It
+// also bounds how many connections from one address may be logging in at once.
+type loginLimiter struct {
+	mu      sync.Mutex
+	base    time.Duration
+	max     time.Duration
+	window  time.Duration
+	m       map[string]*failures
+	pending map[string]int
+}
+
+const maxPendingLoginsPerAddress = 10
+
+type failures struct {
+	n    int
+	last time.Time
+}
+
+func (l *loginLimiter) delayFor(n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	d := l.base
+	for i := 1; i < n && d < l.max; i++ {
+		d *= 2
+	}
+	return min(d, l.max)
+}
+
+func (l *loginLimiter) enter(ip string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending[ip] >= maxPendingLoginsPerAddress {
+		return false
+	}
+	l.pending[ip]++
+	return true
+}
+
+func (l *loginLimiter) leave(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending[ip]--; l.pending[ip] <= 0 {
+		delete(l.pending, ip)
+	}
+}
+
+func (l *loginLimiter) count(ip string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f := l.m[ip]; f != nil {
+		return f.n
+	}
+	return 0
+}
+
+// fail counts a failed login from ip and returns the recent failures.
+func (l *loginLimiter) fail(ip string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if len(l.m) > 10000 {
+		for k, f := range l.m {
+			if now.Sub(f.last) > l.window {
+				delete(l.m, k)
+			}
+		}
+	}
+	f := l.m[ip]
+	if f == nil || now.Sub(f.last) > l.window {
+		f = &failures{}
+		l.m[ip] = f
+	}
+	f.n++
+	f.last = now
+	return f.n
+}
+
+func (l *loginLimiter) ok(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, ip)
+}

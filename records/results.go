@@ -1,0 +1,92 @@
+package records
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ResultSuffix ends the name of every result file.
+const ResultSuffix = ".result.csv"
+
+// ResultName is the name of the result file of an uploaded file: the name
+// without its last extension, plus ".result.csv" (pay.csv → pay.result.csv,
+// pay.2024.txt → pay.2024.result.csv, pay → pay.result.csv).
+func ResultName(fileName string) string {
+	return strings.TrimSuffix(fileName, path.Ext(fileName)) + ResultSuffix
+}
+
+// ResultFile is one result a partner can download: the result of its latest
+// envelope with that result name.
+type ResultFile struct {
+	Name       string    // NAME.result.csv
+	EnvelopeID int64     // the upload it answers
+	OutcomeID  int64     // the envelope whose stored result it is (differs for a replay)
+	Size       int64     // bytes of the result file
+	ModTime    time.Time // when the result became available for this upload
+}
+
+// resultFilesSQL picks, per result name (case-folded like submission keys),
+// the partner's latest envelope that was received whole, and shows it only
+// when its outcome is stored: a result appears when the transaction that
+// writes it commits, never half-written. Two servers on one database list
+// the same files.
+const resultFilesSQL = `
+	WITH named AS (
+		SELECT e.id, e.status, e.replay_of, e.processed_at,
+			regexp_replace(e.file_name, '\.[^.]*$', '') || '` + ResultSuffix + `' AS name
+		FROM envelopes e
+		WHERE e.partner_id = $1 AND e.status <> 'incomplete'
+	), latest AS (
+		SELECT DISTINCT ON (lower(name)) * FROM named
+		WHERE $2::text IS NULL OR lower(name) = lower($2::text)
+		ORDER BY lower(name), id DESC
+	)
+	SELECT l.name, l.id, o.id, coalesce(o.result_size, 0),
+		greatest(l.processed_at, o.processed_at)
+	FROM latest l
+	JOIN envelopes o ON o.id = coalesce(l.replay_of, l.id)
+	WHERE o.status <> 'received'
+	ORDER BY lower(l.name)`
+
+// ResultFiles lists the result files partner can download, by name.
+func (s *Store) ResultFiles(ctx context.Context, partner string) ([]ResultFile, error) {
+	return s.resultFiles(ctx, partner, nil)
+}
+
+// ResultFileNamed returns the result file with this name (compared
+// case-insensitively), or ErrNotFound while there is none (yet).
+func (s *Store) ResultFileNamed(ctx context.Context, partner, name string) (ResultFile, error) {
+	fs, err := s.resultFiles(ctx, partner, &name)
+	if err != nil {
+		return ResultFile{}, err
+	}
+	if len(fs) == 0 {
+		return ResultFile{}, fmt.Errorf("result file %q: %w", name, ErrNotFound)
+	}
+	return fs[0], nil
+}
+
+func (s *Store) resultFiles(ctx context.Context, partner string, name *string) ([]ResultFile, error) {
+	rows, err := s.pool.Query(ctx, resultFilesSQL, partner, name)
+	if err != nil {
+		return nil, fmt.Errorf("list result files of partner %q: %w", partner, err)
+	}
+	fs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ResultFile, error) {
+		var f ResultFile
+		var mod *time.Time
+		err := r.Scan(&f.Name, &f.EnvelopeID, &f.OutcomeID, &f.Size, &mod)
+		if mod != nil {
+			f.ModTime = *mod
+		}
+		return f, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list result files of partner %q: %w", partner, err)
+	}
+	return fs, nil
+}
