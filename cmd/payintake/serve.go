@@ -8,32 +8,94 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/intake/httpapi"
+	"github.com/payintake/payintake/records"
 	"github.com/payintake/payintake/review"
 )
 
+// cmdServe runs the SFTP drop zone, the HTTP address (API, reviewers,
+// /metrics, /healthz, /readyz) and the workers that process envelopes.
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, g := newFlagSet("serve", stderr)
 	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "address of the HTTP API, /metrics and /healthz")
-	fs.String("sftp-addr", "127.0.0.1:2022", "address of the SFTP drop zone")
-	fs.Bool("demo", false, "add a demo partner with a fresh key pair and print the sftp command")
+	sftpAddr := fs.String("sftp-addr", "127.0.0.1:2022", "address of the SFTP drop zone")
+	demo := fs.Bool("demo", false, "add a demo partner with a fresh key pair and print the sftp command")
+	workers := fs.Int("workers", 4, "files processed at once by this process (0: only receive; another serve processes)")
+	maxConns := fs.Int("db-max-conns", 20, "database connections at most (at least 2 per worker plus 2)")
+	maxSize := fs.String("max-file-size", "1GiB", "largest file accepted over SFTP (bytes, or with KiB, MiB, GiB)")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return usagef("serve takes no arguments besides flags")
 	}
+	if *workers < 0 || *workers > 256 {
+		return usagef("--workers %d: give a number from 0 to 256", *workers)
+	}
+	// A worker holds one connection for its transaction and reads the
+	// file's bytes on another.
+	if need := 2**workers + 2; *maxConns < need {
+		return usagef("--db-max-conns %d is too small for --workers %d: give at least %d", *maxConns, *workers, need)
+	}
+	maxFileSize, err := parseSize(*maxSize)
+	if err != nil {
+		return usagef("--max-file-size %q: %v", *maxSize, err)
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	e, err := g.open(ctx, log, 0)
+	dataDir, err := filepath.Abs(g.dataDir)
+	if err != nil {
+		return fmt.Errorf("data dir %q: %w", g.dataDir, err)
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return fmt.Errorf("create data dir %s: %w", dataDir, err)
+	}
+	e, err := g.open(ctx, log, int32(*maxConns))
 	if err != nil {
 		return err
 	}
 	defer e.close()
+	if err := intake.MigrateQueue(ctx, e.store.Pool()); err != nil {
+		return err
+	}
+
+	hostKey, err := intake.LoadOrCreateHostKey(filepath.Join(dataDir, intake.HostKeyFile))
+	if err != nil {
+		return err
+	}
+	log.Info("ssh host key", "fingerprint", ssh.FingerprintSHA256(hostKey.PublicKey()), "type", hostKey.PublicKey().Type())
+	spool := filepath.Join(dataDir, "spool")
+	intake.CleanSpool(spool, 24*time.Hour)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := intake.NewMetrics(reg)
+
+	queue, err := intake.NewQueue(e.intake, metrics, intake.QueueConfig{Workers: *workers})
+	if err != nil {
+		return err
+	}
+	sftpSrv, err := intake.NewSFTPServer(intake.SFTPConfig{
+		Store: e.store, HostKey: hostKey, SpoolDir: spool, MaxFileSize: maxFileSize,
+		Enqueue: queue.Enqueue, Metrics: metrics, Log: log.With("component", "sftp"),
+	})
+	if err != nil {
+		return err
+	}
 
 	mux := http.NewServeMux()
-	httpapi.Mount(ctx, mux, e.intake, g.dataDir) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
-	review.Mount(mux, e.store, log)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := e.store.Pool().Ping(r.Context()); err != nil {
@@ -42,20 +104,161 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	ln, err := net.Listen("tcp", *httpAddr)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// Other HTTP handlers are mounted here, one line each, on mux. Metrics of
+	// their own go on reg (never the global default registry).
+	httpapi.Mount(ctx, mux, e.intake, g.dataDir) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
+	review.Mount(mux, e.store, log)
+
+	sftpLn, err := net.Listen("tcp", *sftpAddr)
 	if err != nil {
+		return fmt.Errorf("listen on --sftp-addr %s: %w", *sftpAddr, err)
+	}
+	httpLn, err := net.Listen("tcp", *httpAddr)
+	if err != nil {
+		sftpLn.Close()
 		return fmt.Errorf("listen on --http-addr %s: %w", *httpAddr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
+	if *demo {
+		if err := setupDemo(ctx, e.store, dataDir, sftpLn.Addr(), hostKey.PublicKey(), stdout); err != nil {
+			sftpLn.Close()
+			httpLn.Close()
+			return err
+		}
+	}
+	if err := queue.Start(ctx); err != nil {
+		sftpLn.Close()
+		httpLn.Close()
+		return err
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	wg.Go(func() {
+		log.Info("http listening", "addr", httpLn.Addr().String())
+		if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("http server: %w", err)
+			stop()
+		}
+	})
+	wg.Go(func() {
+		<-runCtx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(shut)
-	}()
-	log.Info("http listening", "addr", ln.Addr().String())
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("http server: %w", err)
+		_ = httpSrv.Shutdown(shut)
+	})
+	wg.Go(func() {
+		log.Info("sftp listening", "addr", sftpLn.Addr().String(), "workers", *workers, "max_file_size", maxFileSize)
+		if err := sftpSrv.Serve(runCtx, sftpLn); err != nil {
+			errs <- err
+			stop()
+		}
+	})
+	<-runCtx.Done()
+	wg.Wait()
+	// Uploads are closed (or recorded as incomplete) by now; let running
+	// jobs finish, or cancel them after a while (they are retried later).
+	shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := queue.Stop(shut); err != nil {
+		log.Error("stop workers", "err", err)
 	}
+	log.Info("stopped")
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// parseSize reads a byte count: 1073741824, 1GiB, 500MiB, 64KiB (K, M, G
+// alone also mean powers of 1024).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(strings.ToUpper(t), strings.ToUpper(u.suffix)) {
+			t, mult = strings.TrimSpace(t[:len(t)-len(u.suffix)]), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<50)/mult {
+		return 0, errors.New("give a positive size such as 1GiB, 500MiB or 1048576")
+	}
+	return n * mult, nil
+}
+
+// setupDemo makes sure partner "demo" exists with a key pair kept in the data
+// dir, writes a known_hosts file for this server, and prints how to use it.
+func setupDemo(ctx context.Context, st *records.Store, dataDir string, addr net.Addr, hostKey ssh.PublicKey, stdout io.Writer) error {
+	dir := filepath.Join(dataDir, "demo")
+	keyPath := filepath.Join(dir, "id_ed25519")
+	if _, err := intake.EnsureKeyPair(keyPath, "payintake demo partner"); err != nil {
+		return fmt.Errorf("demo key: %w", err)
+	}
+	pub, err := os.ReadFile(keyPath + ".pub")
+	if err != nil {
+		return fmt.Errorf("demo key: %w", err)
+	}
+	keys, err := intake.ParseAuthorizedKeys("demo", pub)
+	if err != nil {
+		return fmt.Errorf("demo key %s.pub: %w", keyPath, err)
+	}
+	if err := st.AddPartner(ctx, records.Partner{ID: "demo", Name: "Demo partner"}); err != nil && !errors.Is(err, records.ErrExists) {
+		return err
+	}
+	for _, k := range keys {
+		if err := st.AddPartnerKey(ctx, k); err != nil {
+			return err
+		}
+	}
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return fmt.Errorf("sftp address %s: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	knownHosts := filepath.Join(dir, "known_hosts")
+	line := knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort(host, port))}, hostKey) + "\n"
+	if err := os.WriteFile(knownHosts, []byte(line), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", knownHosts, err)
+	}
+	opts := fmt.Sprintf("-i %s -P %s -o UserKnownHostsFile=%s -o IdentitiesOnly=yes", shellQuote(keyPath), port, shellQuote(knownHosts))
+	target := "demo@" + host
+	if strings.Contains(host, ":") {
+		target = "demo@[" + host + "]"
+	}
+	sample := "sample-files/clean-first-run.csv"
+	fmt.Fprintf(stdout, `
+Demo partner "demo" is ready; its key pair is in %s (id_ed25519, id_ed25519.pub).
+Log in to the drop zone (put files in /inbox, get results from /results):
+
+  sftp %s %s
+
+Upload a sample file (from the source tree) in batch mode, then fetch its result:
+
+  echo 'put %s /inbox/' | sftp -b - %s %s
+  sftp %s %s:/results/clean-first-run.result.csv .
+
+`, dir, opts, target, sample, opts, target, opts, target)
 	return nil
+}
+
+// shellQuote quotes a path for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
