@@ -107,7 +107,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	// Other HTTP handlers are mounted here, one line each, on mux. Metrics of
 	// their own go on reg (never the global default registry).
-	httpapi.Mount(ctx, mux, e.intake, g.dataDir) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
+	httpapi.Mount(ctx, mux, e.intake, dataDir, httpapi.WithEnqueue(queue.Enqueue)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
 	review.Mount(mux, e.store, log)
 
 	sftpLn, err := net.Listen("tcp", *sftpAddr)
@@ -119,17 +119,21 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		sftpLn.Close()
 		return fmt.Errorf("listen on --http-addr %s: %w", *httpAddr, err)
 	}
+	if err := queue.Start(ctx); err != nil {
+		sftpLn.Close()
+		httpLn.Close()
+		if ctx.Err() != nil {
+			return nil // interrupted while starting
+		}
+		return err
+	}
 	if *demo {
 		if err := setupDemo(ctx, e.store, dataDir, sftpLn.Addr(), hostKey.PublicKey(), stdout); err != nil {
 			sftpLn.Close()
 			httpLn.Close()
+			_ = queue.Stop(context.Background())
 			return err
 		}
-	}
-	if err := queue.Start(ctx); err != nil {
-		sftpLn.Close()
-		httpLn.Close()
-		return err
 	}
 
 	runCtx, stop := context.WithCancel(ctx)
