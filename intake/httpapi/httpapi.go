@@ -83,10 +83,11 @@ func WithEnqueue(enqueue records.AfterInsert) Option { return func(c *Config) { 
 
 // API serves the HTTP submission API and the webhook receiver.
 type API struct {
-	in  *intake.Intake
-	st  *records.Store
-	cfg Config
-	log *slog.Logger
+	in      *intake.Intake
+	st      *records.Store
+	cfg     Config
+	log     *slog.Logger
+	process func(ctx context.Context, id int64) (records.Envelope, error) // in.Process; replaced in tests
 }
 
 // New returns the API on in's store.
@@ -115,7 +116,7 @@ func New(in *intake.Intake, cfg Config) *API {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &API{in: in, st: in.Store, cfg: cfg, log: in.Log}
+	return &API{in: in, st: in.Store, cfg: cfg, log: in.Log, process: in.Process}
 }
 
 // Mount registers the API on mux with the default configuration (bodies

@@ -203,7 +203,13 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := a.st.Outcome(ctx, got)
 	if err == nil && out.Status == records.StatusReceived {
-		out, err = a.in.Process(ctx, out.ID)
+		id := out.ID
+		out, err = a.process(ctx, id)
+		if errors.Is(err, records.ErrBusy) {
+			// A queue worker got there first: wait for its outcome, as long
+			// as the client waits.
+			out, err = a.st.WaitDone(r.Context(), id, 50*time.Millisecond)
+		}
 	}
 	if err != nil {
 		// The envelope is durable; a retry with the same key and body

@@ -461,3 +461,24 @@ func TestSubmitLeaseRenewed(t *testing.T) {
 		t.Fatal("the long request lost its key")
 	}
 }
+
+// When a queue worker is processing the envelope already, the request waits
+// for that outcome instead of failing.
+func TestSubmitWhileWorkerProcesses(t *testing.T) {
+	e := newEnv(t, Config{})
+	real := e.api.process
+	e.api.process = func(ctx context.Context, id int64) (records.Envelope, error) {
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			if _, err := real(context.Background(), id); err != nil {
+				t.Error(err)
+			}
+		}()
+		return records.Envelope{}, records.ErrBusy
+	}
+	r := e.submit("acme", "k", "a.csv", firstRun)
+	wantStatus(t, r, http.StatusCreated)
+	if m := r.json(t); m["status"] != "processed" || m["counts"].(map[string]any)["created"] != 2.0 {
+		t.Fatalf("%s", r.body)
+	}
+}
