@@ -49,6 +49,7 @@ func (s *syncBuffer) String() string {
 type dropZone struct {
 	t       testing.TB
 	ctx     context.Context
+	url     string
 	store   *records.Store
 	srv     *intake.SFTPServer
 	addr    string
@@ -95,7 +96,8 @@ func (z *dropZone) metric(name string, labels ...string) float64 {
 }
 
 type zoneOpts struct {
-	workers     int // -1: none (insert only)
+	url         string // an existing database (another server's); empty: a new one
+	workers     int    // -1: none (insert only)
 	maxFileSize int64
 	loginDelay  time.Duration
 }
@@ -103,7 +105,11 @@ type zoneOpts struct {
 func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	t.Helper()
 	ctx := context.Background()
-	st, err := records.Open(ctx, pgtest.New(t), records.Options{MaxConns: 20})
+	url := o.url
+	if url == "" {
+		url = pgtest.New(t)
+	}
+	st, err := records.Open(ctx, url, records.Options{MaxConns: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +171,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 			t.Errorf("stop queue: %v", err)
 		}
 	})
-	return &dropZone{t: t, ctx: ctx, store: st, srv: srv, addr: ln.Addr().String(), hostKey: hk.PublicKey(), spool: spool, logs: logs, reg: reg}
+	return &dropZone{t: t, ctx: ctx, url: url, store: st, srv: srv, addr: ln.Addr().String(), hostKey: hk.PublicKey(), spool: spool, logs: logs, reg: reg}
 }
 
 // partner adds a partner with one fresh key and returns the key.
@@ -455,6 +461,68 @@ func TestSFTPConcurrentSameNameAppliedOnce(t *testing.T) {
 	}
 	if n := z.count(`SELECT count(*) FROM envelopes WHERE status = 'replay'`); n != sessions-1 {
 		t.Fatalf("replays: %d, want %d", n, sessions-1)
+	}
+}
+
+func TestSFTPTwoServersOneDatabase(t *testing.T) {
+	t.Parallel()
+	z1 := newDropZone(t, zoneOpts{})
+	z2 := newDropZone(t, zoneOpts{url: z1.url})
+	key := z1.partner("acme")
+	c1, c2 := z1.login("acme", key), z2.login("acme", key)
+
+	// The same file through both servers at the same moment.
+	var files []*sftp.File
+	for _, c := range []*sftp.Client{c1, c2} {
+		f, err := c.Create("/inbox/both.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte(payroll)); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	var wg sync.WaitGroup
+	for _, f := range files {
+		wg.Go(func() {
+			if err := f.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	r1, r2 := waitResult(t, c1, "both.result.csv"), waitResult(t, c2, "both.result.csv")
+	if !bytes.Equal(r1, r2) {
+		t.Fatal("the two servers show different results")
+	}
+	// A file sent to one server is listed by the other.
+	put(t, c1, "/inbox/one.csv", []byte(strings.ReplaceAll(payroll, "2026-11", "2026-12")))
+	waitResult(t, c2, "one.result.csv")
+	l1, err1 := c1.ReadDir("/results")
+	l2, err2 := c2.ReadDir("/results")
+	if err1 != nil || err2 != nil || len(l1) != 2 || len(l2) != 2 || l1[0].Size() != l2[0].Size() || l1[1].Name() != l2[1].Name() {
+		t.Fatalf("listings differ: %v %v / %v %v", l1, err1, l2, err2)
+	}
+	if n := z1.count(`SELECT count(*) FROM records`); n != 6 {
+		t.Fatalf("records: %d, want 6", n)
+	}
+	if got := z1.statuses("acme"); strings.Join(got, ",") != "processed,replay,processed" && strings.Join(got, ",") != "replay,processed,processed" {
+		t.Fatalf("envelopes: %v", got)
+	}
+	// One job per new envelope, each completed at its first attempt (River
+	// records completions in batches, so wait for them).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		done := z1.count(`SELECT count(*) FROM river_job WHERE kind = $1 AND state = 'completed' AND attempt = 1`, intake.ProcessArgs{}.Kind())
+		all := z1.count(`SELECT count(*) FROM river_job`)
+		if done == 2 && all == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jobs: %d completed at the first attempt, %d in all; want 2 and 2", done, all)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
