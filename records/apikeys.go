@@ -102,6 +102,19 @@ type IdemResponse struct {
 // of concurrent claims exactly one wins. An in-progress claim whose lease has
 // expired is taken over. key must already be normalised (SubmissionKey).
 func (s *Store) ClaimIdempotencyKey(ctx context.Context, partner, key string, owner []byte, lease time.Duration) (IdemClaim, error) {
+	for range 5 {
+		c, err := s.claimIdempotencyKey(ctx, partner, key, owner, lease)
+		if !errors.Is(err, errClaimVanished) {
+			return c, err
+		}
+	}
+	return IdemClaim{}, fmt.Errorf("claim idempotency key: it keeps being released by other requests; try again")
+}
+
+// errClaimVanished: the key was released (or reaped) between our statements.
+var errClaimVanished = errors.New("idempotency key vanished")
+
+func (s *Store) claimIdempotencyKey(ctx context.Context, partner, key string, owner []byte, lease time.Duration) (IdemClaim, error) {
 	var c IdemClaim
 	leaseArg := lease
 	err := s.pool.QueryRow(ctx, `
@@ -134,8 +147,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, partner, key string, ow
 		FROM idempotency_keys WHERE partner_id = $1 AND idem_key = $2`, partner, key).
 		Scan(&status, &c.Fingerprint, &code, &ctype, &c.Response.Body, &env)
 	if errors.Is(err, pgx.ErrNoRows) {
-		// Released (or reaped) between our statements: try once more.
-		return s.ClaimIdempotencyKey(ctx, partner, key, owner, lease)
+		return c, errClaimVanished
 	}
 	if err != nil {
 		return c, fmt.Errorf("read idempotency key: %w", err)
