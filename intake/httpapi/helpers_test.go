@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -211,8 +210,6 @@ func change(entity string, version int, emp, amount string) string {
 	return fmt.Sprintf(`{"entity_id":%q,"version":%d,"employee_ref":%q,"pay_period":"2026-03","component":"BASE","amount":%q,"currency":"USD"}`,
 		entity, version, emp, amount)
 }
-
-func equalBytes(a, b []byte) bool { return bytes.Equal(a, b) }
 
 func r2(r resp) records.IdemResponse {
 	return records.IdemResponse{Status: r.status, ContentType: r.header.Get("Content-Type"), Body: r.body}
