@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/payintake/payintake/internal/fault"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
@@ -70,11 +71,13 @@ func FileSeq(pattern, name string) (seq *int64, ok bool, err error) {
 // Process applies a received envelope. It is idempotent: an envelope that
 // already has its outcome is returned unchanged.
 func (in *Intake) Process(ctx context.Context, id int64) (records.Envelope, error) {
+	fault.Point(fault.AfterReceive)
 	start := time.Now()
-	env, err := in.Store.Process(ctx, id, in.plan)
+	env, err := in.Store.Process(fault.Processing(ctx), id, in.plan)
 	if err != nil {
 		return env, err
 	}
+	fault.Point(fault.AfterCommit)
 	in.Log.InfoContext(ctx, "envelope processed", "envelope", env.ID, "partner", env.PartnerID,
 		"file", env.FileName, "status", env.Status, "counts", env.Counts, "duration", time.Since(start))
 	return env, nil

@@ -20,6 +20,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/payintake/payintake/internal/fault"
 	"github.com/payintake/payintake/migrations"
 )
 
@@ -51,6 +52,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
+	}
+	if fault.Enabled() { // crash tests only: PAYINTAKE_FAULT
+		cfg.ConnConfig.Tracer = fault.Tracer{}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -8,4 +8,9 @@ import (
 )
 
 // TestMain is shared by every test of the command package.
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// The reliability tests build the binary once; it is removed at the end.
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	removeBinary()
+	os.Exit(code)
+}

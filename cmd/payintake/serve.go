@@ -37,6 +37,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	workers := fs.Int("workers", 4, "files processed at once by this process (0: only receive; another serve processes)")
 	maxConns := fs.Int("db-max-conns", 20, "database connections at most (at least 2 per worker plus 2)")
 	maxSize := fs.String("max-file-size", "1GiB", "largest file accepted over SFTP (bytes, or with KiB, MiB, GiB)")
+	jobTimeout := fs.Duration("job-timeout", intake.DefaultJobTimeout, "longest processing of one file; then it is cancelled and retried")
+	orphanAfter := fs.Duration("orphan-after", intake.DefaultOrphanAfter, "a received file left unprocessed by a stopped process is queued again after this long")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -49,6 +51,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// file's bytes on another.
 	if need := 2**workers + 2; *maxConns < need {
 		return usagef("--db-max-conns %d is too small for --workers %d: give at least %d", *maxConns, *workers, need)
+	}
+	if *jobTimeout < time.Second || *orphanAfter < 100*time.Millisecond {
+		return usagef("--job-timeout must be at least 1s and --orphan-after at least 100ms")
 	}
 	maxFileSize, err := parseSize(*maxSize)
 	if err != nil {
@@ -83,7 +88,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := intake.NewMetrics(reg)
 
-	queue, err := intake.NewQueue(e.intake, metrics, intake.QueueConfig{Workers: *workers})
+	queue, err := intake.NewQueue(e.intake, metrics, intake.QueueConfig{Workers: *workers,
+		JobTimeout: *jobTimeout, RescueAfter: *jobTimeout + 5*time.Minute})
 	if err != nil {
 		return err
 	}
@@ -126,6 +132,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return nil // interrupted while starting
 		}
 		return err
+	}
+	if *workers > 0 {
+		// Work left by a process that died is found within --orphan-after
+		// (River alone would wait for its rescue, --job-timeout + 5m).
+		go queue.SweepOrphans(ctx, e.store.Pool(), *orphanAfter)
 	}
 	if *demo {
 		if err := setupDemo(ctx, e.store, dataDir, sftpLn.Addr(), hostKey.PublicKey(), stdout); err != nil {
