@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -316,14 +317,14 @@ func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
 	defer cancel()
 	go ssh.DiscardRequests(reqs)
 	var wg sync.WaitGroup
-	channels := 0
+	var channels atomic.Int32 // open at once
 	for nc := range chans {
 		if nc.ChannelType() != "session" {
 			_ = nc.Reject(ssh.UnknownChannelType, "only session channels are served")
 			continue
 		}
-		if channels >= maxChannelsPerConn {
-			_ = nc.Reject(ssh.ResourceShortage, "too many sessions on one connection")
+		if channels.Load() >= maxChannelsPerConn {
+			_ = nc.Reject(ssh.ResourceShortage, "too many sessions open on one connection")
 			continue
 		}
 		ch, creqs, err := nc.Accept()
@@ -331,10 +332,11 @@ func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
 			log.Warn("accept session channel", "err", err)
 			continue
 		}
-		channels++
+		channels.Add(1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer channels.Add(-1)
 			s.session(connCtx, ch, creqs, partner, log)
 		}()
 	}

@@ -57,6 +57,7 @@ type dropZone struct {
 	spool   string
 	logs    *syncBuffer
 	reg     *prometheus.Registry
+	queue   *intake.Queue
 }
 
 // metric returns the value of one counter or gauge sample, labels as "k=v" pairs.
@@ -171,7 +172,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 			t.Errorf("stop queue: %v", err)
 		}
 	})
-	return &dropZone{t: t, ctx: ctx, url: url, store: st, srv: srv, addr: ln.Addr().String(), hostKey: hk.PublicKey(), spool: spool, logs: logs, reg: reg}
+	return &dropZone{t: t, ctx: ctx, url: url, store: st, srv: srv, addr: ln.Addr().String(), hostKey: hk.PublicKey(), spool: spool, logs: logs, reg: reg, queue: q}
 }
 
 // partner adds a partner with one fresh key and returns the key.
