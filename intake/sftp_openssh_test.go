@@ -239,4 +239,5 @@ func BenchmarkUpload50MB(b *testing.B) {
 	// The part of ours spent after the last byte: hashing and storing the
 	// file in PostgreSQL before the close is answered.
 	b.ReportMetric(float64(tClose.Milliseconds())/float64(n), "close_ms/op")
+	b.ReportMetric(mb/(tOurs-tClose).Seconds(), "payintake_transfer_MB/s")
 }
