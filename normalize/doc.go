@@ -24,7 +24,7 @@
 // pay_period, component, currency, amount, hours, rate, pay_date is reported
 // (currency comes before amount because the amount's scale depends on it).
 //
-// Row codes: missing_value, mangled_identifier, invalid_amount, invalid_rate,
+// Row codes: missing_value, mangled_identifier, invalid_identifier, invalid_amount, invalid_rate,
 // invalid_hours, too_many_decimals, invalid_currency, currency_mismatch,
 // invalid_date, too_many_cells, malformed_row.
 //

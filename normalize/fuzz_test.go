@@ -8,7 +8,7 @@ import (
 )
 
 var rowCodes = map[string]bool{
-	CodeMissingValue: true, CodeMangledIdentifier: true, CodeInvalidAmount: true, CodeInvalidRate: true,
+	CodeMissingValue: true, CodeMangledIdentifier: true, CodeInvalidIdentifier: true, CodeInvalidAmount: true, CodeInvalidRate: true,
 	CodeInvalidHours: true, CodeTooManyDecimals: true, CodeInvalidCurrency: true, CodeCurrencyMismatch: true,
 	CodeInvalidDate: true, CodeTooManyCells: true, CodeMalformedRow: true,
 }

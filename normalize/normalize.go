@@ -17,6 +17,7 @@ type RawRow struct{ EmployeeRef, PayPeriod, Component, Amount, Currency, Hours, 
 const (
 	CodeMissingValue      = "missing_value"
 	CodeMangledIdentifier = "mangled_identifier"
+	CodeInvalidIdentifier = "invalid_identifier"
 	CodeInvalidAmount     = "invalid_amount"
 	CodeInvalidRate       = "invalid_rate"
 	CodeInvalidHours      = "invalid_hours"
@@ -41,6 +42,21 @@ const (
 
 // maxMoneyDigits bounds the digits of a money or hours value.
 const maxMoneyDigits = 30
+
+// maxIdentLen bounds employee_ref, pay_period and component, in characters.
+// They form the records' unique key: PostgreSQL cannot index a key much
+// over 2.7 kB, and one such row made a whole file fail to process on every
+// retry (TestHostileInput). Real identifiers are far shorter.
+const maxIdentLen = 128
+
+// checkIdent rejects an identifier too long to be one.
+func checkIdent(v, field string) *RowError {
+	if n := utf8.RuneCountInString(v); n > maxIdentLen {
+		return &RowError{CodeInvalidIdentifier, field, fmt.Sprintf(
+			"%s is %d characters long, more than the limit of %d; check the column mapping and send the identifier itself", field, n, maxIdentLen)}
+	}
+	return nil
+}
 
 // Normalize validates and normalises one raw row with the partner's
 // settings. It returns the record (meaningful only when the error is nil),
@@ -158,6 +174,9 @@ func normEmployeeRef(raw string) (string, *RowError) {
 		return "", &RowError{CodeMangledIdentifier, FieldEmployeeRef, fmt.Sprintf(
 			"employee_ref %s looks like a number a spreadsheet turned into scientific notation; format the column as text and export the file again", quoteRaw(v))}
 	}
+	if e := checkIdent(v, FieldEmployeeRef); e != nil {
+		return "", e
+	}
 	return v, nil
 }
 
@@ -205,6 +224,9 @@ func normCode(raw, field string) (string, *RowError) {
 	if v == "" {
 		what := map[string]string{FieldPayPeriod: "the pay period", FieldComponent: "the pay component"}[field]
 		return "", &RowError{CodeMissingValue, field, fmt.Sprintf("%s is empty; send %s of this pay line", field, what)}
+	}
+	if e := checkIdent(v, field); e != nil {
+		return "", e
 	}
 	return v, nil
 }

@@ -356,3 +356,31 @@ func TestCurrencyScale(t *testing.T) {
 		}
 	}
 }
+
+// An identifier too long for the records' unique index is a rejected row,
+// not a file that fails on every retry.
+func TestIdentifierLimits(t *testing.T) {
+	ok := RawRow{EmployeeRef: "E1", PayPeriod: "2026-11", Component: "BASE", Amount: "1", Currency: "USD"}
+	for _, c := range []struct {
+		name  string
+		set   func(*RawRow)
+		field string
+	}{
+		{"long employee_ref", func(r *RawRow) { r.EmployeeRef = strings.Repeat("x", 129) }, FieldEmployeeRef},
+		{"10 kB employee_ref", func(r *RawRow) { r.EmployeeRef = strings.Repeat("ab", 5000) }, FieldEmployeeRef},
+		{"long pay_period", func(r *RawRow) { r.PayPeriod = strings.Repeat("9", 200) }, FieldPayPeriod},
+		{"long component", func(r *RawRow) { r.Component = strings.Repeat("é", 129) }, FieldComponent},
+	} {
+		raw := ok
+		c.set(&raw)
+		_, _, e := Normalize(raw, Settings{})
+		if e == nil || e.Code != CodeInvalidIdentifier || e.Field != c.field {
+			t.Errorf("%s: %+v, want %s on %s", c.name, e, CodeInvalidIdentifier, c.field)
+		}
+	}
+	raw := ok
+	raw.EmployeeRef = strings.Repeat("é", 128)
+	if _, _, e := Normalize(raw, Settings{}); e != nil {
+		t.Errorf("128 characters: %v", e)
+	}
+}
