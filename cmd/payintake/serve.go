@@ -67,7 +67,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return fmt.Errorf("create data dir %s: %w", dataDir, err)
 	}
-	e, err := g.open(ctx, log, int32(*maxConns))
+	// River's LISTEN connection is taken out of the pool for good (pgx
+	// Hijack), so the pool gets one less for the total to stay within
+	// --db-max-conns (TestLoadManyPartners measures it).
+	poolConns := *maxConns
+	if *workers > 0 {
+		poolConns--
+	}
+	e, err := g.open(ctx, log, int32(poolConns))
 	if err != nil {
 		return err
 	}
