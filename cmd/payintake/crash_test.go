@@ -13,7 +13,7 @@ import (
 )
 
 // crashRuns is how many times each stage is crashed.
-const crashRuns = 3
+const crashRuns = 5
 
 // TestCrashAnywhere SIGKILLs serve at each stage of a file's life, restarts
 // it, and checks that every upload the server durably received reaches
