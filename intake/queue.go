@@ -137,6 +137,9 @@ func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, env records.Envelope) er
 	return nil
 }
 
+// busyPause spaces out the looks at a busy envelope.
+const busyPause = 200 * time.Millisecond
+
 type processWorker struct {
 	river.WorkerDefaults[ProcessArgs]
 	in *Intake
@@ -146,6 +149,17 @@ type processWorker struct {
 func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) error {
 	start := time.Now()
 	env, err := w.in.Process(ctx, job.Args.EnvelopeID)
+	if errors.Is(err, records.ErrBusy) {
+		// Another transaction holds the envelope for a moment (a replay of it
+		// being recorded, or a second job for it at work): look again soon,
+		// without spending an attempt. Once it is done, this job finds it so.
+		w.in.Log.DebugContext(ctx, "envelope busy; job snoozed", "envelope", job.Args.EnvelopeID)
+		select {
+		case <-ctx.Done():
+		case <-time.After(busyPause):
+		}
+		return river.JobSnooze(0)
+	}
 	if err != nil {
 		w.in.Log.ErrorContext(ctx, "envelope processing failed; it will be retried", "envelope", job.Args.EnvelopeID,
 			"attempt", job.Attempt, "err", err)

@@ -643,6 +643,51 @@ func TestSFTPTempNameThenRename(t *testing.T) {
 	}
 }
 
+func TestSFTPReviewReportInResults(t *testing.T) {
+	t.Parallel()
+	z := newDropZone(t, zoneOpts{})
+	key := z.partner("acme")
+	c := z.login("acme", key)
+	put(t, c, "/inbox/jan.csv", []byte(payroll))
+	waitResult(t, c, "jan.result.csv")
+	if _, err := z.store.LockPeriod(z.ctx, "acme", "2026-11", "approved", "lead"); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "/inbox/jan-fix.csv", []byte(strings.Replace(payroll, "4000.00", "4100.00", 1)))
+	if res := waitResult(t, c, "jan-fix.result.csv"); !strings.Contains(string(res), ",held,") {
+		t.Fatalf("no held row:\n%s", res)
+	}
+	if _, err := c.Stat("/results/jan-fix.review.csv"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a review report before any decision: %v", err)
+	}
+	xs, err := z.store.Exceptions(z.ctx, records.ExceptionFilter{Partner: "acme", Status: "open"})
+	if err != nil || len(xs) != 1 {
+		t.Fatalf("exceptions: %v %v", xs, err)
+	}
+	if _, err := z.store.Decide(z.ctx, records.Decision{ExceptionID: xs[0].ID, Approve: true, Reviewer: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	got := waitResult(t, c, "jan-fix.review.csv")
+	var want bytes.Buffer
+	if err := z.store.ReviewReport(z.ctx, xs[0].EnvelopeID, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) || !strings.Contains(string(got), ",approved,") {
+		t.Fatalf("review report:\n%s\nwant:\n%s", got, want.Bytes())
+	}
+	ents, err := c.ReadDir("/results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "jan-fix.result.csv jan.result.csv jan-fix.review.csv" {
+		t.Fatalf("/results lists %v", names)
+	}
+}
+
 func TestSFTPEmptyFileGetsResult(t *testing.T) {
 	t.Parallel()
 	z := newDropZone(t, zoneOpts{})

@@ -10,12 +10,15 @@ package intake
 //	           received) gives the bytes written, so clients that check the
 //	           size after an upload are satisfied.
 //	/results   read-only; NAME.result.csv for the latest upload of each name,
-//	           read from the database once its processing has committed.
+//	           read from the database once its processing has committed, and
+//	           NAME.review.csv once reviewers have decided every held row of
+//	           that file. Files sent by any door (SFTP, ingest, HTTP) show.
 //
 // No partner-sent name ever becomes a path on the server's disk: uploads are
 // spooled to server-named files, so a path can only name the view above.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -192,6 +195,9 @@ func (fs *partnerFS) Fileread(r *sftp.Request) (io.ReaderAt, error) {
 		return nil, errNoRead
 	case vp.dir != dirResults || vp.name == "":
 		return nil, denied("not a file")
+	}
+	if isReviewName(vp.name) {
+		return fs.readReview(vp.name, r.Filepath)
 	}
 	ctx, cancel := fs.bgCtx(30 * time.Second)
 	rf, err := fs.srv.cfg.Store.ResultFileNamed(ctx, fs.partner, vp.name)
@@ -571,9 +577,16 @@ func (fs *partnerFS) list(vp vpath, p string) (sftp.ListerAt, error) {
 			fs.log.Error("list result files", "err", err)
 			return nil, failure("results cannot be listed now: try again later")
 		}
-		l := make(listerAt, 0, len(rfs))
+		reviews, err := fs.reviewReports(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		l := make(listerAt, 0, len(rfs)+len(reviews))
 		for _, rf := range rfs {
 			l = append(l, resultInfo(rf))
+		}
+		for _, rr := range reviews {
+			l = append(l, reviewInfo(rr))
 		}
 		return l, nil
 	}
@@ -606,6 +619,17 @@ func (fs *partnerFS) stat(vp vpath, p string) (fileInfo, error) {
 			return fi, nil
 		}
 		return fileInfo{}, notFound(p)
+	case isReviewName(vp.name):
+		ctx, cancel := fs.bgCtx(30 * time.Second)
+		defer cancel()
+		rrs, err := fs.reviewReports(ctx, vp.name)
+		if err != nil {
+			return fileInfo{}, err
+		}
+		if len(rrs) == 0 {
+			return fileInfo{}, notFound(p)
+		}
+		return reviewInfo(rrs[0]), nil
 	default:
 		ctx, cancel := fs.bgCtx(30 * time.Second)
 		defer cancel()
@@ -619,6 +643,65 @@ func (fs *partnerFS) stat(vp vpath, p string) (fileInfo, error) {
 		}
 		return resultInfo(rf), nil
 	}
+}
+
+const reviewSuffix = ".review.csv"
+
+func isReviewName(n string) bool { return strings.HasSuffix(strings.ToLower(n), reviewSuffix) }
+
+func reviewInfo(rr records.ReviewReportInfo) fileInfo {
+	return fileInfo{name: rr.Name, size: rr.Size, mode: 0o444, mod: rr.CreatedAt}
+}
+
+// reviewReports lists the partner's review reports, the latest envelope's
+// per name (case-folded), only the one called name if name is not empty.
+func (fs *partnerFS) reviewReports(ctx context.Context, name string) ([]records.ReviewReportInfo, error) {
+	all, err := fs.srv.cfg.Store.ReviewReports(ctx, fs.partner)
+	if err != nil {
+		fs.log.Error("list review reports", "err", err)
+		return nil, failure("results cannot be listed now: try again later")
+	}
+	latest := map[string]int{}
+	var out []records.ReviewReportInfo
+	for _, rr := range all { // oldest first
+		key := strings.ToLower(rr.Name)
+		if name != "" && key != strings.ToLower(name) {
+			continue
+		}
+		if i, ok := latest[key]; ok {
+			out[i] = rr
+			continue
+		}
+		latest[key] = len(out)
+		out = append(out, rr)
+	}
+	return out, nil
+}
+
+// readReview opens a review report. Reports are small (one row per held
+// change) and stored as one value, so it is read whole.
+func (fs *partnerFS) readReview(name, p string) (io.ReaderAt, error) {
+	ctx, cancel := fs.bgCtx(30 * time.Second)
+	defer cancel()
+	rrs, err := fs.reviewReports(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(rrs) == 0 {
+		return nil, notFound(p)
+	}
+	var b bytes.Buffer
+	if err := fs.srv.cfg.Store.ReviewReport(ctx, rrs[0].EnvelopeID, &b); err != nil {
+		if errors.Is(err, records.ErrNotFound) {
+			return nil, notFound(p)
+		}
+		fs.log.Error("read review report", "file", name, "err", err)
+		return nil, failure("the review report could not be read now: try again later")
+	}
+	fs.srv.m.downloads.Inc()
+	fs.srv.m.downloadBytes.Add(float64(b.Len()))
+	fs.log.Info("review report download", "file", rrs[0].Name, "envelope", rrs[0].EnvelopeID, "bytes", b.Len())
+	return bytes.NewReader(b.Bytes()), nil
 }
 
 // fileInfo is an os.FileInfo of the virtual view.
