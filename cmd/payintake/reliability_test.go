@@ -144,11 +144,13 @@ func TestLoadManyPartners(t *testing.T) {
 	watch.Go(func() {
 		for {
 			var conns, running int
-			// Files being applied hold their partner's lock (records.partnerLock).
+			// Files being applied hold their partner's lock (records.partnerLock);
+			// advisory locks are cluster-wide, other tests' databases share it.
 			_ = st.Pool().QueryRow(context.Background(), `SELECT
 				(SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
 					AND backend_type = 'client backend' AND application_name <> 'reliability-test'),
-				(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7310 AND granted)`).Scan(&conns, &running)
+				(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7310 AND granted
+					AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&conns, &running)
 			peakConns, peakRunning = max(peakConns, conns), max(peakRunning, running)
 			select {
 			case <-stopWatch:
