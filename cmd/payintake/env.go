@@ -106,6 +106,12 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 		return nil, err
 	}
 	e.store = st
+	// The job queue's own tables (River) are migrations too: every command
+	// applies them, so `migrate` leaves nothing for `serve` to do.
+	if err := intake.MigrateQueue(ctx, st.Pool()); err != nil {
+		e.close()
+		return nil, err
+	}
 	e.intake = intake.New(st, log)
 	return e, nil
 }
