@@ -373,6 +373,11 @@ func confQuote(v string) string {
 // logPath is the server log written by pg_ctl.
 func (s *Server) logPath() string { return filepath.Join(s.dir, "server.log") }
 
+// startAttempts bounds the pg_ctl start retries, a second apart. After a
+// crash the dead postmaster's children hold its shared memory until they
+// notice, which takes longer on a loaded machine.
+const startAttempts = 15
+
 // startPostmaster starts the cluster with pg_ctl and waits for it.
 func (s *Server) startPostmaster(ctx context.Context) error {
 	host, err := s.socketDir()
@@ -386,7 +391,7 @@ func (s *Server) startPostmaster(ctx context.Context) error {
 	rotateLog(s.logPath())
 	s.log.Info("starting embedded PostgreSQL", "dir", s.dir)
 	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < startAttempts; attempt++ {
 		if attempt > 0 {
 			// After a crash, children of the dead postmaster may still hold
 			// its shared memory for a moment.
