@@ -159,7 +159,7 @@ func quoteRaw(s string) string {
 
 func normText(raw string) string {
 	v := strings.TrimSpace(raw)
-	if !norm.NFC.IsNormalString(v) {
+	if !isASCII(v) && !norm.NFC.IsNormalString(v) {
 		v = norm.NFC.String(v)
 	}
 	return v
@@ -218,7 +218,7 @@ func looksScientific(s string) bool {
 
 func normCode(raw, field string) (string, *RowError) {
 	v := strings.ToUpper(normText(raw))
-	if !norm.NFC.IsNormalString(v) {
+	if !isASCII(v) && !norm.NFC.IsNormalString(v) {
 		v = norm.NFC.String(v)
 	}
 	if v == "" {
@@ -353,11 +353,7 @@ func parseMoney(raw, field string, decimalComma bool, cur string, scale int) (de
 		}
 		fracDigits = fracDigits[:scale]
 	}
-	num := digits
-	if fracDigits != "" {
-		num += "." + fracDigits
-	}
-	d, err := decimal.NewFromString(num)
+	d, err := decimalOf(digits, fracDigits)
 	if err != nil {
 		return decimal.Decimal{}, bad("it is not a number")
 	}
@@ -379,6 +375,9 @@ func contains(l []string, s string) bool {
 // leadingCurrency finds a currency symbol or a 3-letter code at the start of
 // s. It returns the prefix as written and the codes it can denote.
 func leadingCurrency(s string) (prefix string, codes []string, ok bool) {
+	if s == "" || s[0] >= '0' && s[0] <= '9' || s[0] == '.' || s[0] == ',' {
+		return "", nil, false // no symbol or code starts with a digit or a separator
+	}
 	for _, sym := range symbolOrder {
 		if strings.HasPrefix(s, sym) {
 			rest := s[len(sym):]
@@ -401,6 +400,12 @@ func leadingCurrency(s string) (prefix string, codes []string, ok bool) {
 
 func isLetterASCII(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
+// Thousands separators accepted with a decimal point and with a decimal comma.
+var (
+	pointGroupSeps = []string{",", "'"}
+	commaGroupSeps = []string{".", " ", "\u00a0", "\u202f", "'"}
+)
+
 // splitNumber validates an unsigned number with optional thousands grouping
 // and returns its integer digits and fraction digits, or why it is invalid.
 func splitNumber(s string, decimalComma bool) (intDigits, frac, why string) {
@@ -408,12 +413,10 @@ func splitNumber(s string, decimalComma bool) (intDigits, frac, why string) {
 		return "", "", "there is no number"
 	}
 	decSep := "."
-	groupSeps := []string{","}
+	groupSeps := pointGroupSeps
 	if decimalComma {
 		decSep = ","
-		groupSeps = []string{".", " ", "\u00a0", "\u202f", "'"}
-	} else {
-		groupSeps = append(groupSeps, "'")
+		groupSeps = commaGroupSeps
 	}
 	intPart, fracPart, hasFrac := strings.Cut(s, decSep)
 	if hasFrac {
@@ -484,11 +487,7 @@ func parseHours(raw string, decimalComma bool) (decimal.Decimal, *RowError) {
 	if len(intPart)+len(frac) > maxMoneyDigits {
 		return decimal.Decimal{}, bad(fmt.Sprintf("has more than %d digits", maxMoneyDigits))
 	}
-	num := intPart
-	if frac != "" {
-		num += "." + frac
-	}
-	d, err := decimal.NewFromString(num)
+	d, err := decimalOf(intPart, frac)
 	if err != nil {
 		return decimal.Decimal{}, bad("is not a number")
 	}
@@ -512,16 +511,58 @@ func normDate(raw, format string) (string, *RowError) {
 				return "", &RowError{CodeInvalidDate, FieldPayDate, fmt.Sprintf(
 					"pay_date %s is not a real calendar date in the format %s; send an existing date", quoteRaw(raw), format)}
 			}
-			return fmt.Sprintf("%04d-%02d-%02d", y, m, d), nil
+			return isoDate(y, m, d), nil
 		}
 	}
-	if y, m, d, shape, valid := matchDate(isoTokens, s); shape {
+	if _, _, _, shape, valid := matchDate(isoTokens, s); shape {
 		if !valid {
 			return "", &RowError{CodeInvalidDate, FieldPayDate, fmt.Sprintf(
 				"pay_date %s is not a real calendar date; send an existing date as YYYY-MM-DD", quoteRaw(raw))}
 		}
-		return fmt.Sprintf("%04d-%02d-%02d", y, m, d), nil
+		return s, nil // exactly YYYY-MM-DD digits already: s is its own ISO form
 	}
 	return "", &RowError{CodeInvalidDate, FieldPayDate, fmt.Sprintf(
 		"pay_date %s is not in the expected form %s; send the date exactly in that form", quoteRaw(raw), want)}
+}
+
+// isoDate formats a date as YYYY-MM-DD (what fmt's "%04d-%02d-%02d" gives).
+func isoDate(y, m, d int) string {
+	if y < 0 || y > 9999 {
+		return fmt.Sprintf("%04d-%02d-%02d", y, m, d)
+	}
+	b := [10]byte{byte('0' + y/1000), byte('0' + y/100%10), byte('0' + y/10%10), byte('0' + y%10), '-',
+		byte('0' + m/10%10), byte('0' + m%10), '-', byte('0' + d/10%10), byte('0' + d%10)}
+	if m > 99 || d > 99 {
+		return fmt.Sprintf("%04d-%02d-%02d", y, m, d)
+	}
+	return string(b[:])
+}
+
+// isASCII reports whether s has only ASCII bytes (then it is NFC already).
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// decimalOf is the exact decimal intDigits.frac (both plain digit strings),
+// without going through text when it fits an int64.
+func decimalOf(intDigits, frac string) (decimal.Decimal, error) {
+	if n := len(intDigits) + len(frac); n > 0 && n <= 18 {
+		var c int64
+		for _, part := range [2]string{intDigits, frac} {
+			for i := 0; i < len(part); i++ {
+				c = c*10 + int64(part[i]-'0')
+			}
+		}
+		return decimal.New(c, -int32(len(frac))), nil
+	}
+	num := intDigits
+	if frac != "" {
+		num += "." + frac
+	}
+	return decimal.NewFromString(num)
 }

@@ -3,6 +3,7 @@ package normalize
 import (
 	"crypto/sha256"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -56,7 +57,49 @@ func moneyString(d decimal.Decimal, scale int32) string {
 	if scale < 0 {
 		return d.String()
 	}
+	if s, ok := fixedString(d, scale); ok {
+		return s
+	}
 	return d.StringFixed(scale)
+}
+
+// fixedString is d.StringFixed(scale) for the usual case, computed on an
+// int64: a coefficient of at most 18 digits that needs no rounding at
+// scale. ok is false otherwise.
+func fixedString(d decimal.Decimal, scale int32) (string, bool) {
+	exp := d.Exponent()
+	if scale > 18 || -exp > scale || exp > 18 || d.NumDigits()+int(scale+exp) > 18 {
+		return "", false
+	}
+	c := d.CoefficientInt64()
+	for i := int32(0); i < scale+exp; i++ {
+		c *= 10
+	}
+	var buf, dbuf [24]byte
+	b := buf[:0]
+	if c < 0 {
+		b = append(b, '-')
+		c = -c
+	}
+	digits := strconv.AppendInt(dbuf[:0], c, 10)
+	n := len(digits)
+	if int32(n) <= scale { // 0.05: pad with leading zeros
+		b = append(b, '0')
+		if scale > 0 {
+			b = append(b, '.')
+		}
+		for i := int32(n); i < scale; i++ {
+			b = append(b, '0')
+		}
+		return string(append(b, digits...)), true
+	}
+	intLen := n - int(scale)
+	b = append(b, digits[:intLen]...)
+	if scale > 0 {
+		b = append(b, '.')
+		b = append(b, digits[intLen:]...)
+	}
+	return string(b), true
 }
 
 // AmountString returns the amount fixed at the currency's scale, for example
@@ -124,23 +167,30 @@ var canonicalEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
 //	"payintake-record-v1\nemployee_ref=E001\npay_period=2026-03\ncomponent=BASE\namount=1234.50\ncurrency=USD\nhours=\nrate=\npay_date=\n"
 //
 // Changing this format changes every hash; bump CanonicalVersion if it must.
-func (r Record) Canonical() []byte {
+func (r Record) Canonical() []byte { return r.appendCanonical(make([]byte, 0, 160)) }
+
+func (r Record) appendCanonical(b []byte) []byte {
 	v := r.values()
-	var b strings.Builder
-	b.Grow(128)
-	b.WriteString(CanonicalVersion)
-	b.WriteByte('\n')
+	b = append(b, CanonicalVersion...)
+	b = append(b, '\n')
 	for i, name := range FieldNames {
-		b.WriteString(name)
-		b.WriteByte('=')
-		canonicalEscaper.WriteString(&b, v[i])
-		b.WriteByte('\n')
+		b = append(b, name...)
+		b = append(b, '=')
+		if strings.IndexByte(v[i], '\\') >= 0 || strings.IndexByte(v[i], '\n') >= 0 {
+			b = append(b, canonicalEscaper.Replace(v[i])...)
+		} else {
+			b = append(b, v[i]...)
+		}
+		b = append(b, '\n')
 	}
-	return []byte(b.String())
+	return b
 }
 
 // Hash returns the SHA-256 of Canonical: the record's content identity.
-func (r Record) Hash() [32]byte { return sha256.Sum256(r.Canonical()) }
+func (r Record) Hash() [32]byte {
+	var buf [256]byte
+	return sha256.Sum256(r.appendCanonical(buf[:0]))
+}
 
 // Display holds what the result file echoes for a row: the normalised value
 // where that field could be normalised, else the raw value. Every value has
