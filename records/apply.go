@@ -2,10 +2,15 @@ package records
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"os"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -134,7 +139,39 @@ func (s *Store) spool(ctx context.Context, tx pgx.Tx, id int64) (*os.File, error
 
 func closeSpool(f *os.File) { _ = f.Close() }
 
+// processSettings give the processing transaction room for its temporary
+// tables and hashes (stage and classified of a 1,000,000-row file are a few
+// hundred MB): temp_buffers keeps them in the backend's memory rather than
+// in the kernel's page cache, work_mem lets duplicate detection and the
+// result file's sort run in memory. Both are PostgreSQL backend memory, not
+// payintake's, and last until the transaction ends. temp_buffers can only be
+// set before the session's first temporary table; if another value was used
+// first on this connection, processing goes on with that one.
+var processSettings = []string{`SET LOCAL temp_buffers = '256MB'`, `SET LOCAL work_mem = '64MB'`}
+
+func tune(ctx context.Context, tx pgx.Tx) error {
+	for _, q := range processSettings {
+		sp, err := tx.Begin(ctx)
+		if err != nil {
+			return fmt.Errorf("savepoint: %w", err)
+		}
+		if _, err := sp.Exec(ctx, q); err != nil {
+			if rbErr := sp.Rollback(ctx); rbErr != nil {
+				return fmt.Errorf("roll back %s: %w", q, rbErr)
+			}
+			continue
+		}
+		if err := sp.Commit(ctx); err != nil {
+			return fmt.Errorf("release savepoint: %w", err)
+		}
+	}
+	return nil
+}
+
 func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) error {
+	if err := tune(ctx, tx); err != nil {
+		return err
+	}
 	sp, err := tx.Begin(ctx) // savepoint: a file rejected mid-stream leaves no staged rows
 	if err != nil {
 		return fmt.Errorf("savepoint: %w", err)
@@ -142,16 +179,20 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	if _, err := sp.Exec(ctx, stageDDL); err != nil {
 		return fmt.Errorf("create stage: %w", err)
 	}
-	src := &stageSource{rows: pl.Rows}
-	_, err = sp.CopyFrom(ctx, pgx.Identifier{"stage"}, stageColumns, src)
+	src := newStageSource(ctx, pl.Rows)
+	err = copyText(ctx, sp.Conn(), "stage", stageColumns, src)
+	src.close()
 	var fr *FileReject
-	if err != nil && errors.As(src.err, &fr) { // pgx reports the source's error as text only
+	if err != nil && errors.As(src.err, &fr) {
 		if rbErr := sp.Rollback(ctx); rbErr != nil {
 			return fmt.Errorf("roll back staged rows: %w", rbErr)
 		}
 		return s.fileResult(ctx, tx, env, *fr, StatusProcessed)
 	}
 	if err != nil {
+		if src.err != nil {
+			err = src.err
+		}
 		return fmt.Errorf("stage rows: %w", err)
 	}
 	if err := sp.Commit(ctx); err != nil {
@@ -161,12 +202,18 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 		return s.fileResult(ctx, tx, env, FileReject{Code: "no_rows", Line: 1,
 			Message: "the file has a header but no data rows; nothing was applied: send the rows of the payroll run"}, StatusProcessed)
 	}
+	// Statistics of a sample of the staged rows (a fixed cost), so the
+	// planner sizes the duplicate check and the joins for what is there.
+	if _, err := tx.Exec(ctx, `ANALYZE stage`); err != nil {
+		return fmt.Errorf("analyze stage: %w", err)
+	}
 
 	fileRejected := false
 	if pl.AllOrNothing {
 		fileRejected = src.rejected > 0
 		if !fileRejected {
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM stage WHERE code IS NULL
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM stage WHERE code IS NULL AND key_hash IN (
+					SELECT key_hash FROM stage WHERE code IS NULL GROUP BY key_hash HAVING count(*) > 1)
 				GROUP BY employee_ref, pay_period, component HAVING count(*) > 1)`).Scan(&fileRejected); err != nil {
 				return fmt.Errorf("check duplicates: %w", err)
 			}
@@ -179,11 +226,6 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	}
 	if _, err := tx.Exec(ctx, classifySQL, args); err != nil {
 		return fmt.Errorf("classify rows: %w", err)
-	}
-	for _, q := range applySQL {
-		if _, err := tx.Exec(ctx, q, args); err != nil {
-			return fmt.Errorf("apply rows: %w", err)
-		}
 	}
 	counts := map[string]int{}
 	rows, err := tx.Query(ctx, `SELECT outcome, count(*) FROM classified GROUP BY outcome`)
@@ -201,6 +243,14 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("count outcomes: %w", err)
 	}
+	for _, st := range applySQL {
+		if st.needs != nil && !st.needs(counts, env.Seq != nil) {
+			continue // no row has the outcome this statement writes
+		}
+		if _, err := tx.Exec(ctx, st.sql, args); err != nil {
+			return fmt.Errorf("apply rows: %w", err)
+		}
+	}
 	env.Counts = counts
 	env.Status = StatusProcessed
 	err = tx.QueryRow(ctx, `
@@ -213,60 +263,267 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	return nil
 }
 
-var stageColumns = []string{"row_no", "line", "employee_ref", "pay_period", "component", "amount", "currency",
-	"hours", "rate", "pay_date", "content_hash",
-	"d_employee_ref", "d_pay_period", "d_component", "d_amount", "d_currency", "code", "field", "message"}
+// copyText runs COPY table (columns) FROM STDIN in text format with r as
+// the data, telling the connection's tracer as pgx's own CopyFrom does.
+func copyText(ctx context.Context, conn *pgx.Conn, table, columns string, r io.Reader) error {
+	tracer, _ := conn.Config().Tracer.(pgx.CopyFromTracer)
+	if tracer != nil {
+		ctx = tracer.TraceCopyFromStart(ctx, conn, pgx.TraceCopyFromStartData{
+			TableName: pgx.Identifier{table}, ColumnNames: strings.Split(strings.Join(strings.Fields(columns), ""), ",")})
+	}
+	tag, err := conn.PgConn().CopyFrom(ctx, r, `COPY `+table+` (`+columns+`) FROM STDIN`)
+	if tracer != nil {
+		tracer.TraceCopyFromEnd(ctx, conn, pgx.TraceCopyFromEndData{CommandTag: tag, Err: err})
+	}
+	return err
+}
 
+const stageColumns = `row_no, line, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
+	content_hash, key_hash, out_csv, d_employee_ref, d_pay_period, d_component, d_amount, d_currency, code, field, message`
+
+// stage holds the file's rows as normalised in Go, already typed (numbers
+// and dates are parsed by COPY, while Go prepares the next rows). out_csv is
+// the five echoed cells of the result line (employee_ref .. currency),
+// quoted as csv_field would, when Go can decide that alone; otherwise the
+// d_* values (set where they differ from the normalised ones) are quoted in
+// SQL. key_hash is a 64-bit hash of the natural key, so finding the keys
+// that repeat in a file is a cheap aggregate over one integer (the few
+// candidates are then compared on the real key).
 const stageDDL = `CREATE TEMP TABLE stage (
 	row_no integer NOT NULL, line integer NOT NULL,
-	employee_ref text, pay_period text, component text, amount text, currency text,
-	hours text, rate text, pay_date text, content_hash bytea,
+	employee_ref text, pay_period text, component text, amount numeric, currency text,
+	hours numeric, rate numeric, pay_date date, content_hash bytea, key_hash bigint, out_csv text,
 	d_employee_ref text, d_pay_period text, d_component text, d_amount text, d_currency text,
 	code text, field text, message text
 ) ON COMMIT DROP`
 
+// stageSource turns a RowSource into COPY text format. A goroutine reads,
+// normalises and encodes rows into blocks while COPY sends the previous
+// ones, so parsing in Go and inserting in PostgreSQL overlap; at most
+// stageBlocks blocks are in flight, so memory stays flat whatever the size.
 type stageSource struct {
-	rows     RowSource
-	row      StagedRow
-	err      error
+	ctx      context.Context
+	blocks   chan []byte
+	free     chan []byte
+	stop     chan struct{}
+	done     chan struct{}
+	blk      []byte // the block being read
+	off      int
+	err      error // the source's error, valid once done is closed
 	count    int
 	rejected int
-	vals     []any
 }
 
-func (s *stageSource) Next() bool {
-	r, err := s.rows.Next()
-	if errors.Is(err, io.EOF) {
-		return false
-	}
-	if err != nil {
-		s.err = err
-		return false
-	}
-	s.row = r
-	s.count++
-	if r.Code != "" {
-		s.rejected++
-	}
-	return true
+const (
+	stageBlockSize = 256 << 10
+	stageBlocks    = 4
+)
+
+func newStageSource(ctx context.Context, rows RowSource) *stageSource {
+	s := &stageSource{ctx: ctx, blocks: make(chan []byte, stageBlocks), free: make(chan []byte, stageBlocks+2),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go s.produce(rows)
+	return s
 }
 
-func (s *stageSource) Values() ([]any, error) {
-	r := &s.row
+func (s *stageSource) produce(rows RowSource) {
+	defer close(s.done)
+	defer close(s.blocks)
+	buf := make([]byte, 0, stageBlockSize+4096)
+	for {
+		r, err := rows.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			s.err = err
+			return
+		}
+		s.count++
+		if r.Code != "" {
+			s.rejected++
+		}
+		buf = appendStageRow(buf, &r)
+		if len(buf) >= stageBlockSize {
+			select {
+			case s.blocks <- buf:
+			case <-s.stop:
+				return
+			}
+			select {
+			case buf = <-s.free:
+				buf = buf[:0]
+			default:
+				buf = make([]byte, 0, stageBlockSize+4096)
+			}
+		}
+	}
+	if len(buf) > 0 {
+		select {
+		case s.blocks <- buf:
+		case <-s.stop:
+		}
+	}
+}
+
+// Read gives COPY the next encoded rows; it returns the source's error when
+// the file is rejected mid-stream, which makes COPY fail.
+func (s *stageSource) Read(p []byte) (int, error) {
+	for s.off >= len(s.blk) {
+		if s.blk != nil {
+			select {
+			case s.free <- s.blk[:0]:
+			default:
+			}
+			s.blk, s.off = nil, 0
+		}
+		select {
+		case b, ok := <-s.blocks:
+			if !ok {
+				<-s.done
+				if s.err != nil {
+					return 0, s.err
+				}
+				return 0, io.EOF
+			}
+			s.blk = b
+		case <-s.ctx.Done():
+			return 0, s.ctx.Err()
+		}
+	}
+	n := copy(p, s.blk[s.off:])
+	s.off += n
+	return n, nil
+}
+
+// close stops the producer (if COPY ended early) and waits for it.
+func (s *stageSource) close() {
+	close(s.stop)
+	<-s.done
+}
+
+// appendStageRow encodes one row as a line of COPY text format.
+func appendStageRow(b []byte, r *StagedRow) []byte {
+	b = strconv.AppendInt(b, int64(r.Row), 10)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, int64(r.Line), 10)
 	if r.Code != "" {
 		// A rejected row takes part in nothing but the result file.
-		s.vals = append(s.vals[:0], r.Row, r.Line, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-			str(r.DEmployeeRef), str(r.DPayPeriod), str(r.DComponent), str(r.DAmount), str(r.DCurrency),
-			r.Code, str(r.Field), r.Message)
-		return s.vals, nil
+		b = append(b, "\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N"...)
+		for _, v := range [...]string{r.DEmployeeRef, r.DPayPeriod, r.DComponent, r.DAmount, r.DCurrency, r.Code, r.Field, r.Message} {
+			b = appendCopyText(append(b, '\t'), v)
+		}
+		return append(b, '\n')
 	}
-	s.vals = append(s.vals[:0], r.Row, r.Line, r.EmployeeRef, r.PayPeriod, r.Component, r.Amount, r.Currency,
-		str(r.Hours), str(r.Rate), str(r.PayDate), r.Hash,
-		str(r.DEmployeeRef), str(r.DPayPeriod), str(r.DComponent), str(r.DAmount), str(r.DCurrency), nil, nil, nil)
-	return s.vals, nil
+	for _, v := range [...]string{r.EmployeeRef, r.PayPeriod, r.Component, r.Amount, r.Currency, r.Hours, r.Rate, r.PayDate} {
+		b = appendCopyText(append(b, '\t'), v)
+	}
+	b = append(b, "\t\\\\x"...)
+	b = hex.AppendEncode(b, r.Hash)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, int64(keyHash(r)), 10)
+	b = append(b, '\t')
+	out := [...]string{or(r.DEmployeeRef, r.EmployeeRef), or(r.DPayPeriod, r.PayPeriod), or(r.DComponent, r.Component),
+		or(r.DAmount, r.Amount), or(r.DCurrency, r.Currency)}
+	mark := len(b)
+	ok := true
+	for i, v := range out {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, ok = appendCSVCell(b, v); !ok {
+			break
+		}
+	}
+	if !ok {
+		b = append(b[:mark], "\\N"...)
+	}
+	for _, v := range [...]string{r.DEmployeeRef, r.DPayPeriod, r.DComponent, r.DAmount, r.DCurrency} {
+		b = appendCopyText(append(b, '\t'), v)
+	}
+	return append(b, "\t\\N\t\\N\t\\N\n"...)
 }
 
-func (s *stageSource) Err() error { return s.err }
+var keySeed = maphash.MakeSeed()
+
+// keyHash hashes a row's natural key for duplicate detection within one file.
+func keyHash(r *StagedRow) uint64 {
+	var h maphash.Hash
+	h.SetSeed(keySeed)
+	h.WriteString(r.EmployeeRef)
+	h.WriteByte(0)
+	h.WriteString(r.PayPeriod)
+	h.WriteByte(0)
+	h.WriteString(r.Component)
+	return h.Sum64()
+}
+
+func or(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
+}
+
+// appendCopyText appends v as a COPY text field: "" is NULL (\N), so empty
+// cells stay unquoted in the result file; backslash, tab, LF and CR are
+// escaped.
+func appendCopyText(b []byte, v string) []byte {
+	if v == "" {
+		return append(b, '\\', 'N')
+	}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '\\':
+			b = append(b, '\\', '\\')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+// appendCSVCell appends v quoted exactly as the SQL function csv_field
+// quotes it (RFC 4180 quoting when v holds a quote, comma, CR or LF, or
+// starts or ends with white space), escaped for COPY text. It reports false
+// when v starts or ends with a non-ASCII character, whose white-space-ness
+// depends on the database's locale: then SQL decides.
+func appendCSVCell(b []byte, v string) ([]byte, bool) {
+	if v == "" {
+		return b, true
+	}
+	first, last := v[0], v[len(v)-1]
+	if first >= utf8.RuneSelf || last >= utf8.RuneSelf {
+		return b, false
+	}
+	quote := isSpaceASCII(first) || isSpaceASCII(last)
+	for i := 0; i < len(v) && !quote; i++ {
+		quote = v[i] == '"' || v[i] == ',' || v[i] == '\r' || v[i] == '\n'
+	}
+	if !quote {
+		return appendCopyText(b, v), true
+	}
+	b = append(b, '"')
+	for i := 0; i < len(v); i++ {
+		if v[i] == '"' {
+			b = append(b, '"', '"')
+			continue
+		}
+		b = appendCopyText(b, v[i:i+1])
+	}
+	return append(b, '"'), true
+}
+
+// isSpaceASCII is the regular expression class \s for ASCII characters.
+func isSpaceASCII(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
 
 // str maps "" to NULL, so empty cells stay unquoted in the result file.
 func str(v string) any {

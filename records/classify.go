@@ -12,9 +12,13 @@ package records
 // else updated.
 const classifySQL = `
 INSERT INTO classified
-WITH dup AS (
+WITH dup_keys AS (
+	SELECT key_hash FROM stage WHERE code IS NULL GROUP BY key_hash HAVING count(*) > 1
+), dup AS (
+	-- The keys that repeat: a cheap aggregate over key_hash finds the few
+	-- candidates, which are then grouped on the real key.
 	SELECT employee_ref, pay_period, component, string_agg(line::text, ', ' ORDER BY line) AS lines
-	FROM stage WHERE code IS NULL
+	FROM stage WHERE code IS NULL AND key_hash IN (SELECT key_hash FROM dup_keys)
 	GROUP BY employee_ref, pay_period, component HAVING count(*) > 1
 ), k AS (
 	SELECT s.*, r.id AS record_id, r.last_seq, r.locked_reason, pl.reason AS period_reason, d.lines AS dup_lines,
@@ -36,83 +40,101 @@ WITH dup AS (
 	LEFT JOIN period_locks pl ON s.code IS NULL AND pl.partner_id = @partner AND pl.pay_period = s.pay_period
 	LEFT JOIN dup d ON s.code IS NULL
 		AND d.employee_ref = s.employee_ref AND d.pay_period = s.pay_period AND d.component = s.component
+), m AS (
+	SELECT k.*,
+		CASE kind
+			WHEN 'invalid' THEN 'rejected' WHEN 'duplicate' THEN 'rejected' WHEN 'file_rejected' THEN 'rejected'
+			WHEN 'period_locked' THEN 'held' WHEN 'record_locked' THEN 'held'
+			ELSE kind
+		END AS outcome,
+		CASE kind
+			WHEN 'invalid' THEN code WHEN 'duplicate' THEN 'duplicate_key_in_file' WHEN 'file_rejected' THEN 'file_rejected'
+			WHEN 'period_locked' THEN 'period_locked' WHEN 'record_locked' THEN 'record_locked' WHEN 'stale' THEN 'superseded'
+		END AS out_code,
+		CASE kind WHEN 'invalid' THEN field END AS out_field,
+		CASE kind
+			WHEN 'invalid' THEN message
+			WHEN 'duplicate' THEN format('employee %s, period %s, component %s appears on lines %s of this file, so none of these rows was applied: send one row per employee, period and component in a new file', employee_ref, pay_period, component, dup_lines)
+			WHEN 'file_rejected' THEN 'this row is valid but was not applied: the file is processed all-or-nothing and other rows were rejected; correct them and send the whole file again under a new file name'
+			WHEN 'period_locked' THEN format('pay period %s is closed (%s), so this row was not applied; it is held as an exception for a reviewer: do not resend it', pay_period, period_reason)
+			WHEN 'record_locked' THEN format('this record is locked (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it', locked_reason)
+			WHEN 'stale' THEN format('a newer file (sequence %s) already wrote this record and this file has sequence %s, so the row was not applied', last_seq, @seq::bigint)
+		END AS out_message
+	FROM k
 )
-SELECT row_no, line, employee_ref, pay_period, component,
-	amount::numeric AS amount, currency, hours::numeric AS hours, rate::numeric AS rate, pay_date::date AS pay_date,
-	content_hash, record_id,
-	coalesce(d_employee_ref, employee_ref) AS out_employee_ref,
-	coalesce(d_pay_period, pay_period) AS out_pay_period,
-	coalesce(d_component, component) AS out_component,
-	coalesce(d_amount, amount) AS out_amount,
-	coalesce(d_currency, currency) AS out_currency,
-	CASE kind
-		WHEN 'invalid' THEN 'rejected' WHEN 'duplicate' THEN 'rejected' WHEN 'file_rejected' THEN 'rejected'
-		WHEN 'period_locked' THEN 'held' WHEN 'record_locked' THEN 'held'
-		ELSE kind
-	END AS outcome,
-	CASE kind
-		WHEN 'invalid' THEN code WHEN 'duplicate' THEN 'duplicate_key_in_file' WHEN 'file_rejected' THEN 'file_rejected'
-		WHEN 'period_locked' THEN 'period_locked' WHEN 'record_locked' THEN 'record_locked' WHEN 'stale' THEN 'superseded'
-	END AS code,
-	CASE kind WHEN 'invalid' THEN field END AS field,
-	CASE kind
-		WHEN 'invalid' THEN message
-		WHEN 'duplicate' THEN format('employee %s, period %s, component %s appears on lines %s of this file, so none of these rows was applied: send one row per employee, period and component in a new file', employee_ref, pay_period, component, dup_lines)
-		WHEN 'file_rejected' THEN 'this row is valid but was not applied: the file is processed all-or-nothing and other rows were rejected; correct them and send the whole file again under a new file name'
-		WHEN 'period_locked' THEN format('pay period %s is closed (%s), so this row was not applied; it is held as an exception for a reviewer: do not resend it', pay_period, period_reason)
-		WHEN 'record_locked' THEN format('this record is locked (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it', locked_reason)
-		WHEN 'stale' THEN format('a newer file (sequence %s) already wrote this record and this file has sequence %s, so the row was not applied', last_seq, @seq::bigint)
-	END AS message
-FROM k`
+SELECT row_no, line, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
+	content_hash, record_id, outcome, out_code,
+	-- The row's line of the result file, without its line break.
+	concat(line, ',', row_no, ',', outcome, ',',
+		coalesce(out_csv, concat_ws(',', csv_field(coalesce(d_employee_ref, employee_ref)),
+			csv_field(coalesce(d_pay_period, pay_period)), csv_field(coalesce(d_component, component)),
+			csv_field(coalesce(d_amount, amount::text)), csv_field(coalesce(d_currency, currency)))),
+		',',
+		CASE WHEN out_code IS NULL AND out_field IS NULL AND out_message IS NULL THEN ',,'
+			ELSE concat_ws(',', csv_field(out_code), csv_field(out_field), csv_field(out_message)) END)
+FROM m`
 
 const classifiedDDL = `CREATE TEMP TABLE classified (
 	row_no integer NOT NULL, line integer NOT NULL,
 	employee_ref text, pay_period text, component text,
 	amount numeric, currency text, hours numeric, rate numeric, pay_date date,
 	content_hash bytea, record_id bigint,
-	out_employee_ref text, out_pay_period text, out_component text, out_amount text, out_currency text,
-	outcome text NOT NULL, code text, field text, message text
+	outcome text NOT NULL, code text, result_line text NOT NULL
 ) ON COMMIT DROP`
 
+// applyStatement is one statement of applySQL. needs, if set, tells from the
+// outcome counts (and whether the file has a sequence number) whether the
+// statement has any row to write; a statement that has none is skipped
+// rather than scanning classified for nothing.
+type applyStatement struct {
+	sql   string
+	needs func(counts map[string]int, seq bool) bool
+}
+
+func updated(c map[string]int, _ bool) bool     { return c["updated"] > 0 }
+func unchanged(c map[string]int, seq bool) bool { return seq && c["unchanged"] > 0 }
+func created(c map[string]int, _ bool) bool     { return c["created"] > 0 }
+func held(c map[string]int, _ bool) bool        { return c["held"] > 0 }
+
 // applySQL writes the effects of the classified rows, in order.
-var applySQL = []string{
+var applySQL = []applyStatement{
 	// History: the version being replaced, before it is replaced.
-	`INSERT INTO record_history (record_id, version, amount, currency, hours, rate, pay_date, content_hash,
+	{needs: updated, sql: `INSERT INTO record_history (record_id, version, amount, currency, hours, rate, pay_date, content_hash,
 		envelope_id, line, written_at, replaced_by)
 	SELECT r.id, r.version, r.amount, r.currency, r.hours, r.rate, r.pay_date, r.content_hash,
 		r.envelope_id, r.line, r.updated_at, 'envelope ' || @env::bigint
 	FROM records r JOIN classified c ON c.record_id = r.id
-	WHERE c.outcome = 'updated'`,
+	WHERE c.outcome = 'updated'`},
 
-	`UPDATE records r SET amount = c.amount, currency = c.currency, hours = c.hours, rate = c.rate,
+	{needs: updated, sql: `UPDATE records r SET amount = c.amount, currency = c.currency, hours = c.hours, rate = c.rate,
 		pay_date = c.pay_date, content_hash = c.content_hash, version = r.version + 1,
 		last_seq = coalesce(@seq::bigint, r.last_seq), envelope_id = @env::bigint, line = c.line, updated_at = now()
 	FROM classified c
-	WHERE c.record_id = r.id AND c.outcome = 'updated'`,
+	WHERE c.record_id = r.id AND c.outcome = 'updated'`},
 
 	// A newer file confirming a record moves its sequence on, so an older
 	// file arriving later is stale rather than an update.
-	`UPDATE records r SET last_seq = @seq::bigint
+	{needs: unchanged, sql: `UPDATE records r SET last_seq = @seq::bigint
 	FROM classified c
 	WHERE @seq::bigint IS NOT NULL AND c.record_id = r.id AND c.outcome = 'unchanged'
-		AND (r.last_seq IS NULL OR r.last_seq < @seq::bigint)`,
+		AND (r.last_seq IS NULL OR r.last_seq < @seq::bigint)`},
 
-	`INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,
+	{needs: created, sql: `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,
 		pay_date, content_hash, last_seq, envelope_id, line)
 	SELECT @partner, employee_ref, pay_period, component, amount, currency, hours, rate,
 		pay_date, content_hash, @seq::bigint, @env::bigint, line
-	FROM classified WHERE outcome = 'created'`,
+	FROM classified WHERE outcome = 'created'`},
 
 	// One open exception per record: a different proposal supersedes the open one ...
-	`UPDATE exceptions e SET status = 'superseded', decided_at = now(),
+	{needs: held, sql: `UPDATE exceptions e SET status = 'superseded', decided_at = now(),
 		note = format('superseded by a different change in envelope %s, line %s', @env::bigint, c.line)
 	FROM classified c
 	WHERE c.outcome = 'held' AND e.status = 'open' AND e.partner_id = @partner
 		AND e.employee_ref = c.employee_ref AND e.pay_period = c.pay_period AND e.component = c.component
-		AND e.proposed_hash <> c.content_hash`,
+		AND e.proposed_hash <> c.content_hash`},
 
 	// ... and an identical re-proposal does not open a second one.
-	`INSERT INTO exceptions (partner_id, employee_ref, pay_period, component, record_id, code,
+	{needs: held, sql: `INSERT INTO exceptions (partner_id, employee_ref, pay_period, component, record_id, code,
 		current, proposed, proposed_hash, differing, envelope_id, line, row_no)
 	SELECT @partner, c.employee_ref, c.pay_period, c.component, c.record_id, c.code,
 		cur.j, prop.j, c.content_hash,
@@ -132,21 +154,20 @@ var applySQL = []string{
 		'rate', coalesce(c.rate::text, ''), 'pay_date', coalesce(c.pay_date::text, ''))) AS prop(j)
 	WHERE c.outcome = 'held' AND NOT EXISTS (
 		SELECT 1 FROM exceptions e WHERE e.status = 'open' AND e.partner_id = @partner
-			AND e.employee_ref = c.employee_ref AND e.pay_period = c.pay_period AND e.component = c.component)`,
+			AND e.employee_ref = c.employee_ref AND e.pay_period = c.pay_period AND e.component = c.component)
+	ORDER BY c.row_no`}, // exception ids follow the file's order
 
-	`UPDATE exceptions o SET superseded_by = n.id
+	{needs: held, sql: `UPDATE exceptions o SET superseded_by = n.id
 	FROM exceptions n
 	WHERE n.envelope_id = @env::bigint AND n.status = 'open' AND o.partner_id = @partner AND o.status = 'superseded'
 		AND o.superseded_by IS NULL AND o.employee_ref = n.employee_ref AND o.pay_period = n.pay_period
-		AND o.component = n.component`,
+		AND o.component = n.component`},
 
-	// The result file, built in the database a block of rows at a time.
-	`INSERT INTO envelope_results (envelope_id, n, data)
+	// The result file, built in the database a block of rows at a time from
+	// the lines classify composed.
+	{sql: `INSERT INTO envelope_results (envelope_id, n, data)
 	SELECT @env::bigint, -1, convert_to(@header::text, 'UTF8')
 	UNION ALL
-	SELECT @env::bigint, row_no / 4096, convert_to(string_agg(concat_ws(',', line, row_no, outcome,
-			csv_field(out_employee_ref), csv_field(out_pay_period), csv_field(out_component),
-			csv_field(out_amount), csv_field(out_currency), csv_field(code), csv_field(field),
-			csv_field(message)) || E'\n', '' ORDER BY row_no), 'UTF8')
-	FROM classified GROUP BY row_no / 4096`,
+	SELECT @env::bigint, row_no / 4096, convert_to(string_agg(result_line || E'\n', '' ORDER BY row_no), 'UTF8')
+	FROM classified GROUP BY row_no / 4096`},
 }
