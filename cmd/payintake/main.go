@@ -33,6 +33,7 @@ commands:
   migrate            apply database migrations
   partner add|list|key|token|webhook-secret
   ingest             process files as if uploaded: ingest --partner ID FILE...
+  bench              measure ingest throughput against the database's own COPY + upsert
   records lock       lock a pay period: records lock --partner ID --period PERIOD
   records unlock     reopen a period: records unlock --partner ID --period P --by NAME --reason TEXT
   review list|show   list held exceptions, or show one with its record's history
@@ -81,6 +82,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdMigrate(ctx, rest, stdout, stderr)
 	case "ingest":
 		return cmdIngest(ctx, rest, stdout, stderr)
+	case "bench":
+		return cmdBench(ctx, rest, stdout, stderr)
 	case "partner":
 		s, r := sub()
 		switch s {

@@ -1,0 +1,135 @@
+package intake_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/pgserver/pgtest"
+	"github.com/payintake/payintake/records"
+)
+
+// TestBenchSmoke runs the throughput benchmark at 10,000 rows, as CI's
+// smoke check: the figures are logged, not asserted, but every outcome count
+// and every result file is checked, so a broken pipeline fails it.
+func TestBenchSmoke(t *testing.T) {
+	st := pgtest.Store(t)
+	in := intake.New(st, nil)
+	res, err := in.RunBench(context.Background(), intake.BenchOptions{
+		Rows: 10000, Dir: t.TempDir(), Partner: "bench", LatencyRuns: 3,
+		Progress: func(step string) { t.Log(step) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rows %d, file %.1f MB: baseline %v (copy %v + upsert %v); first %v (%.2f× baseline, %.0f rows/s); unchanged %v; 1%% changed %v; latency median %v; peak RSS %.0f MB",
+		res.Rows, float64(res.FileBytes)/1e6, res.Baseline, res.BaselineCopy, res.BaselineUpsert,
+		res.First.Duration, res.First.Duration.Seconds()/res.Baseline.Seconds(), float64(res.Rows)/res.First.Duration.Seconds(),
+		res.Unchanged.Duration, res.Changed1.Duration, res.LatencyMedian(), float64(res.PeakRSS)/(1<<20))
+	if res.First.Counts["created"] != 10000 || res.Unchanged.Counts["unchanged"] != 10000 ||
+		res.Changed1.Counts["updated"] != 100 || len(res.Latencies) != 3 {
+		t.Errorf("unexpected outcomes: %+v", res)
+	}
+	if res.Baseline <= 0 || res.First.Duration <= 0 {
+		t.Errorf("durations not measured: %+v", res)
+	}
+}
+
+// The generated file is messy but valid, and its keys are distinct.
+func TestBenchFileIsValidPayroll(t *testing.T) {
+	var messy, clean bytes.Buffer
+	if _, err := (intake.BenchFile{Rows: 2000}).WriteTo(&messy); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (intake.BenchFile{Rows: 2000, Clean: true}).WriteTo(&clean); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"$`, `"(`, ",usd,", " USD", "overtime"} {
+		if !strings.Contains(messy.String(), want) {
+			t.Errorf("messy file has no %q", want)
+		}
+	}
+	rows, err := csv.NewReader(&clean).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2001 {
+		t.Fatalf("%d lines, want 2001", len(rows))
+	}
+	seen := map[string]bool{}
+	for _, r := range rows[1:] {
+		k := strings.Join(r[:3], "|")
+		if seen[k] {
+			t.Fatalf("key %s twice", k)
+		}
+		seen[k] = true
+	}
+}
+
+// records' references to partners and envelopes are checked per statement
+// (migration 00005) exactly as the foreign keys they replace did.
+func TestRecordReferencesAreEnforced(t *testing.T) {
+	f := newFixture(t, records.Partner{})
+	_, out := f.ingest("a.csv", "employee_ref,pay_period,component,amount,currency\nE1,2026-11,BASE,100.00,USD\n")
+	pool := f.store.Pool()
+	isFK := func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == "23503"
+	}
+	_, err := pool.Exec(f.ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash)
+		VALUES ('nobody', 'E1', '2026-11', 'BASE', 1, 'USD', '\x00')`)
+	if !isFK(err) {
+		t.Errorf("record of an unknown partner: %v, want foreign_key_violation", err)
+	}
+	_, err = pool.Exec(f.ctx, `UPDATE records SET envelope_id = 999999 WHERE partner_id = $1`, f.partner)
+	if !isFK(err) {
+		t.Errorf("record of an unknown envelope: %v, want foreign_key_violation", err)
+	}
+	_, err = pool.Exec(f.ctx, `DELETE FROM partners WHERE id = $1`, f.partner)
+	if !isFK(err) {
+		t.Errorf("delete a partner with records: %v, want foreign_key_violation", err)
+	}
+	if _, err := pool.Exec(f.ctx, `UPDATE records SET envelope_id = $2 WHERE partner_id = $1`, f.partner, out.ID); err != nil {
+		t.Errorf("valid update refused: %v", err)
+	}
+}
+
+// BenchmarkIngest10k ingests new 10,000-row files end to end (receive,
+// normalise, apply, result file stored); go test -bench Ingest10k ./intake/.
+func BenchmarkIngest10k(b *testing.B) {
+	st := pgtest.Store(b)
+	in := intake.New(st, nil)
+	ctx := context.Background()
+	if err := st.AddPartner(ctx, records.Partner{ID: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		path := filepath.Join(dir, fmt.Sprintf("run-%d.csv", i))
+		fh, err := os.Create(path)
+		if err == nil {
+			_, err = (intake.BenchFile{Rows: 10000, Offset: i * 10001}).WriteTo(fh)
+			fh.Close()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		i++
+		b.StartTimer()
+		if _, out, err := in.IngestFile(ctx, "bench", path, "bench"); err != nil || out.Counts["created"] != 10000 {
+			b.Fatalf("ingest: %v %v", out.Counts, err)
+		}
+	}
+	b.ReportMetric(float64(10000*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
