@@ -12,7 +12,7 @@ import (
 // Orphaned envelopes.
 //
 // The lease on an envelope is the row lock its processing transaction takes
-// (records.Store.Process: SELECT … FOR UPDATE): it lasts exactly as long as
+// (records.Store.Process: SELECT … FOR NO KEY UPDATE): it lasts exactly as long as
 // the processing, and PostgreSQL drops it the moment the processing
 // connection goes away, whatever killed the process. River, for its part,
 // leaves the job of a killed process "running" until RescueAfter (longer
@@ -38,7 +38,7 @@ const orphansSQL = `
 		       OR (j.state = 'running' AND j.attempted_at > now() - $1::interval)))
 	ORDER BY e.id
 	LIMIT 100
-	FOR UPDATE OF e SKIP LOCKED`
+	FOR NO KEY UPDATE OF e SKIP LOCKED`
 
 // Defaults of serve's --orphan-after (the sweep runs every quarter of it)
 // and --job-timeout.

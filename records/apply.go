@@ -65,7 +65,10 @@ func (s *Store) Process(ctx context.Context, id int64, plan Planner) (Envelope, 
 	var env Envelope
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		env, err = scanEnvelope(tx.QueryRow(ctx, `SELECT `+envelopeColumns+` FROM envelopes WHERE id = $1 FOR UPDATE SKIP LOCKED`, id))
+		// NO KEY UPDATE: recording a replay of this envelope takes a key
+		// share lock on it (replay_of's foreign key), which must not make
+		// its processor look busy.
+		env, err = scanEnvelope(tx.QueryRow(ctx, `SELECT `+envelopeColumns+` FROM envelopes WHERE id = $1 FOR NO KEY UPDATE SKIP LOCKED`, id))
 		if errors.Is(err, ErrNotFound) {
 			if _, err := s.Envelope(ctx, id); err != nil {
 				return err
