@@ -62,7 +62,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		logins: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payintake_sftp_logins_total",
-			Help: "SSH logins by result (ok, failed).",
+			Help: "SSH logins by result (ok, failed, unavailable: refused because keys could not be checked).",
 		}, []string{"result"}),
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "payintake_sftp_connections",

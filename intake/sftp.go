@@ -176,11 +176,18 @@ type authState struct {
 	user     string
 	delay    time.Duration
 	failures int
-	offered  []string
-	lastErr  error
+	// unavailable: a login refused only because keys could not be checked.
+	unavailable bool
+	offered     []string
+	lastErr     error
 }
 
 var errKeyNotAllowed = errors.New("public key not authorised for this partner")
+
+// errKeyCheckUnavailable is a login refused because the key could not be
+// looked up (the database is unreachable). It is not the partner's fault: it
+// is not counted as a failed login, and the client is told why.
+var errKeyCheckUnavailable = errors.New("key check unavailable")
 
 func (s *SFTPServer) serverConfig(ctx context.Context, st *authState) *ssh.ServerConfig {
 	check := func(user, fp string) error {
@@ -189,7 +196,8 @@ func (s *SFTPServer) serverConfig(ctx context.Context, st *authState) *ssh.Serve
 		ok, err := s.cfg.Store.KeyAllowed(cctx, user, fp)
 		if err != nil {
 			s.log.Error("check partner key", "partner", user, "key", fp, "err", err)
-			return errors.New("key check unavailable")
+			return &ssh.BannerError{Err: errKeyCheckUnavailable,
+				Message: "payintake cannot check keys right now (its database is unreachable); nothing was received: try again in a minute\n"}
 		}
 		if !ok {
 			return errKeyNotAllowed
@@ -230,6 +238,10 @@ func (s *SFTPServer) serverConfig(ctx context.Context, st *authState) *ssh.Serve
 			st.mu.Lock()
 			defer st.mu.Unlock()
 			st.user = c.User()
+			if errors.Is(err, errKeyCheckUnavailable) {
+				st.unavailable = true
+				return
+			}
 			if err == nil || method == "none" {
 				return
 			}
@@ -287,9 +299,12 @@ func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
 	sconn, chans, reqs, err := ssh.NewServerConn(c, s.serverConfig(ctx, st))
 	if err != nil {
 		st.mu.Lock()
-		failed, offered, last, user := st.failures, st.offered, st.lastErr, st.user
+		failed, offered, last, user, unavailable := st.failures, st.offered, st.lastErr, st.user, st.unavailable
 		st.mu.Unlock()
-		if failed > 0 {
+		if unavailable && failed == 0 {
+			s.m.logins.WithLabelValues("unavailable").Inc()
+			log.Warn("login refused: partner keys cannot be checked (database unreachable)", "user", user)
+		} else if failed > 0 {
 			s.m.logins.WithLabelValues("failed").Inc()
 			log.Warn("login failed", "user", user, "offered_keys", offered, "reason", errString(last),
 				"failed_attempts", failed, "failures_from_address", s.limiter.count(ip))
