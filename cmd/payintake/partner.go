@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -177,46 +178,25 @@ func cmdPartnerKey(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 func cmdPartnerList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, g := newFlagSet("partner list", stderr)
-	format := fs.String("format", "text", "text or json")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	if *format != "text" && *format != "json" {
-		return usagef("--format %q: use text or json", *format)
-	}
-	e, err := g.open(ctx, g.logger(stderr), 2)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	ps, err := e.store.Partners(ctx)
-	if err != nil {
-		return err
-	}
-	if *format == "json" {
-		if ps == nil {
-			ps = []records.Partner{}
-		}
-		return writeJSON(stdout, ps)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tKEYS\tDELIMITER\tDECIMAL\tDATE FORMAT\tCURRENCY\tMODE\tFILE PATTERN")
-	for _, p := range ps {
-		delim := p.Delimiter
-		switch delim {
-		case "":
-			delim = "detect"
-		case "\t":
-			delim = "tab"
-		}
-		dec := "."
-		if p.DecimalComma {
-			dec = ","
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Name, p.Keys, delim, dec,
-			orDash(p.DateFormat), orDash(p.Currency), p.Mode, orDash(p.FilePattern))
-	}
-	return tw.Flush()
+	return runList(ctx, fs, g, args, stdout, stderr, listing[records.Partner]{
+		fetch:  func(e *env) ([]records.Partner, error) { return e.store.Partners(ctx) },
+		header: "ID\tNAME\tKEYS\tDELIMITER\tDECIMAL\tDATE FORMAT\tCURRENCY\tMODE\tFILE PATTERN",
+		row: func(tw io.Writer, p records.Partner) {
+			delim := p.Delimiter
+			switch delim {
+			case "":
+				delim = "detect"
+			case "\t":
+				delim = "tab"
+			}
+			dec := "."
+			if p.DecimalComma {
+				dec = ","
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Name, p.Keys, delim, dec,
+				orDash(p.DateFormat), orDash(p.Currency), p.Mode, orDash(p.FilePattern))
+		},
+	})
 }
 
 func orDash(s string) string {
@@ -224,6 +204,69 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// formatFlag adds --format text|json to fs; checkFormat checks its value.
+func formatFlag(fs *flag.FlagSet) *string { return fs.String("format", "text", "text or json") }
+
+// checkFormat refuses a --format other than text or json.
+func checkFormat(format string) error {
+	if format != "text" && format != "json" {
+		return usagef("--format %q: use text or json", format)
+	}
+	return nil
+}
+
+// newTable returns the tabwriter every table of the CLI is printed with.
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+// listing is what a list command prints: the items fetch reads, as a JSON
+// array (empty, not null, when there are none) or as a table of header and
+// one line per item from row.
+type listing[T any] struct {
+	check  func() error // optional: checks the command's own flags once parsed
+	fetch  func(*env) ([]T, error)
+	header string
+	row    func(tw io.Writer, item T)
+}
+
+// runList runs a list command whose own flags are defined on fs: it adds
+// --format text|json, parses args, checks the flags, opens the store and
+// prints what l fetches.
+func runList[T any](ctx context.Context, fs *flag.FlagSet, g *globals, args []string, stdout, stderr io.Writer, l listing[T]) error {
+	format := formatFlag(fs)
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if l.check != nil {
+		if err := l.check(); err != nil {
+			return err
+		}
+	}
+	if err := checkFormat(*format); err != nil {
+		return err
+	}
+	e, err := g.open(ctx, g.logger(stderr), 2)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	items, err := l.fetch(e)
+	if err != nil {
+		return err
+	}
+	if *format == "json" {
+		if items == nil {
+			items = []T{}
+		}
+		return writeJSON(stdout, items)
+	}
+	tw := newTable(stdout)
+	fmt.Fprintln(tw, l.header)
+	for _, it := range items {
+		l.row(tw, it)
+	}
+	return tw.Flush()
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/payintake/payintake/records"
@@ -56,40 +55,21 @@ func cmdReviewList(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.StringVar(&f.Partner, "partner", "", "only this partner")
 	fs.StringVar(&f.Status, "status", "", "open, approved, rejected or superseded")
 	fs.StringVar(&f.Period, "period", "", "only this pay period")
-	format := fs.String("format", "text", "text or json")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	switch f.Status {
-	case "", "open", "approved", "rejected", "superseded":
-	default:
-		return usagef("--status %q: use open, approved, rejected or superseded", f.Status)
-	}
-	if *format != "text" && *format != "json" {
-		return usagef("--format %q: use text or json", *format)
-	}
-	e, err := g.open(ctx, g.logger(stderr), 2)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	xs, err := e.store.Exceptions(ctx, f)
-	if err != nil {
-		return err
-	}
-	if *format == "json" {
-		if xs == nil {
-			xs = []records.Exception{}
-		}
-		return writeJSON(stdout, xs)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tCODE\tPARTNER\tEMPLOYEE\tPERIOD\tCOMPONENT\tCURRENT\tPROPOSED\tFILE:LINE")
-	for _, x := range xs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s:%d\n", x.ID, x.Status, x.Code, x.PartnerID,
-			x.EmployeeRef, x.PayPeriod, x.Component, money(x.Current), money(x.Proposed), x.File, x.Line)
-	}
-	return tw.Flush()
+	return runList(ctx, fs, g, args, stdout, stderr, listing[records.Exception]{
+		check: func() error {
+			switch f.Status {
+			case "", "open", "approved", "rejected", "superseded":
+				return nil
+			}
+			return usagef("--status %q: use open, approved, rejected or superseded", f.Status)
+		},
+		fetch:  func(e *env) ([]records.Exception, error) { return e.store.Exceptions(ctx, f) },
+		header: "ID\tSTATUS\tCODE\tPARTNER\tEMPLOYEE\tPERIOD\tCOMPONENT\tCURRENT\tPROPOSED\tFILE:LINE",
+		row: func(tw io.Writer, x records.Exception) {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s:%d\n", x.ID, x.Status, x.Code, x.PartnerID,
+				x.EmployeeRef, x.PayPeriod, x.Component, money(x.Current), money(x.Proposed), x.File, x.Line)
+		},
+	})
 }
 
 func money(m map[string]string) string {
@@ -127,7 +107,7 @@ func exceptionID(cmd string, pos []string) (int64, error) {
 
 func cmdReviewShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, g := newFlagSet("review show", stderr)
-	format := fs.String("format", "text", "text or json")
+	format := formatFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -136,8 +116,8 @@ func cmdReviewShow(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	if *format != "text" && *format != "json" {
-		return usagef("--format %q: use text or json", *format)
+	if err := checkFormat(*format); err != nil {
+		return err
 	}
 	e, err := g.open(ctx, g.logger(stderr), 2)
 	if err != nil {
@@ -168,7 +148,7 @@ func cmdReviewShow(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stdout, "warning: %s\n", d.Stale)
 	}
 	fmt.Fprintln(stdout)
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(stdout)
 	fmt.Fprintln(tw, "FIELD\tLOCKED\tPROPOSED\t")
 	for _, f := range []string{"employee_ref", "pay_period", "component", "amount", "currency", "hours", "rate", "pay_date"} {
 		cur := "-"
@@ -186,7 +166,7 @@ func cmdReviewShow(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if len(d.History) > 0 {
 		fmt.Fprintln(stdout, "\nrecord history:")
-		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		tw = newTable(stdout)
 		fmt.Fprintln(tw, "VERSION\tAMOUNT\tCURRENCY\tFROM\tWRITTEN\tREPLACED BY")
 		for _, v := range d.History {
 			from := orDash(v.File)
@@ -374,36 +354,15 @@ func cmdReviewerAdd(ctx context.Context, args []string, stdout, stderr io.Writer
 
 func cmdReviewerList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, g := newFlagSet("reviewer list", stderr)
-	format := fs.String("format", "text", "text or json")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	if *format != "text" && *format != "json" {
-		return usagef("--format %q: use text or json", *format)
-	}
-	e, err := g.open(ctx, g.logger(stderr), 2)
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	rs, err := e.store.Reviewers(ctx)
-	if err != nil {
-		return err
-	}
-	if *format == "json" {
-		if rs == nil {
-			rs = []records.Reviewer{}
-		}
-		return writeJSON(stdout, rs)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPARTNERS\tCREATED\tDISABLED")
-	for _, r := range rs {
-		ps := "all"
-		if len(r.Partners) > 0 {
-			ps = strings.Join(r.Partners, ",")
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", r.Name, ps, r.CreatedAt.UTC().Format(time.RFC3339), r.Disabled)
-	}
-	return tw.Flush()
+	return runList(ctx, fs, g, args, stdout, stderr, listing[records.Reviewer]{
+		fetch:  func(e *env) ([]records.Reviewer, error) { return e.store.Reviewers(ctx) },
+		header: "NAME\tPARTNERS\tCREATED\tDISABLED",
+		row: func(tw io.Writer, r records.Reviewer) {
+			ps := "all"
+			if len(r.Partners) > 0 {
+				ps = strings.Join(r.Partners, ",")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", r.Name, ps, r.CreatedAt.UTC().Format(time.RFC3339), r.Disabled)
+		},
+	})
 }
