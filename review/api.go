@@ -96,20 +96,28 @@ func (s *Server) authAPI(h func(http.ResponseWriter, *http.Request, records.Revi
 			return
 		}
 		if name, pw, ok := r.BasicAuth(); ok {
-			rv, err := s.login(ctx, name, pw, records.ViaAPI, false)
-			if errors.Is(err, errBadCredentials) {
-				unauthorized(w, r, "wrong reviewer name or password")
-				return
+			if rv, ok := s.loginAPI(w, r, name, pw); ok {
+				h(w, r, rv)
 			}
-			if err != nil {
-				s.internal(w, r, err)
-				return
-			}
-			h(w, r, rv)
 			return
 		}
 		unauthorized(w, r, "send Authorization: Bearer TOKEN (from POST /v1/review/token) or HTTP Basic with a reviewer's name and password")
 	}
+}
+
+// loginAPI checks a reviewer's name and password for the API; when they do
+// not log in, it has answered (401, or 500) and returns false.
+func (s *Server) loginAPI(w http.ResponseWriter, r *http.Request, name, pw string) (records.Reviewer, bool) {
+	rv, err := s.login(r.Context(), name, pw, records.ViaAPI, false)
+	if errors.Is(err, errBadCredentials) {
+		unauthorized(w, r, "wrong reviewer name or password")
+		return rv, false
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return rv, false
+	}
+	return rv, true
 }
 
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
@@ -125,13 +133,8 @@ func (s *Server) apiToken(w http.ResponseWriter, r *http.Request) {
 		unauthorized(w, r, "POST /v1/review/token needs HTTP Basic with a reviewer's name and password")
 		return
 	}
-	rv, err := s.login(r.Context(), name, pw, records.ViaAPI, false)
-	if errors.Is(err, errBadCredentials) {
-		unauthorized(w, r, "wrong reviewer name or password")
-		return
-	}
-	if err != nil {
-		s.internal(w, r, err)
+	rv, ok := s.loginAPI(w, r, name, pw)
+	if !ok {
 		return
 	}
 	tok, _, exp, err := s.newSession(r.Context(), rv.Name, "api")
