@@ -338,40 +338,39 @@ func (a *API) internal(w http.ResponseWriter, r *http.Request, what string, err 
 
 func isNotFound(err error) bool { return errors.Is(err, records.ErrNotFound) }
 
-// envelopeOf reads the partner's envelope named by the {id} path value, or
-// answers 404: another partner's submissions do not exist for this one.
-func (a *API) envelopeOf(w http.ResponseWriter, r *http.Request) (records.Envelope, bool) {
+// envelopeOf reads the partner's envelope named by the {id} path value and
+// its outcome (the original's, for a replay), or answers 404: another
+// partner's submissions do not exist for this one.
+func (a *API) envelopeOf(w http.ResponseWriter, r *http.Request) (env, out records.Envelope, ok bool) {
 	partner, ok := a.auth(w, r)
 	if !ok {
-		return records.Envelope{}, false
+		return env, out, false
 	}
-	notFound := func() (records.Envelope, bool) {
+	notFound := func() (records.Envelope, records.Envelope, bool) {
 		writeProblem(w, newProblem(http.StatusNotFound, "not_found", "there is no submission with this id for your partner account"))
-		return records.Envelope{}, false
+		return records.Envelope{}, records.Envelope{}, false
 	}
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return notFound()
 	}
-	env, err := a.st.Envelope(r.Context(), id)
+	env, err = a.st.Envelope(r.Context(), id)
 	if isNotFound(err) || (err == nil && env.PartnerID != partner) {
 		return notFound()
 	}
+	if err == nil {
+		out, err = a.st.Outcome(r.Context(), env)
+	}
 	if err != nil {
 		a.internal(w, r, "read envelope", err)
-		return env, false
+		return env, out, false
 	}
-	return env, true
+	return env, out, true
 }
 
 func (a *API) getSubmission(w http.ResponseWriter, r *http.Request) {
-	env, ok := a.envelopeOf(w, r)
+	env, out, ok := a.envelopeOf(w, r)
 	if !ok {
-		return
-	}
-	out, err := a.st.Outcome(r.Context(), env)
-	if err != nil {
-		a.internal(w, r, "read envelope", err)
 		return
 	}
 	info := submissionInfo{submission: newSubmission(env), Source: env.Source, ReceivedAt: env.ReceivedAt,
@@ -383,13 +382,8 @@ func (a *API) getSubmission(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) getResult(w http.ResponseWriter, r *http.Request) {
-	env, ok := a.envelopeOf(w, r)
+	env, out, ok := a.envelopeOf(w, r)
 	if !ok {
-		return
-	}
-	out, err := a.st.Outcome(r.Context(), env)
-	if err != nil {
-		a.internal(w, r, "read envelope", err)
 		return
 	}
 	if !out.Done() || out.Status == records.StatusIncomplete {
