@@ -47,11 +47,18 @@ func (s *Store) IssueAPIToken(ctx context.Context, partner string) (string, erro
 // RevokeOldAPITokens revokes every active token of partner but the newest,
 // and returns how many it revoked.
 func (s *Store) RevokeOldAPITokens(ctx context.Context, partner string) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE api_tokens SET revoked_at = now()
+	return s.revokeAllButNewest(ctx, "api_tokens", "tokens", partner)
+}
+
+// revokeAllButNewest revokes every active credential of partner in table
+// (api_tokens or webhook_secrets) but the newest, and returns how many it
+// revoked; what names them in the error.
+func (s *Store) revokeAllButNewest(ctx context.Context, table, what, partner string) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE `+table+` SET revoked_at = now()
 		WHERE partner_id = $1 AND revoked_at IS NULL
-			AND id <> (SELECT max(id) FROM api_tokens WHERE partner_id = $1 AND revoked_at IS NULL)`, partner)
+			AND id <> (SELECT max(id) FROM `+table+` WHERE partner_id = $1 AND revoked_at IS NULL)`, partner)
 	if err != nil {
-		return 0, fmt.Errorf("revoke tokens of partner %q: %w", partner, err)
+		return 0, fmt.Errorf("revoke %s of partner %q: %w", what, partner, err)
 	}
 	return tag.RowsAffected(), nil
 }

@@ -36,13 +36,7 @@ func (s *Store) AddWebhookSecret(ctx context.Context, partner string) (string, e
 // RevokeOldWebhookSecrets revokes every active secret of partner but the
 // newest, and returns how many it revoked.
 func (s *Store) RevokeOldWebhookSecrets(ctx context.Context, partner string) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE webhook_secrets SET revoked_at = now()
-		WHERE partner_id = $1 AND revoked_at IS NULL
-			AND id <> (SELECT max(id) FROM webhook_secrets WHERE partner_id = $1 AND revoked_at IS NULL)`, partner)
-	if err != nil {
-		return 0, fmt.Errorf("revoke webhook secrets of partner %q: %w", partner, err)
-	}
-	return tag.RowsAffected(), nil
+	return s.revokeAllButNewest(ctx, "webhook_secrets", "webhook secrets", partner)
 }
 
 // WebhookSecrets returns the active signing keys of partner (none for an
