@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -224,4 +225,19 @@ func writeFile(t *testing.T, path, data string) {
 
 func incoming(partner, name, path string) records.Incoming {
 	return records.Incoming{PartnerID: partner, FileName: name, Source: "sftp", Path: path}
+}
+
+// atOnce runs f(0) to f(n-1) in n goroutines released together, so that they
+// race, and waits for them all.
+func atOnce(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			f(i)
+		})
+	}
+	close(start)
+	wg.Wait()
 }

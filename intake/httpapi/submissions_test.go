@@ -316,19 +316,10 @@ func TestReaper(t *testing.T) {
 func TestSubmitConcurrentIdentical(t *testing.T) {
 	e := newEnv(t, Config{})
 	const n = 12
-	var wg sync.WaitGroup
 	out := make([]resp, n)
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			out[i] = e.do(e.submitReq("acme", "same", "a.csv", strings.NewReader(firstRun)))
-		}()
-	}
-	close(start)
-	wg.Wait()
+	atOnce(n, func(i int) {
+		out[i] = e.do(e.submitReq("acme", "same", "a.csv", strings.NewReader(firstRun)))
+	})
 	var executed []resp
 	for _, r := range out {
 		switch {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -108,18 +107,7 @@ func TestWebhookConcurrentDuplicates(t *testing.T) {
 	body := change("line-c", 1, "E100", "10.00")
 	const n = 10
 	out := make([]resp, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			out[i] = e.hook("acme", "msg_conc", body)
-		}()
-	}
-	close(start)
-	wg.Wait()
+	atOnce(n, func(i int) { out[i] = e.hook("acme", "msg_conc", body) })
 	fresh := 0
 	for _, r := range out {
 		wantOutcome(t, r, "created", "", 1)
