@@ -99,11 +99,7 @@ func (f *fixture) resultRows(env records.Envelope) []map[string]string {
 
 func (f *fixture) count(query string, args ...any) int {
 	f.t.Helper()
-	var n int
-	if err := f.store.Pool().QueryRow(f.ctx, query, args...).Scan(&n); err != nil {
-		f.t.Fatalf("%s: %v", query, err)
-	}
-	return n
+	return pgtest.Count(f.ctx, f.t, f.store, query, args...)
 }
 
 func (f *fixture) amount(employee, period, component string) string {

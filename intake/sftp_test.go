@@ -287,11 +287,7 @@ func waitResult(t testing.TB, c *sftp.Client, name string) []byte {
 
 func (z *dropZone) count(q string, args ...any) int {
 	z.t.Helper()
-	var n int
-	if err := z.store.Pool().QueryRow(z.ctx, q, args...).Scan(&n); err != nil {
-		z.t.Fatalf("%s: %v", q, err)
-	}
-	return n
+	return pgtest.Count(z.ctx, z.t, z.store, q, args...)
 }
 
 func (z *dropZone) statuses(partner string) []string {

@@ -109,9 +109,5 @@ func (f *fixture) exception(id int64) records.ExceptionDetail {
 
 func (f *fixture) count(sql string, args ...any) int {
 	f.t.Helper()
-	var n int
-	if err := f.store.Pool().QueryRow(f.ctx, sql, args...).Scan(&n); err != nil {
-		f.t.Fatalf("%s: %v", sql, err)
-	}
-	return n
+	return pgtest.Count(f.ctx, f.t, f.store, sql, args...)
 }

@@ -166,11 +166,7 @@ func (e *tenv) hookRaw(partner, id, ts, sig, body string) resp {
 
 func (e *tenv) count(query string, args ...any) int {
 	e.t.Helper()
-	var n int
-	if err := e.st.Pool().QueryRow(e.ctx, query, args...).Scan(&n); err != nil {
-		e.t.Fatalf("%s: %v", query, err)
-	}
-	return n
+	return pgtest.Count(e.ctx, e.t, e.st, query, args...)
 }
 
 func (e *tenv) record(partner, emp, period, comp string) records.Record {

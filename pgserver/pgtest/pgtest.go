@@ -202,3 +202,14 @@ func Store(t testing.TB) *records.Store {
 	t.Cleanup(st.Close)
 	return st
 }
+
+// Count runs a query that returns one number, such as SELECT count(*), on
+// st and returns it; the test fails if the query does.
+func Count(ctx context.Context, t testing.TB, st *records.Store, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := st.Pool().QueryRow(ctx, query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
