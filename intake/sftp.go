@@ -282,8 +282,8 @@ func remoteIP(c net.Conn) string {
 func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
 	ip := remoteIP(c)
 	log := s.log.With("conn", newConnID(), "remote", c.RemoteAddr().String())
-	if !s.limiter.enter(ip) {
-		log.Warn("too many connections logging in at once from this address; closed")
+	if !s.limiter.enter(ctx, ip) {
+		log.Warn("too many connections logging in at once from this address for too long; closed")
 		return
 	}
 	entered := true
@@ -443,7 +443,13 @@ type loginLimiter struct {
 	pending map[string]int
 }
 
-const maxPendingLoginsPerAddress = 10
+// At most maxPendingLoginsPerAddress connections from one address are in
+// their SSH handshake at once; more wait up to maxLoginWait for a slot, then
+// are closed.
+const (
+	maxPendingLoginsPerAddress = 10
+	maxLoginWait               = 20 * time.Second
+)
 
 type failures struct {
 	n    int
@@ -461,14 +467,28 @@ func (l *loginLimiter) delayFor(n int) time.Duration {
 	return min(d, l.max)
 }
 
-func (l *loginLimiter) enter(ip string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.pending[ip] >= maxPendingLoginsPerAddress {
-		return false
+// enter takes one of the address's login slots. When all are taken it waits
+// for one (back-pressure: a burst of clients from one address is served in
+// turn rather than reset), up to maxLoginWait or until ctx is done.
+func (l *loginLimiter) enter(ctx context.Context, ip string) bool {
+	deadline := time.Now().Add(maxLoginWait)
+	for {
+		l.mu.Lock()
+		if l.pending[ip] < maxPendingLoginsPerAddress {
+			l.pending[ip]++
+			l.mu.Unlock()
+			return true
+		}
+		l.mu.Unlock()
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(25 * time.Millisecond):
+		}
 	}
-	l.pending[ip]++
-	return true
 }
 
 func (l *loginLimiter) leave(ip string) {
