@@ -33,6 +33,7 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -147,12 +148,30 @@ var routes = []route{
 	{"GET", "/v1/openapi.json", (*API).getOpenAPI},
 }
 
-// Register adds the API's routes to mux.
+// Register adds the API's routes to mux, and answers every other request
+// under /v1/ with a problem document (405 with Allow for a known path and
+// another method, else 404) rather than the mux's plain text.
 func (a *API) Register(mux *http.ServeMux) {
+	paths := http.NewServeMux() // a route's path, whatever the method
+	allow := map[string][]string{}
 	for _, rt := range routes {
 		h := rt.handler
 		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h(a, w, r) })
+		if allow[rt.path] == nil {
+			paths.HandleFunc(rt.path, http.NotFound)
+		}
+		allow[rt.path] = append(allow[rt.path], rt.method)
 	}
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		if _, p := paths.Handler(r); p != "" {
+			w.Header().Set("Allow", strings.Join(allow[p], ", "))
+			writeProblem(w, newProblem(http.StatusMethodNotAllowed, "method_not_allowed",
+				fmt.Sprintf("%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow[p], " or "))))
+			return
+		}
+		writeProblem(w, newProblem(http.StatusNotFound, "not_found",
+			fmt.Sprintf("there is no %s; the API is described at /v1/openapi.json", r.URL.Path)))
+	})
 }
 
 // Handler returns a new mux with only the API on it.

@@ -226,6 +226,11 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 		a.log.WarnContext(ctx, "idempotency key was taken over while this request worked; the other holder completes it", "partner", partner, "key", norm)
 	}
 	w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", out.ID))
+	if got.Status == records.StatusReplay {
+		// The same bytes already came under this key by another door (SFTP,
+		// ingest) or before the key's claim was reaped: nothing was applied.
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
 	writeResponse(w, resp)
 }
 

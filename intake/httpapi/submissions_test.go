@@ -277,6 +277,29 @@ func TestSubmitCrashAfterReceive(t *testing.T) {
 	}
 }
 
+// The same bytes under the same key by another door (here a file received
+// as an upload) are a replay over HTTP too, and say so.
+func TestSubmitReplaysAnUploadedFile(t *testing.T) {
+	e := newEnv(t, Config{})
+	path := filepath.Join(t.TempDir(), "a.csv")
+	writeFile(t, path, firstRun)
+	if _, _, err := intake.New(e.st, nil).IngestFile(e.ctx, "acme", path, "sftp"); err != nil {
+		t.Fatal(err)
+	}
+	r := e.submit("acme", "A.csv", "a.csv", firstRun)
+	wantStatus(t, r, http.StatusCreated)
+	if !r.replayed() {
+		t.Errorf("a replay of an uploaded file is not marked Idempotent-Replayed: %v", r.header)
+	}
+	if got := e.record("acme", "E001", "2026-03", "BASE"); got.Version != 1 {
+		t.Fatalf("record applied twice: %+v", got)
+	}
+	again := e.submit("acme", "A.csv", "a.csv", firstRun)
+	if !again.replayed() || !bytes.Equal(again.body, r.body) {
+		t.Errorf("second HTTP replay: header %v body %s, want %s", again.header, again.body, r.body)
+	}
+}
+
 func TestReaper(t *testing.T) {
 	e := newEnv(t, Config{ReapBatch: 2})
 	for i := range 5 {
@@ -471,5 +494,30 @@ func TestSubmitWhileWorkerProcesses(t *testing.T) {
 	wantStatus(t, r, http.StatusCreated)
 	if m := r.json(t); m["status"] != "processed" || m["counts"].(map[string]any)["created"] != 2.0 {
 		t.Fatalf("%s", r.body)
+	}
+}
+
+// Requests the API has no route for still get problem documents.
+func TestUnknownRoutesAreProblems(t *testing.T) {
+	e := newEnv(t, Config{})
+	cases := []struct {
+		method, path string
+		status       int
+		code, allow  string
+	}{
+		{"GET", "/v1/nothing", http.StatusNotFound, "not_found", ""},
+		{"DELETE", "/v1/submissions/10", http.StatusMethodNotAllowed, "method_not_allowed", "GET"},
+		{"GET", "/v1/submissions", http.StatusMethodNotAllowed, "method_not_allowed", "POST"},
+	}
+	for _, c := range cases {
+		req, err := http.NewRequest(c.method, e.srv.URL+c.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := e.do(req)
+		wantProblem(t, r, c.status, c.code)
+		if got := r.header.Get("Allow"); got != c.allow {
+			t.Errorf("%s %s: Allow %q, want %q", c.method, c.path, got, c.allow)
+		}
 	}
 }
