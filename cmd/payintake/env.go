@@ -1,10 +1,15 @@
 package main
 
 import (
+	"net"
+	"time"
+
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"io"
 	"log/slog"
 	"os"
@@ -25,7 +30,10 @@ type globals struct {
 
 func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package's own messages and usage dump are silenced: parse
+	// turns its errors into one sentence, and -h prints the flags (run).
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	g := &globals{}
 	fs.StringVar(&g.dataDir, "data-dir", envOr("PAYINTAKE_DATA_DIR", "./payintake-data"), "host keys, the embedded database, spool files")
 	fs.StringVar(&g.databaseURL, "database-url", os.Getenv("PAYINTAKE_DATABASE_URL"), "an external PostgreSQL; empty means the embedded one")
@@ -40,6 +48,11 @@ func envOr(k, def string) string {
 	return def
 }
 
+// helpError asks run to print a command's flags (-h) and exit 0.
+type helpError struct{ fs *flag.FlagSet }
+
+func (helpError) Error() string { return "help requested" }
+
 // parse parses flags that may come before, between or after positional
 // arguments ("partner add ID --name X") and returns the positional ones.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
@@ -47,7 +60,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, usagef("%s: see the flags above", fs.Name())
+				return nil, helpError{fs}
 			}
 			return nil, usagef("%s: %v", fs.Name(), err)
 		}
@@ -96,6 +109,11 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 		e.server = srv
 		url = srv.URL()
 	}
+	if g.databaseURL != "" {
+		if err := reachable(ctx, url); err != nil {
+			return nil, err
+		}
+	}
 	if err := records.Migrate(ctx, url); err != nil {
 		e.close()
 		return nil, err
@@ -129,3 +147,29 @@ func (e *env) close() {
 
 // oneLine makes an error message one sentence on one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// reachable checks that the external database answers, and says so in one
+// sentence when it does not (the driver's error repeats itself per address).
+func reachable(ctx context.Context, url string) error {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return fmt.Errorf("--database-url is not a PostgreSQL connection string: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		var cause any = err
+		var op *net.OpError
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr):
+			cause = pgErr.Message
+		case errors.As(err, &op):
+			cause = op.Err
+		}
+		return fmt.Errorf("cannot connect to the database of --database-url (host %s, port %d, database %s): %v; check the URL and that PostgreSQL is running",
+			cfg.Host, cfg.Port, cfg.Database, cause)
+	}
+	return conn.Close(ctx)
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -46,18 +47,40 @@ every command takes --data-dir DIR (PAYINTAKE_DATA_DIR) and --database-url URL (
 // run executes one command and returns the process exit code: 0 success,
 // 1 failure, 2 bad usage.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := dispatch(ctx, args, stdout, stderr)
+	err := dispatch(ctx, hoistFlags(args), stdout, stderr)
 	var ue usageError
+	var he helpError
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &he):
+		fmt.Fprintf(stdout, "usage: payintake %s [flags]\n", he.fs.Name())
+		he.fs.SetOutput(stdout)
+		he.fs.PrintDefaults()
+		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "payintake: %s\n", ue.msg)
+		fmt.Fprintf(stderr, "payintake: %s\n", oneLine(ue.msg))
 		return 2
 	default:
-		fmt.Fprintf(stderr, "payintake: %s\n", err)
+		fmt.Fprintf(stderr, "payintake: %s\n", oneLine(err.Error()))
 		return 1
 	}
+}
+
+// hoistFlags lets flags come before the command too ("payintake --data-dir
+// X partner list"): leading flags are moved to the end, where every
+// command's flag parsing takes them.
+func hoistFlags(args []string) []string {
+	var lead []string
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help" && args[0] != "-help" {
+		n := 1
+		if name := strings.TrimLeft(args[0], "-"); !strings.Contains(name, "=") && name != "verbose" && len(args) > 1 {
+			n = 2 // --flag value
+		}
+		lead = append(lead, args[:n]...)
+		args = args[n:]
+	}
+	return append(args, lead...)
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -115,6 +138,5 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		s, r := sub()
 		return cmdReviewer(ctx, s, r, stdout, stderr)
 	}
-	fmt.Fprint(stderr, usage)
-	return usagef("unknown command %q", cmd)
+	return usagef("unknown command %q; `payintake help` lists the commands", cmd)
 }
