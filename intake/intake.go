@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"time"
 
@@ -42,30 +43,97 @@ func Settings(p records.Partner) normalize.Settings {
 	return s
 }
 
+// CheckFilePattern validates a partner's --file-pattern: a Go regular
+// expression whose optional named group "seq" can match digits only (the
+// file's sequence number).
+func CheckFilePattern(pattern string) error {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return fmt.Errorf("not a Go regular expression: %w", err)
+	}
+	if re.SubexpIndex("seq") < 0 {
+		return nil
+	}
+	tree, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return fmt.Errorf("not a Go regular expression: %w", err)
+	}
+	if seq := findCapture(tree, "seq"); seq != nil && !digitsOnly(seq) {
+		return errors.New(`the group (?P<seq>...) must match digits only, e.g. (?P<seq>\d+)`)
+	}
+	return nil
+}
+
+func findCapture(re *syntax.Regexp, name string) *syntax.Regexp {
+	if re.Op == syntax.OpCapture && re.Name == name {
+		return re
+	}
+	for _, sub := range re.Sub {
+		if c := findCapture(sub, name); c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// digitsOnly reports whether every string re matches is made of ASCII digits.
+func digitsOnly(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpEmptyMatch:
+		return true
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			if r < '0' || r > '9' {
+				return false
+			}
+		}
+		return true
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			if re.Rune[i] < '0' || re.Rune[i+1] > '9' {
+				return false
+			}
+		}
+		return len(re.Rune) > 0
+	case syntax.OpCapture, syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat, syntax.OpConcat, syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			if !digitsOnly(sub) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // FileSeq extracts the sequence number from a file name with the partner's
-// pattern. ok is false when the partner has a pattern and the name does not
-// match it; seq is nil when there is no pattern or no seq group.
-func FileSeq(pattern, name string) (seq *int64, ok bool, err error) {
+// pattern. It returns a *records.FileReject when the partner has a pattern
+// and the name does not match it, or its sequence number is not a whole
+// number that fits in 64 bits; seq is nil when there is no pattern or no
+// seq group.
+func FileSeq(pattern, name string) (*int64, error) {
 	if pattern == "" {
-		return nil, true, nil
+		return nil, nil
 	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {
-		return nil, false, fmt.Errorf("file pattern %q: %w", pattern, err)
+		return nil, fmt.Errorf("file pattern %q: %w", pattern, err)
 	}
 	m := re.FindStringSubmatch(name)
 	if m == nil {
-		return nil, false, nil
+		return nil, &records.FileReject{Code: "file_name_mismatch", Message: fmt.Sprintf(
+			"the file name %q does not match the agreed pattern %s; nothing was applied: rename the file to match the pattern and send it again", name, pattern)}
 	}
 	i := re.SubexpIndex("seq")
 	if i < 0 || m[i] == "" {
-		return nil, true, nil
+		return nil, nil
 	}
 	n, err := strconv.ParseInt(m[i], 10, 64)
-	if err != nil {
-		return nil, false, nil
+	if err != nil || n < 0 {
+		return nil, &records.FileReject{Code: "invalid_sequence", Message: fmt.Sprintf(
+			"the sequence number %q in the file name is not a whole number below 2^63; nothing was applied: number the file with digits only, as agreed", m[i])}
 	}
-	return &n, true, nil
+	return &n, nil
 }
 
 // Process applies a received envelope. It is idempotent: an envelope that
@@ -85,13 +153,9 @@ func (in *Intake) Process(ctx context.Context, id int64) (records.Envelope, erro
 
 func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Partner, body io.Reader) (records.Plan, error) {
 	var pl records.Plan
-	seq, ok, err := FileSeq(p.FilePattern, env.FileName)
+	seq, err := FileSeq(p.FilePattern, env.FileName)
 	if err != nil {
 		return pl, err
-	}
-	if !ok {
-		return pl, &records.FileReject{Code: "file_name_mismatch", Message: fmt.Sprintf(
-			"the file name %q does not match the agreed pattern %s; nothing was applied: rename the file to match the pattern and send it again", env.FileName, p.FilePattern)}
 	}
 	pl.Seq = seq
 	pl.AllOrNothing = p.Mode == records.ModeAllOrNothing

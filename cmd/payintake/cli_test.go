@@ -68,6 +68,7 @@ func TestCLIExitCodes(t *testing.T) {
 		{[]string{"ingest", "--partner", "nobody", "/no/such/file.csv"}, 1, "cannot read"},
 		{[]string{"records", "lock", "--partner", "x"}, 2, "--period"},
 		{[]string{"serve", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"partner", "add", "x", "--file-pattern", "a(?P<seq>[a-z]+)"}, 2, "digits only"},
 	}
 	for _, tc := range cases {
 		code, _, errs := c.run(tc.args...)

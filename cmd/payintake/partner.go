@@ -66,11 +66,10 @@ func (pf *partnerFlags) toPartner(id string) (records.Partner, error) {
 		p.Currency = c
 	}
 	if pf.pattern != "" {
-		re, err := regexp.Compile(pf.pattern)
-		if err != nil {
-			return p, usagef("--file-pattern %q is not a Go regular expression: %v", pf.pattern, err)
+		if err := intake.CheckFilePattern(pf.pattern); err != nil {
+			return p, usagef("--file-pattern %q: %v", pf.pattern, err)
 		}
-		if i := re.SubexpIndex("seq"); i < 0 && strings.Contains(pf.pattern, "seq") {
+		if re := regexp.MustCompile(pf.pattern); re.SubexpIndex("seq") < 0 && strings.Contains(pf.pattern, "seq") {
 			return p, usagef("--file-pattern %q: name the sequence group (?P<seq>\\d+)", pf.pattern)
 		}
 		p.FilePattern = pf.pattern
