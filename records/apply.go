@@ -149,8 +149,11 @@ func closeSpool(f *os.File) { _ = f.Close() }
 // result file's sort run in memory. Both are PostgreSQL backend memory, not
 // payintake's, and last until the transaction ends. temp_buffers can only be
 // set before the session's first temporary table; if another value was used
-// first on this connection, processing goes on with that one.
-var processSettings = []string{`SET LOCAL temp_buffers = '256MB'`, `SET LOCAL work_mem = '64MB'`}
+// first on this connection, processing goes on with that one. jit is off:
+// compiling the classify statement cost ~0.9 s per 1,000,000-row file and
+// won back less, so without it classify is ~0.5 s faster (first submission
+// and resubmissions alike).
+var processSettings = []string{`SET LOCAL temp_buffers = '256MB'`, `SET LOCAL work_mem = '64MB'`, `SET LOCAL jit = off`}
 
 func tune(ctx context.Context, tx pgx.Tx) error {
 	for _, q := range processSettings {
