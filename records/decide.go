@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -674,16 +673,6 @@ func (s *Store) AuditLog(ctx context.Context, exceptionID int64, limit int) ([]A
 		return nil, fmt.Errorf("read the review audit: %w", err)
 	}
 	return es, nil
-}
-
-// ReviewReportName is the review report's file name for an uploaded file:
-// NAME without its last extension, plus .review.csv.
-func ReviewReportName(fileName string) string {
-	base := filepath.Base(fileName)
-	if ext := filepath.Ext(base); ext != "" && ext != base {
-		base = strings.TrimSuffix(base, ext)
-	}
-	return base + ".review.csv"
 }
 
 // ReviewReportInfo describes a stored review report.

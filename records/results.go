@@ -13,12 +13,20 @@ import (
 // ResultSuffix ends the name of every result file.
 const ResultSuffix = ".result.csv"
 
+// ReviewSuffix ends the name of every review report.
+const ReviewSuffix = ".review.csv"
+
 // ResultName is the name of the result file of an uploaded file: the name
 // without its last extension, plus ".result.csv" (pay.csv → pay.result.csv,
-// pay.2024.txt → pay.2024.result.csv, pay → pay.result.csv).
-func ResultName(fileName string) string {
-	return strings.TrimSuffix(fileName, path.Ext(fileName)) + ResultSuffix
-}
+// pay.2024.txt → pay.2024.result.csv, pay → pay.result.csv). The SQL of
+// resultFilesSQL applies the same rule.
+func ResultName(fileName string) string { return stem(fileName) + ResultSuffix }
+
+// ReviewReportName is the review report's file name for an uploaded file,
+// by the same rule: NAME without its last extension, plus ".review.csv".
+func ReviewReportName(fileName string) string { return stem(fileName) + ReviewSuffix }
+
+func stem(fileName string) string { return strings.TrimSuffix(fileName, path.Ext(fileName)) }
 
 // ResultFile is one result a partner can download: the result of its latest
 // envelope with that result name.

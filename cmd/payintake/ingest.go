@@ -95,23 +95,13 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// ResultName is the result file name for an uploaded file name: NAME without
-// its last extension, plus .result.csv.
-func resultName(fileName string) string {
-	base := filepath.Base(fileName)
-	if ext := filepath.Ext(base); ext != "" && ext != base {
-		base = strings.TrimSuffix(base, ext)
-	}
-	return base + ".result.csv"
-}
-
 // writeResultFile writes the envelope's result atomically: a temp file in the
 // same folder, synced, then renamed.
 func writeResultFile(ctx context.Context, st *records.Store, dir string, env records.Envelope) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create results dir: %w", err)
 	}
-	final := filepath.Join(dir, resultName(env.FileName))
+	final := filepath.Join(dir, records.ResultName(env.FileName))
 	tmp, err := os.CreateTemp(dir, ".result-*.tmp")
 	if err != nil {
 		return fmt.Errorf("write result: %w", err)

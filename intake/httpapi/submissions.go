@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -398,19 +397,10 @@ func (a *API) getResult(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Length", strconv.FormatInt(out.ResultSize, 10))
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", resultName(env.FileName)))
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", records.ResultName(env.FileName)))
 	if err := a.st.WriteResult(r.Context(), env.ID, w); err != nil {
 		// Headers are gone: cut the body short so the client sees a broken transfer.
 		a.log.ErrorContext(r.Context(), "write result", "envelope", env.ID, "err", err)
 		panic(http.ErrAbortHandler)
 	}
-}
-
-// resultName is NAME.result.csv for an upload NAME.ext, as over SFTP.
-func resultName(fileName string) string {
-	base := filepath.Base(fileName)
-	if ext := filepath.Ext(base); ext != "" && ext != base {
-		base = strings.TrimSuffix(base, ext)
-	}
-	return base + ".result.csv"
 }
