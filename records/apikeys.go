@@ -240,11 +240,3 @@ func (s *Store) ReapIdempotencyKeys(ctx context.Context, retention time.Duration
 		}
 	}
 }
-
-// SubmissionEnvelope returns the envelope that first claimed partner's
-// submission key, or ErrNotFound.
-func (s *Store) SubmissionEnvelope(ctx context.Context, partner, key string) (Envelope, error) {
-	return scanEnvelope(s.pool.QueryRow(ctx, `SELECT `+envelopeColumns+` FROM envelopes
-		WHERE id = (SELECT envelope_id FROM submissions WHERE partner_id = $1 AND submission_key = $2)`,
-		partner, SubmissionKey(key)))
-}

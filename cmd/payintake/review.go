@@ -331,16 +331,12 @@ func cmdReviewerAdd(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	action := "added"
-	if reset {
-		action = "has a new password (their sessions ended)"
-	}
 	who := "every partner"
 	if len(scope) > 0 {
 		who = "partners " + strings.Join(scope, ", ")
 	}
 	if reset {
-		fmt.Fprintf(stdout, "reviewer %s %s\n", pos[0], action)
+		fmt.Fprintf(stdout, "reviewer %s has a new password (their sessions ended)\n", pos[0])
 	} else {
 		_ = e.store.Audit(ctx, records.AuditEntry{Actor: envOr("USER", "operator"), Via: records.ViaCLI, Action: "reviewer_add", Detail: pos[0] + " for " + who})
 		fmt.Fprintf(stdout, "reviewer %s added for %s\n", pos[0], who)
