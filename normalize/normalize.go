@@ -131,7 +131,7 @@ func Normalize(raw RawRow, s Settings) (Record, Display, *RowError) {
 	}
 	// pay_date
 	if strings.TrimSpace(raw.PayDate) != "" {
-		if v, e := normDate(raw.PayDate, s.DateFormat); e != nil {
+		if v, e := normDate(raw.PayDate, s.DateFormat, s.dateTokens); e != nil {
 			errs[7] = e
 		} else {
 			rec.PayDate = v
@@ -494,13 +494,14 @@ func parseHours(raw string, decimalComma bool) (decimal.Decimal, *RowError) {
 	return d, nil
 }
 
-func normDate(raw, format string) (string, *RowError) {
+func normDate(raw, format string, toks []dateToken) (string, *RowError) {
 	s := strings.TrimSpace(raw)
 	want := "YYYY-MM-DD"
-	var toks []dateToken
 	if format != "" {
 		var err error
-		toks, err = parseDateTokens(format)
+		if toks == nil {
+			toks, err = parseDateTokens(format)
+		}
 		if err != nil {
 			return "", &RowError{CodeInvalidDate, FieldPayDate, fmt.Sprintf(
 				"pay_date cannot be read because the partner's date format is invalid (%v); fix the partner settings", err)}

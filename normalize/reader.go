@@ -50,6 +50,11 @@ func NewReader(r io.Reader, s Settings) (*Reader, error) {
 		if _, err := ParseDateFormat(s.DateFormat); err != nil {
 			return nil, fmt.Errorf("normalize: %w", err)
 		}
+		toks, err := parseDateTokens(s.DateFormat)
+		if err != nil {
+			return nil, fmt.Errorf("normalize: %w", err)
+		}
+		s.dateTokens = toks // parsed once per file, not once per row
 	}
 	text, err := decodeInput(r, s.maxLineBytes())
 	if err != nil {
