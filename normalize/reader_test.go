@@ -446,3 +446,30 @@ func BenchmarkReader(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// The partner's date format applies to every row a Reader reads (it is
+// parsed once, in NewReader); ISO dates still pass, other forms do not.
+func TestReaderPartnerDateFormat(t *testing.T) {
+	in := "employee_ref,pay_period,component,amount,currency,pay_date\n" +
+		"E1,2026-11,BASE,1.00,USD,30.11.2026\n" +
+		"E2,2026-11,BASE,1.00,USD,2026-11-29\n" +
+		"E3,2026-11,BASE,1.00,USD,11/30/2026\n" +
+		"E4,2026-11,BASE,1.00,USD,31.02.2026\n"
+	rows, err := readAll(t, strings.NewReader(in), Settings{DateFormat: "DD.MM.YYYY"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ date, code string }{{"2026-11-30", ""}, {"2026-11-29", ""}, {"", CodeInvalidDate}, {"", CodeInvalidDate}}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(rows), len(want))
+	}
+	for i, w := range want {
+		code := ""
+		if rows[i].Err != nil {
+			code = rows[i].Err.Code
+		}
+		if rows[i].Record.PayDate != w.date || code != w.code {
+			t.Errorf("row %d: date %q code %q, want %q %q", i+1, rows[i].Record.PayDate, code, w.date, w.code)
+		}
+	}
+}
