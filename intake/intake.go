@@ -202,11 +202,9 @@ func Stage(row normalize.Row) records.StagedRow {
 			d.EmployeeRef, d.PayPeriod, d.Component, d.Amount, d.Currency
 		return st
 	}
-	rec := row.Record
-	h := rec.Hash()
-	st.EmployeeRef, st.PayPeriod, st.Component = rec.EmployeeRef, rec.PayPeriod, rec.Component
-	st.Amount, st.Currency = rec.AmountString(), rec.Currency
-	st.Hours, st.Rate, st.PayDate = rec.HoursString(), rec.RateString(), rec.PayDate
+	h, v := row.Record.HashValues() // the numbers are formatted once, for the hash and the stage
+	st.EmployeeRef, st.PayPeriod, st.Component, st.Amount = v[0], v[1], v[2], v[3]
+	st.Currency, st.Hours, st.Rate, st.PayDate = v[4], v[5], v[6], v[7]
 	st.Hash = h[:]
 	// Echo a value only where it differs from the normalised one (a
 	// formula-looking employee_ref is escaped in the result file).

@@ -127,19 +127,17 @@ func (r Record) HoursString() string {
 // Fields returns field name → normalised string value for all eight canonical
 // fields, "" when a field is absent. Values are those Canonical hashes.
 func (r Record) Fields() map[string]string {
-	return map[string]string{
-		FieldEmployeeRef: r.EmployeeRef,
-		FieldPayPeriod:   r.PayPeriod,
-		FieldComponent:   r.Component,
-		FieldAmount:      r.AmountString(),
-		FieldCurrency:    r.Currency,
-		FieldHours:       r.HoursString(),
-		FieldRate:        r.RateString(),
-		FieldPayDate:     r.PayDate,
+	v := r.Values()
+	m := make(map[string]string, len(FieldNames))
+	for i, name := range FieldNames {
+		m[name] = v[i]
 	}
+	return m
 }
 
-func (r Record) values() [8]string {
+// Values returns the eight normalised field values in FieldNames order, as
+// Canonical digests them.
+func (r Record) Values() [8]string {
 	return [8]string{r.EmployeeRef, r.PayPeriod, r.Component, r.AmountString(),
 		r.Currency, r.HoursString(), r.RateString(), r.PayDate}
 }
@@ -167,10 +165,9 @@ var canonicalEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
 //	"payintake-record-v1\nemployee_ref=E001\npay_period=2026-03\ncomponent=BASE\namount=1234.50\ncurrency=USD\nhours=\nrate=\npay_date=\n"
 //
 // Changing this format changes every hash; bump CanonicalVersion if it must.
-func (r Record) Canonical() []byte { return r.appendCanonical(make([]byte, 0, 160)) }
+func (r Record) Canonical() []byte { return appendCanonical(make([]byte, 0, 160), r.Values()) }
 
-func (r Record) appendCanonical(b []byte) []byte {
-	v := r.values()
+func appendCanonical(b []byte, v [8]string) []byte {
 	b = append(b, CanonicalVersion...)
 	b = append(b, '\n')
 	for i, name := range FieldNames {
@@ -188,8 +185,16 @@ func (r Record) appendCanonical(b []byte) []byte {
 
 // Hash returns the SHA-256 of Canonical: the record's content identity.
 func (r Record) Hash() [32]byte {
+	h, _ := r.HashValues()
+	return h
+}
+
+// HashValues returns Hash together with the Values it digested, so a caller
+// that needs both formats the numbers once.
+func (r Record) HashValues() ([32]byte, [8]string) {
 	var buf [256]byte
-	return sha256.Sum256(r.appendCanonical(buf[:0]))
+	v := r.Values()
+	return sha256.Sum256(appendCanonical(buf[:0], v)), v
 }
 
 // Display holds what the result file echoes for a row: the normalised value
