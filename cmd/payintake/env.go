@@ -145,6 +145,16 @@ func (e *env) close() {
 	}
 }
 
+// needPartner checks that partner exists, and says how to add it when it
+// does not; any other error (the database) is returned as it is.
+func (e *env) needPartner(ctx context.Context, id string) error {
+	_, err := e.store.Partner(ctx, id)
+	if errors.Is(err, records.ErrNotFound) {
+		return fmt.Errorf("unknown partner %q: add it with `payintake partner add %s`", id, id)
+	}
+	return err
+}
+
 // oneLine makes an error message one sentence on one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 

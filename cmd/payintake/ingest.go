@@ -41,8 +41,8 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer e.close()
-	if _, err := e.store.Partner(ctx, *partner); err != nil {
-		return fmt.Errorf("unknown partner %q: add it with `payintake partner add %s`", *partner, *partner)
+	if err := e.needPartner(ctx, *partner); err != nil {
+		return err
 	}
 	for _, f := range files {
 		got, out, err := e.intake.IngestFile(ctx, *partner, f, "cli")

@@ -145,7 +145,7 @@ func cmdPartnerKey(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	defer e.close()
 	id := pos[1]
-	if _, err := e.store.Partner(ctx, id); err != nil {
+	if err := e.needPartner(ctx, id); err != nil {
 		return err
 	}
 	if pos[0] == "revoke" {

@@ -37,7 +37,7 @@ func cmdRecordsLock(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer e.close()
-	if _, err := e.store.Partner(ctx, *partner); err != nil {
+	if err := e.needPartner(ctx, *partner); err != nil {
 		return err
 	}
 	n, err := e.store.LockPeriod(ctx, *partner, *period, *reason, *by)
@@ -240,7 +240,7 @@ func cmdRecordsUnlock(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	defer e.close()
-	if _, err := e.store.Partner(ctx, *partner); err != nil {
+	if err := e.needPartner(ctx, *partner); err != nil {
 		return err
 	}
 	n, err := e.store.UnlockPeriod(ctx, *partner, *period, *by, *reason)

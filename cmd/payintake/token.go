@@ -59,8 +59,8 @@ func partnerCredential(ctx context.Context, name string, args []string, stdout, 
 		return err
 	}
 	defer e.close()
-	if _, err := e.store.Partner(ctx, id); err != nil {
-		return fmt.Errorf("unknown partner %q: add it with `payintake partner add %s`", id, id)
+	if err := e.needPartner(ctx, id); err != nil {
+		return err
 	}
 	if *revoke {
 		n, err := c.revokeOld(e, id)
