@@ -22,6 +22,7 @@ func TestCheckFilePattern(t *testing.T) {
 		{`(?P<seq>.+)`, false},
 		{`(?P<seq>\w+)`, false},
 		{`(unclosed`, false},
+		{`^seq-(\d+)\.csv$`, false}, // meant a sequence group but did not name it
 	}
 	for _, c := range cases {
 		err := intake.CheckFilePattern(c.pattern)

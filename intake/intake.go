@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/payintake/payintake/internal/fault"
@@ -52,6 +53,9 @@ func CheckFilePattern(pattern string) error {
 		return fmt.Errorf("not a Go regular expression: %w", err)
 	}
 	if re.SubexpIndex("seq") < 0 {
+		if strings.Contains(pattern, "seq") {
+			return errors.New(`it mentions seq but has no sequence group: name it (?P<seq>\d+)`)
+		}
 		return nil
 	}
 	tree, err := syntax.Parse(pattern, syntax.Perl)

@@ -69,9 +69,6 @@ func (pf *partnerFlags) toPartner(id string) (records.Partner, error) {
 		if err := intake.CheckFilePattern(pf.pattern); err != nil {
 			return p, usagef("--file-pattern %q: %v", pf.pattern, err)
 		}
-		if re := regexp.MustCompile(pf.pattern); re.SubexpIndex("seq") < 0 && strings.Contains(pf.pattern, "seq") {
-			return p, usagef("--file-pattern %q: name the sequence group (?P<seq>\\d+)", pf.pattern)
-		}
 		p.FilePattern = pf.pattern
 	}
 	if p.Mode != records.ModeRow && p.Mode != records.ModeAllOrNothing {
