@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
@@ -56,6 +58,34 @@ func TestBenchFileIsValidPayroll(t *testing.T) {
 	for _, want := range []string{`"$`, `"(`, ",usd,", " USD", "overtime"} {
 		if !strings.Contains(messy.String(), want) {
 			t.Errorf("messy file has no %q", want)
+		}
+	}
+	// The baseline loads the clean file: it must hold the same rows as the
+	// messy one, once normalised.
+	norm := func(b []byte) []normalize.Record {
+		r, err := normalize.NewReader(bytes.NewReader(b), normalize.Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []normalize.Record
+		for {
+			row, err := r.Next()
+			if err == io.EOF {
+				return recs
+			}
+			if err != nil || row.Err != nil {
+				t.Fatalf("line %d: %v %v", row.Line, err, row.Err)
+			}
+			recs = append(recs, row.Record)
+		}
+	}
+	m, c := norm(messy.Bytes()), norm(clean.Bytes())
+	if len(m) != len(c) {
+		t.Fatalf("messy file has %d rows, clean %d", len(m), len(c))
+	}
+	for i := range m {
+		if m[i].Hash() != c[i].Hash() {
+			t.Fatalf("row %d differs: messy %v, clean %v", i+1, m[i].Values(), c[i].Values())
 		}
 	}
 	rows, err := csv.NewReader(&clean).ReadAll()
