@@ -28,11 +28,11 @@ func (ProcessArgs) Kind() string { return "payintake_process_envelope" }
 
 // Job timing: a 1 GiB file is processed in minutes, not hours. A job that
 // runs longer than JobTimeout is cancelled and retried; one whose process died
-// is rescued after RescueAfter. Running a job twice is harmless:
+// is rescued rescueMargin after JobTimeout. Running a job twice is harmless:
 // Intake.Process locks the envelope and does nothing once it is done.
 const (
 	defaultJobTimeout  = 30 * time.Minute
-	defaultRescueAfter = 35 * time.Minute
+	rescueMargin       = 5 * time.Minute
 	defaultMaxAttempts = 10
 )
 
@@ -41,8 +41,9 @@ type QueueConfig struct {
 	// Workers is the number of envelopes processed at once by this process;
 	// 0 makes an insert-only queue (nothing processed here).
 	Workers int
-	// JobTimeout and RescueAfter override the defaults above (tests).
-	JobTimeout, RescueAfter time.Duration
+	// JobTimeout overrides the default above; the rescue of a job whose
+	// process died follows it by rescueMargin.
+	JobTimeout time.Duration
 	// TestOnly shortens River's start-up jitter (tests only).
 	TestOnly bool
 }
@@ -79,7 +80,7 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 		Workers:              workers,
 		Logger:               slog.New(minLevel{in.Log.Handler(), slog.LevelInfo}).With("component", "queue"),
 		JobTimeout:           orDefault(cfg.JobTimeout, defaultJobTimeout),
-		RescueStuckJobsAfter: orDefault(cfg.RescueAfter, defaultRescueAfter),
+		RescueStuckJobsAfter: orDefault(cfg.JobTimeout, defaultJobTimeout) + rescueMargin,
 		MaxAttempts:          defaultMaxAttempts,
 		TestOnly:             cfg.TestOnly,
 	}

@@ -15,7 +15,7 @@ import (
 // (records.Store.Process: SELECT … FOR NO KEY UPDATE): it lasts exactly as long as
 // the processing, and PostgreSQL drops it the moment the processing
 // connection goes away, whatever killed the process. River, for its part,
-// leaves the job of a killed process "running" until RescueAfter (longer
+// leaves the job of a killed process "running" until its rescue (longer
 // than the longest legitimate job), which after a crash would leave a
 // received file waiting for half an hour.
 //

@@ -96,7 +96,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	metrics := intake.NewMetrics(reg)
 
 	queue, err := intake.NewQueue(e.intake, metrics, intake.QueueConfig{Workers: *workers,
-		JobTimeout: *jobTimeout, RescueAfter: *jobTimeout + 5*time.Minute})
+		JobTimeout: *jobTimeout})
 	if err != nil {
 		return err
 	}
@@ -140,11 +140,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
-	if *workers > 0 {
-		// Work left by a process that died is found within --orphan-after
-		// (River alone would wait for its rescue, --job-timeout + 5m).
-		go queue.SweepOrphans(ctx, e.store.Pool(), *orphanAfter)
-	}
 	if *demo {
 		if err := setupDemo(ctx, e.store, dataDir, sftpLn.Addr(), hostKey.PublicKey(), stdout); err != nil {
 			sftpLn.Close()
@@ -158,6 +153,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer stop()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
+	if *workers > 0 {
+		// Work left by a process that died is found within --orphan-after
+		// (River alone would wait for its rescue, --job-timeout + 5m). The
+		// sweep ends with the servers, before the workers stop.
+		wg.Go(func() { queue.SweepOrphans(runCtx, e.store.Pool(), *orphanAfter) })
+	}
 	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	wg.Go(func() {
 		log.Info("http listening", "addr", httpLn.Addr().String())
