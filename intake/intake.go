@@ -150,8 +150,10 @@ func (in *Intake) Process(ctx context.Context, id int64) (records.Envelope, erro
 		return env, err
 	}
 	fault.Point(fault.AfterCommit)
-	in.Log.InfoContext(ctx, "envelope processed", "envelope", env.ID, "partner", env.PartnerID,
-		"file", env.FileName, "status", env.Status, "counts", env.Counts, "duration", time.Since(start))
+	if env.Applied {
+		in.Log.InfoContext(ctx, "envelope processed", "envelope", env.ID, "partner", env.PartnerID,
+			"file", env.FileName, "status", env.Status, "counts", env.Counts, "duration", time.Since(start))
+	}
 	return env, nil
 }
 

@@ -138,9 +138,6 @@ func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, env records.Envelope) er
 	return nil
 }
 
-// busyPause spaces out the looks at a busy envelope.
-const busyPause = 200 * time.Millisecond
-
 type processWorker struct {
 	river.WorkerDefaults[ProcessArgs]
 	in *Intake
@@ -151,22 +148,20 @@ func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) e
 	start := time.Now()
 	env, err := w.in.Process(ctx, job.Args.EnvelopeID)
 	if errors.Is(err, records.ErrBusy) {
-		// Another transaction holds the envelope for a moment (a replay of it
-		// being recorded, or a second job for it at work): look again soon,
-		// without spending an attempt. Once it is done, this job finds it so.
-		w.in.Log.DebugContext(ctx, "envelope busy; job snoozed", "envelope", job.Args.EnvelopeID)
-		select {
-		case <-ctx.Done():
-		case <-time.After(busyPause):
-		}
-		return river.JobSnooze(0)
+		// Another transaction is processing the envelope (an HTTP request,
+		// or a second job for it): it finishes it, and if it dies instead,
+		// the envelope is unheld again and the orphan sweep queues it anew.
+		w.in.Log.DebugContext(ctx, "envelope being processed elsewhere; job done", "envelope", job.Args.EnvelopeID)
+		return nil
 	}
 	if err != nil {
 		w.in.Log.ErrorContext(ctx, "envelope processing failed; it will be retried", "envelope", job.Args.EnvelopeID,
 			"attempt", job.Attempt, "err", err)
 		return err
 	}
-	w.m.processed(env, time.Since(start))
+	if env.Applied {
+		w.m.processed(env, time.Since(start)) // not again for an envelope another job finished
+	}
 	return nil
 }
 

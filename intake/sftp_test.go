@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/pkg/sftp"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/ssh"
@@ -370,6 +371,26 @@ func TestSFTPUploadThenDownloadResult(t *testing.T) {
 	// Nothing left behind in the spool.
 	if left, _ := os.ReadDir(z.spool); len(left) != 0 {
 		t.Fatalf("spool not empty: %v", left)
+	}
+	// A second job for the same envelope (a rescue, a sweep) finds it done
+	// and counts nothing again.
+	var envID int64
+	if err := z.store.Pool().QueryRow(z.ctx, `SELECT id FROM envelopes WHERE partner_id = 'acme'`).Scan(&envID); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgx.BeginFunc(z.ctx, z.store.Pool(), func(tx pgx.Tx) error {
+		return z.queue.Enqueue(z.ctx, tx, records.Envelope{ID: envID})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); z.count(`SELECT count(*) FROM river_job WHERE state = 'completed'`) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("second job did not complete")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := z.metric("payintake_rows_total", "outcome=created"); got != 3 {
+		t.Errorf("rows counted again by a second job: %v, want 3", got)
 	}
 }
 

@@ -81,6 +81,7 @@ func (s *Store) Process(ctx context.Context, id int64, plan Planner) (Envelope, 
 		if env.Status != StatusReceived {
 			return nil
 		}
+		env.Applied = true // if this transaction commits
 		if err := partnerLock(ctx, tx, env.PartnerID); err != nil {
 			return err
 		}

@@ -44,6 +44,9 @@ type Envelope struct {
 	Seq        *int64         `json:"seq,omitempty"`
 	Counts     map[string]int `json:"counts,omitempty"`
 	ResultSize int64          `json:"result_size"`
+	// Applied is set by Process when this call did the work (rather than
+	// finding the envelope already done).
+	Applied bool `json:"-"`
 }
 
 // Done reports whether the envelope has its final outcome (a result to read).
