@@ -227,36 +227,10 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 		}
 	}
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID,
-		"file_rejected": fileRejected, "header": ResultHeader}
-	if _, err := tx.Exec(ctx, classifiedDDL); err != nil {
-		return fmt.Errorf("create classified: %w", err)
-	}
-	if _, err := tx.Exec(ctx, classifySQL, args); err != nil {
-		return fmt.Errorf("classify rows: %w", err)
-	}
-	counts := map[string]int{}
-	rows, err := tx.Query(ctx, `SELECT outcome, count(*) FROM classified GROUP BY outcome`)
+		"by": fmt.Sprintf("envelope %d", env.ID), "file_rejected": fileRejected, "header": ResultHeader}
+	counts, err := classifyAndApply(ctx, tx, args, env.Seq != nil, true)
 	if err != nil {
-		return fmt.Errorf("count outcomes: %w", err)
-	}
-	for rows.Next() {
-		var o string
-		var n int
-		if err := rows.Scan(&o, &n); err != nil {
-			return fmt.Errorf("count outcomes: %w", err)
-		}
-		counts[o] = n
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("count outcomes: %w", err)
-	}
-	for _, st := range applySQL {
-		if st.needs != nil && !st.needs(counts, env.Seq != nil) {
-			continue // no row has the outcome this statement writes
-		}
-		if _, err := tx.Exec(ctx, st.sql, args); err != nil {
-			return fmt.Errorf("apply rows: %w", err)
-		}
+		return err
 	}
 	env.Counts = counts
 	env.Status = StatusProcessed
@@ -268,6 +242,43 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 		return fmt.Errorf("close envelope: %w", err)
 	}
 	return nil
+}
+
+// classifyAndApply classifies the staged rows and writes their effects
+// (classifySQL, then applySQL; the result file too when withResult), and
+// returns the count of rows per outcome.
+func classifyAndApply(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, hasSeq, withResult bool) (map[string]int, error) {
+	if _, err := tx.Exec(ctx, classifiedDDL); err != nil {
+		return nil, fmt.Errorf("create classified: %w", err)
+	}
+	if _, err := tx.Exec(ctx, classifySQL, args); err != nil {
+		return nil, fmt.Errorf("classify rows: %w", err)
+	}
+	counts := map[string]int{}
+	rows, err := tx.Query(ctx, `SELECT outcome, count(*) FROM classified GROUP BY outcome`)
+	if err != nil {
+		return nil, fmt.Errorf("count outcomes: %w", err)
+	}
+	for rows.Next() {
+		var o string
+		var n int
+		if err := rows.Scan(&o, &n); err != nil {
+			return nil, fmt.Errorf("count outcomes: %w", err)
+		}
+		counts[o] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count outcomes: %w", err)
+	}
+	for _, st := range applySQL {
+		if (st.needs != nil && !st.needs(counts, hasSeq)) || (st.result && !withResult) {
+			continue // no row has the outcome this statement writes
+		}
+		if _, err := tx.Exec(ctx, st.sql, args); err != nil {
+			return nil, fmt.Errorf("apply rows: %w", err)
+		}
+	}
+	return counts, nil
 }
 
 // copyText runs COPY table (columns) FROM STDIN in text format with r as
@@ -530,12 +541,4 @@ func appendCSVCell(b []byte, v string) ([]byte, bool) {
 // isSpaceASCII is the regular expression class \s for ASCII characters.
 func isSpaceASCII(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
-}
-
-// str maps "" to NULL, so empty cells stay unquoted in the result file.
-func str(v string) any {
-	if v == "" {
-		return nil
-	}
-	return v
 }

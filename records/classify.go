@@ -1,9 +1,11 @@
 package records
 
 // The set-based heart of processing. Each statement runs once per envelope
-// over all its staged rows; none runs once per row. Named arguments:
-// @partner, @seq (bigint, may be NULL), @env::bigint (envelope id), @file_rejected,
-// @header.
+// over all its staged rows; none runs once per row. A webhook's one change
+// goes through the same statements (applyWebhook). Named arguments:
+// @partner, @seq (bigint, may be NULL), @env (envelope id; NULL for a
+// webhook), @by (what writes: "envelope N" or "webhook ID"), @file_rejected,
+// @header. A webhook's row has line and row_no 0, stored as NULL.
 
 // classifySQL decides every row's outcome against the stored records, in the
 // order of SPEC.md: invalid, duplicate in file, file rejected (all-or-nothing),
@@ -87,8 +89,9 @@ const classifiedDDL = `CREATE TEMP TABLE classified (
 // statement has any row to write; a statement that has none is skipped
 // rather than scanning classified for nothing.
 type applyStatement struct {
-	sql   string
-	needs func(counts map[string]int, seq bool) bool
+	sql    string
+	needs  func(counts map[string]int, seq bool) bool
+	result bool // builds the result file: only for envelopes
 }
 
 func updated(c map[string]int, _ bool) bool     { return c["updated"] > 0 }
@@ -102,13 +105,13 @@ var applySQL = []applyStatement{
 	{needs: updated, sql: `INSERT INTO record_history (record_id, version, amount, currency, hours, rate, pay_date, content_hash,
 		envelope_id, line, written_at, replaced_by)
 	SELECT r.id, r.version, r.amount, r.currency, r.hours, r.rate, r.pay_date, r.content_hash,
-		r.envelope_id, r.line, r.updated_at, 'envelope ' || @env::bigint
+		r.envelope_id, r.line, r.updated_at, @by::text
 	FROM records r JOIN classified c ON c.record_id = r.id
 	WHERE c.outcome = 'updated'`},
 
 	{needs: updated, sql: `UPDATE records r SET amount = c.amount, currency = c.currency, hours = c.hours, rate = c.rate,
 		pay_date = c.pay_date, content_hash = c.content_hash, version = r.version + 1,
-		last_seq = coalesce(@seq::bigint, r.last_seq), envelope_id = @env::bigint, line = c.line, updated_at = now()
+		last_seq = coalesce(@seq::bigint, r.last_seq), envelope_id = @env::bigint, line = nullif(c.line, 0), updated_at = now()
 	FROM classified c
 	WHERE c.record_id = r.id AND c.outcome = 'updated'`},
 
@@ -122,12 +125,13 @@ var applySQL = []applyStatement{
 	{needs: created, sql: `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,
 		pay_date, content_hash, last_seq, envelope_id, line)
 	SELECT @partner, employee_ref, pay_period, component, amount, currency, hours, rate,
-		pay_date, content_hash, @seq::bigint, @env::bigint, line
+		pay_date, content_hash, @seq::bigint, @env::bigint, nullif(line, 0)
 	FROM classified WHERE outcome = 'created'`},
 
 	// One open exception per record: a different proposal supersedes the open one ...
 	{needs: held, sql: `UPDATE exceptions e SET status = 'superseded', decided_at = now(),
-		note = format('superseded by a different change in envelope %s, line %s', @env::bigint, c.line)
+		note = format('superseded by a different change in %s', @by::text)
+			|| CASE WHEN c.line > 0 THEN format(', line %s', c.line) ELSE '' END
 	FROM classified c
 	WHERE c.outcome = 'held' AND e.status = 'open' AND e.partner_id = @partner
 		AND e.employee_ref = c.employee_ref AND e.pay_period = c.pay_period AND e.component = c.component
@@ -141,7 +145,7 @@ var applySQL = []applyStatement{
 		ARRAY(SELECT f.name FROM unnest(ARRAY['employee_ref', 'pay_period', 'component', 'amount', 'currency',
 				'hours', 'rate', 'pay_date']) WITH ORDINALITY AS f(name, i)
 			WHERE prop.j ->> f.name IS DISTINCT FROM cur.j ->> f.name ORDER BY f.i),
-		@env::bigint, c.line, c.row_no
+		@env::bigint, nullif(c.line, 0), nullif(c.row_no, 0)
 	FROM classified c
 	LEFT JOIN records r ON r.id = c.record_id
 	CROSS JOIN LATERAL (SELECT CASE WHEN r.id IS NOT NULL THEN jsonb_build_object(
@@ -157,15 +161,17 @@ var applySQL = []applyStatement{
 			AND e.employee_ref = c.employee_ref AND e.pay_period = c.pay_period AND e.component = c.component)
 	ORDER BY c.row_no`}, // exception ids follow the file's order
 
+	// The open exception of a held key is the one just opened (or kept).
 	{needs: held, sql: `UPDATE exceptions o SET superseded_by = n.id
-	FROM exceptions n
-	WHERE n.envelope_id = @env::bigint AND n.status = 'open' AND o.partner_id = @partner AND o.status = 'superseded'
+	FROM exceptions n JOIN classified c ON c.outcome = 'held' AND c.employee_ref = n.employee_ref
+		AND c.pay_period = n.pay_period AND c.component = n.component
+	WHERE n.partner_id = @partner AND n.status = 'open' AND o.partner_id = @partner AND o.status = 'superseded'
 		AND o.superseded_by IS NULL AND o.employee_ref = n.employee_ref AND o.pay_period = n.pay_period
 		AND o.component = n.component`},
 
 	// The result file, built in the database a block of rows at a time from
 	// the lines classify composed.
-	{sql: `INSERT INTO envelope_results (envelope_id, n, data)
+	{result: true, sql: `INSERT INTO envelope_results (envelope_id, n, data)
 	SELECT @env::bigint, -1, convert_to(@header::text, 'UTF8')
 	UNION ALL
 	SELECT @env::bigint, row_no / 4096, convert_to(string_agg(result_line || E'\n', '' ORDER BY row_no), 'UTF8')

@@ -240,77 +240,43 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 		return res, nil
 	}
 
-	args := pgx.NamedArgs{"partner": partner, "employee_ref": r.EmployeeRef, "pay_period": r.PayPeriod,
-		"component": r.Component, "amount": r.Amount, "currency": r.Currency, "hours": str(r.Hours),
-		"rate": str(r.Rate), "pay_date": str(r.PayDate), "hash": r.Hash, "by": "webhook " + webhookID}
+	// The change goes through the same classification and statements as a
+	// file's rows (classify.go), as a one-row stage with no line.
+	if _, err := tx.Exec(ctx, stageDDL); err != nil {
+		return res, fmt.Errorf("create stage: %w", err)
+	}
+	r.Row, r.Line = 0, 0
+	if err := copyText(ctx, tx.Conn(), "stage", stageColumns, bytes.NewReader(appendStageRow(nil, &r))); err != nil {
+		return res, fmt.Errorf("stage change: %w", err)
+	}
+	args := pgx.NamedArgs{"partner": partner, "seq": nil, "env": nil, "by": "webhook " + webhookID,
+		"file_rejected": false, "header": ResultHeader}
+	if _, err := classifyAndApply(ctx, tx, args, false, false); err != nil {
+		return res, err
+	}
 	var recID *int64
-	var recHash []byte
 	var recLock, periodLock *string
 	err = tx.QueryRow(ctx, `
-		SELECT r.id, r.content_hash, r.locked_reason, pl.reason
-		FROM (SELECT 1) one
-		LEFT JOIN records r ON r.partner_id = @partner AND r.employee_ref = @employee_ref
-			AND r.pay_period = @pay_period AND r.component = @component
-		LEFT JOIN period_locks pl ON pl.partner_id = @partner AND pl.pay_period = @pay_period`, args).
-		Scan(&recID, &recHash, &recLock, &periodLock)
+		SELECT c.outcome, coalesce(c.code, ''), r.id, r.locked_reason, pl.reason, coalesce(x.id, 0)
+		FROM classified c
+		LEFT JOIN records r ON r.partner_id = $1 AND r.employee_ref = c.employee_ref
+			AND r.pay_period = c.pay_period AND r.component = c.component
+		LEFT JOIN period_locks pl ON pl.partner_id = $1 AND pl.pay_period = c.pay_period
+		LEFT JOIN exceptions x ON x.status = 'open' AND x.partner_id = $1 AND x.employee_ref = c.employee_ref
+			AND x.pay_period = c.pay_period AND x.component = c.component`, partner).
+		Scan(&res.Outcome, &res.Code, &recID, &recLock, &periodLock, &res.ExceptionID)
 	if err != nil {
-		return res, fmt.Errorf("read record: %w", err)
-	}
-	switch {
-	case recID == nil && periodLock != nil:
-		res.Outcome, res.Code = "held", "period_locked"
-	case recID == nil:
-		res.Outcome = "created"
-	case bytes.Equal(recHash, r.Hash):
-		res.Outcome = "unchanged"
-	case recLock != nil:
-		res.Outcome, res.Code = "held", "record_locked"
-	case periodLock != nil:
-		res.Outcome, res.Code = "held", "period_locked"
-	default:
-		res.Outcome = "updated"
+		return res, fmt.Errorf("read outcome: %w", err)
 	}
 	if recID != nil {
 		res.RecordID = *recID
-		args["record"] = *recID
 	}
-
-	switch res.Outcome {
-	case "created":
-		err = tx.QueryRow(ctx, `
-			INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date, content_hash)
-			VALUES (@partner, @employee_ref, @pay_period, @component, @amount::numeric, @currency, @hours::numeric,
-				@rate::numeric, @pay_date::date, @hash)
-			RETURNING id`, args).Scan(&res.RecordID)
-		if err != nil {
-			return res, fmt.Errorf("create record: %w", err)
-		}
-	case "updated":
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO record_history (record_id, version, amount, currency, hours, rate, pay_date, content_hash,
-				envelope_id, line, written_at, replaced_by)
-			SELECT id, version, amount, currency, hours, rate, pay_date, content_hash, envelope_id, line, updated_at, @by
-			FROM records WHERE id = @record`, args); err != nil {
-			return res, fmt.Errorf("keep record history: %w", err)
-		}
-		// The new version came from no envelope: its origin is the delivery
-		// (webhook_deliveries.record_id and record_version).
-		if _, err := tx.Exec(ctx, `
-			UPDATE records SET amount = @amount::numeric, currency = @currency, hours = @hours::numeric,
-				rate = @rate::numeric, pay_date = @pay_date::date, content_hash = @hash, version = version + 1,
-				envelope_id = NULL, line = NULL, updated_at = now()
-			WHERE id = @record`, args); err != nil {
-			return res, fmt.Errorf("update record: %w", err)
-		}
-	case "held":
-		if err := holdWebhook(ctx, tx, args, &res); err != nil {
-			return res, err
-		}
-		if res.Code == "record_locked" {
-			res.Message = fmt.Sprintf("this record is locked (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it", *recLock)
-		} else {
-			res.Message = fmt.Sprintf("pay period %s is closed (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it", r.PayPeriod, *periodLock)
-		}
+	if res.Outcome != "held" {
+		res.ExceptionID = 0
+	} else if res.Code == "record_locked" {
+		res.Message = fmt.Sprintf("this record is locked (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it", *recLock)
+	} else {
+		res.Message = fmt.Sprintf("pay period %s is closed (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it", r.PayPeriod, *periodLock)
 	}
 
 	var rec *int64
@@ -325,59 +291,6 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 		return res, fmt.Errorf("store version of entity %s: %w", ch.EntityID, err)
 	}
 	return res, nil
-}
-
-// holdWebhook opens an exception for a held change, exactly as a held CSV
-// row does (classify.go): a different open proposal for the same record is
-// superseded, an identical one is not opened twice.
-func holdWebhook(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, res *WebhookResult) error {
-	args["code"] = res.Code
-	if _, err := tx.Exec(ctx, `
-		UPDATE exceptions SET status = 'superseded', decided_at = now(),
-			note = format('superseded by a different change in %s', @by::text)
-		WHERE status = 'open' AND partner_id = @partner AND employee_ref = @employee_ref
-			AND pay_period = @pay_period AND component = @component AND proposed_hash <> @hash`, args); err != nil {
-		return fmt.Errorf("supersede exception: %w", err)
-	}
-	err := tx.QueryRow(ctx, `
-		INSERT INTO exceptions (partner_id, employee_ref, pay_period, component, record_id, code,
-			current, proposed, proposed_hash, differing)
-		SELECT @partner, @employee_ref, @pay_period, @component, r.id, @code, cur.j, prop.j, @hash,
-			ARRAY(SELECT f.name FROM unnest(ARRAY['employee_ref', 'pay_period', 'component', 'amount', 'currency',
-					'hours', 'rate', 'pay_date']) WITH ORDINALITY AS f(name, i)
-				WHERE prop.j ->> f.name IS DISTINCT FROM cur.j ->> f.name ORDER BY f.i)
-		FROM (SELECT 1) one
-		LEFT JOIN records r ON r.partner_id = @partner AND r.employee_ref = @employee_ref
-			AND r.pay_period = @pay_period AND r.component = @component
-		CROSS JOIN LATERAL (SELECT CASE WHEN r.id IS NOT NULL THEN jsonb_build_object(
-			'employee_ref', r.employee_ref, 'pay_period', r.pay_period, 'component', r.component,
-			'amount', r.amount::text, 'currency', r.currency, 'hours', coalesce(r.hours::text, ''),
-			'rate', coalesce(r.rate::text, ''), 'pay_date', coalesce(r.pay_date::text, '')) END) AS cur(j)
-		CROSS JOIN LATERAL (SELECT jsonb_build_object(
-			'employee_ref', @employee_ref::text, 'pay_period', @pay_period::text, 'component', @component::text,
-			'amount', @amount::numeric::text, 'currency', @currency::text, 'hours', coalesce(@hours::numeric::text, ''),
-			'rate', coalesce(@rate::numeric::text, ''), 'pay_date', coalesce(@pay_date::date::text, ''))) AS prop(j)
-		WHERE NOT EXISTS (SELECT 1 FROM exceptions e WHERE e.status = 'open' AND e.partner_id = @partner
-			AND e.employee_ref = @employee_ref AND e.pay_period = @pay_period AND e.component = @component)
-		RETURNING id`, args).Scan(&res.ExceptionID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		// The same change is already waiting for a reviewer.
-		err = tx.QueryRow(ctx, `SELECT id FROM exceptions WHERE status = 'open' AND partner_id = @partner
-			AND employee_ref = @employee_ref AND pay_period = @pay_period AND component = @component`, args).
-			Scan(&res.ExceptionID)
-	}
-	if err != nil {
-		return fmt.Errorf("open exception: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `
-		UPDATE exceptions SET superseded_by = @exception
-		WHERE partner_id = @partner AND status = 'superseded' AND superseded_by IS NULL
-			AND employee_ref = @employee_ref AND pay_period = @pay_period AND component = @component`,
-		pgx.NamedArgs{"exception": res.ExceptionID, "partner": args["partner"], "employee_ref": args["employee_ref"],
-			"pay_period": args["pay_period"], "component": args["component"]}); err != nil {
-		return fmt.Errorf("link superseded exception: %w", err)
-	}
-	return nil
 }
 
 // ParseWebhookSecret decodes a printable secret ("whsec_" + base64) to its key.

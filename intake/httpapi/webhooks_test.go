@@ -282,6 +282,17 @@ func TestWebhookHeld(t *testing.T) {
 	if old.Status != "superseded" || x2 == x1 {
 		t.Fatalf("old exception %+v, new %d", old, x2)
 	}
+	var by int64
+	if err := e.st.Pool().QueryRow(e.ctx, `SELECT coalesce(superseded_by, 0) FROM exceptions WHERE id = $1`, x1).Scan(&by); err != nil || by != x2 {
+		t.Fatalf("superseded exception %d points to %d (%v), want %d", x1, by, err, x2)
+	}
+	// A webhook has no file: no envelope, line or row on what it writes.
+	if n := e.count(`SELECT count(*) FROM exceptions WHERE envelope_id IS NOT NULL OR line IS NOT NULL OR row_no IS NOT NULL`); n != 0 {
+		t.Errorf("%d webhook exceptions claim a file line", n)
+	}
+	if !strings.Contains(old.Note, "webhook m4") || strings.Contains(old.Note, "line") {
+		t.Errorf("supersession note %q should name the webhook and no line", old.Note)
+	}
 	// Versions already held are stale on redelivery with a new id.
 	wantOutcome(t, e.hook("acme", "m5", change("l1", 2, "E001", "150.00")), "stale", "superseded", 2)
 }
