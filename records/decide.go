@@ -359,50 +359,9 @@ func (s *Store) ExceptionDetail(ctx context.Context, id int64) (ExceptionDetail,
 	return d, nil
 }
 
-// QueueFilter narrows ReviewQueue and ExceptionCounts.
-type QueueFilter struct {
-	Scope   []string // the reviewer's partners; empty means all
-	Partner string
-	Period  string
-	Status  string
-	AfterID int64 // keyset pagination: only ids above this
-	Limit   int   // 0 = no limit
-}
-
-func (f QueueFilter) args() []any {
-	scope := f.Scope
-	if scope == nil {
-		scope = []string{}
-	}
-	return []any{scope, f.Partner, strings.ToUpper(strings.TrimSpace(f.Period))}
-}
-
-const queueWhere = `(cardinality($1::text[]) = 0 OR x.partner_id = ANY($1::text[]))
-	AND ($2 = '' OR x.partner_id = $2) AND ($3 = '' OR x.pay_period = $3)`
-
-// ReviewQueue lists exceptions in id order, limited to a reviewer's partners.
-func (s *Store) ReviewQueue(ctx context.Context, f QueueFilter) ([]Exception, error) {
-	var limit any
-	if f.Limit > 0 {
-		limit = f.Limit
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+exceptionColumns+`
-		FROM exceptions x LEFT JOIN envelopes e ON e.id = x.envelope_id
-		WHERE `+queueWhere+` AND ($4 = '' OR x.status = $4) AND x.id > $5
-		ORDER BY x.id LIMIT $6`, append(f.args(), f.Status, f.AfterID, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("list exceptions: %w", err)
-	}
-	xs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Exception, error) { return scanException(r) })
-	if err != nil {
-		return nil, fmt.Errorf("list exceptions: %w", err)
-	}
-	return xs, nil
-}
-
 // ExceptionCounts counts exceptions per status (open, approved, rejected,
 // superseded, all); Status and AfterID are ignored.
-func (s *Store) ExceptionCounts(ctx context.Context, f QueueFilter) (map[string]int, error) {
+func (s *Store) ExceptionCounts(ctx context.Context, f ExceptionFilter) (map[string]int, error) {
 	counts := map[string]int{ExceptionOpen: 0, ExceptionApproved: 0, ExceptionRejected: 0, ExceptionSuperseded: 0, "all": 0}
 	rows, err := s.pool.Query(ctx, `SELECT x.status, count(*) FROM exceptions x WHERE `+queueWhere+` GROUP BY x.status`, f.args()...)
 	if err != nil {

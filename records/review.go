@@ -102,10 +102,23 @@ type Exception struct {
 
 // ExceptionFilter narrows Exceptions. Empty fields match everything.
 type ExceptionFilter struct {
+	Scope                   []string // a reviewer's partners; empty means all
 	Partner, Status, Period string
 	AfterID                 int64 // keyset pagination: only ids above this
 	Limit                   int   // 0 = no limit
 }
+
+func (f ExceptionFilter) args() []any {
+	scope := f.Scope
+	if scope == nil {
+		scope = []string{}
+	}
+	return []any{scope, f.Partner, strings.ToUpper(strings.TrimSpace(f.Period))}
+}
+
+// queueWhere is the filter of Exceptions and ExceptionCounts, on args().
+const queueWhere = `(cardinality($1::text[]) = 0 OR x.partner_id = ANY($1::text[]))
+	AND ($2 = '' OR x.partner_id = $2) AND ($3 = '' OR x.pay_period = $3)`
 
 const exceptionColumns = `x.id, x.partner_id, x.employee_ref, x.pay_period, x.component, x.status, x.code,
 	x.current, x.proposed, x.differing, coalesce(x.envelope_id, 0), coalesce(e.file_name, ''), coalesce(x.line, 0),
@@ -119,7 +132,8 @@ func scanException(row pgx.Row) (Exception, error) {
 	return x, err
 }
 
-// Exceptions lists exceptions in id order.
+// Exceptions lists exceptions in id order (within Scope, for a reviewer
+// limited to some partners).
 func (s *Store) Exceptions(ctx context.Context, f ExceptionFilter) ([]Exception, error) {
 	limit := any(nil)
 	if f.Limit > 0 {
@@ -127,9 +141,8 @@ func (s *Store) Exceptions(ctx context.Context, f ExceptionFilter) ([]Exception,
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+exceptionColumns+`
 		FROM exceptions x LEFT JOIN envelopes e ON e.id = x.envelope_id
-		WHERE ($1 = '' OR x.partner_id = $1) AND ($2 = '' OR x.status = $2) AND ($3 = '' OR x.pay_period = upper($3))
-			AND x.id > $4
-		ORDER BY x.id LIMIT $5`, f.Partner, f.Status, f.Period, f.AfterID, limit)
+		WHERE `+queueWhere+` AND ($4 = '' OR x.status = $4) AND x.id > $5
+		ORDER BY x.id LIMIT $6`, append(f.args(), f.Status, f.AfterID, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list exceptions: %w", err)
 	}

@@ -148,7 +148,7 @@ func (s *Server) apiToken(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiList(w http.ResponseWriter, r *http.Request, rv records.Reviewer) {
 	q := r.URL.Query()
-	f := records.QueueFilter{Scope: rv.Partners, Partner: q.Get("partner"), Period: q.Get("period"), Status: q.Get("status")}
+	f := records.ExceptionFilter{Scope: rv.Partners, Partner: q.Get("partner"), Period: q.Get("period"), Status: q.Get("status")}
 	switch f.Status {
 	case "", records.ExceptionOpen, records.ExceptionApproved, records.ExceptionRejected, records.ExceptionSuperseded:
 	default:
@@ -180,7 +180,7 @@ func (s *Server) apiList(w http.ResponseWriter, r *http.Request, rv records.Revi
 		f.AfterID = n
 	}
 	f.Limit = limit + 1
-	xs, err := s.Store.ReviewQueue(r.Context(), f)
+	xs, err := s.Store.Exceptions(r.Context(), f)
 	if err != nil {
 		s.internal(w, r, err)
 		return

@@ -281,13 +281,13 @@ func (s *Server) queuePage(w http.ResponseWriter, r *http.Request, sess records.
 	}
 	after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
 	v.First = after == 0
-	f := records.QueueFilter{Scope: sess.Reviewer.Partners, Partner: v.Partner, Period: v.Period,
+	f := records.ExceptionFilter{Scope: sess.Reviewer.Partners, Partner: v.Partner, Period: v.Period,
 		AfterID: after, Limit: defaultPageSize + 1}
 	if v.Status != "all" {
 		f.Status = v.Status
 	}
 	ctx := r.Context()
-	items, err := s.Store.ReviewQueue(ctx, f)
+	items, err := s.Store.Exceptions(ctx, f)
 	if err != nil {
 		s.consoleInternal(w, r, err)
 		return
