@@ -84,6 +84,17 @@ const classifiedDDL = `CREATE TEMP TABLE classified (
 	outcome text NOT NULL, code text, result_line text NOT NULL
 ) ON COMMIT DROP`
 
+// fieldsJSON is the SQL for the object of the eight normalised fields of the
+// row alias (records or classified columns), as exceptions store "current"
+// and "proposed": numbers and dates as text, "" for an absent one.
+func fieldsJSON(alias string) string {
+	a := alias + "."
+	return `jsonb_build_object(
+		'employee_ref', ` + a + `employee_ref, 'pay_period', ` + a + `pay_period, 'component', ` + a + `component,
+		'amount', ` + a + `amount::text, 'currency', ` + a + `currency, 'hours', coalesce(` + a + `hours::text, ''),
+		'rate', coalesce(` + a + `rate::text, ''), 'pay_date', coalesce(` + a + `pay_date::text, ''))`
+}
+
 // applyStatement is one statement of applySQL. needs, if set, tells from the
 // outcome counts (and whether the file has a sequence number) whether the
 // statement has any row to write; a statement that has none is skipped
@@ -148,14 +159,8 @@ var applySQL = []applyStatement{
 		@env::bigint, nullif(c.line, 0), nullif(c.row_no, 0)
 	FROM classified c
 	LEFT JOIN records r ON r.id = c.record_id
-	CROSS JOIN LATERAL (SELECT CASE WHEN r.id IS NOT NULL THEN jsonb_build_object(
-		'employee_ref', r.employee_ref, 'pay_period', r.pay_period, 'component', r.component,
-		'amount', r.amount::text, 'currency', r.currency, 'hours', coalesce(r.hours::text, ''),
-		'rate', coalesce(r.rate::text, ''), 'pay_date', coalesce(r.pay_date::text, '')) END) AS cur(j)
-	CROSS JOIN LATERAL (SELECT jsonb_build_object(
-		'employee_ref', c.employee_ref, 'pay_period', c.pay_period, 'component', c.component,
-		'amount', c.amount::text, 'currency', c.currency, 'hours', coalesce(c.hours::text, ''),
-		'rate', coalesce(c.rate::text, ''), 'pay_date', coalesce(c.pay_date::text, ''))) AS prop(j)
+	CROSS JOIN LATERAL (SELECT CASE WHEN r.id IS NOT NULL THEN ` + fieldsJSON("r") + ` END) AS cur(j)
+	CROSS JOIN LATERAL (SELECT ` + fieldsJSON("c") + `) AS prop(j)
 	WHERE c.outcome = 'held' AND NOT EXISTS (
 		SELECT 1 FROM exceptions e WHERE e.status = 'open' AND e.partner_id = @partner
 			AND e.employee_ref = c.employee_ref AND e.pay_period = c.pay_period AND e.component = c.component)

@@ -114,10 +114,7 @@ func InScope(partners []string, partner string) bool {
 }
 
 // recordJSON builds the same object classify.go stores as an exception's "current".
-const recordJSON = `jsonb_build_object(
-		'employee_ref', r.employee_ref, 'pay_period', r.pay_period, 'component', r.component,
-		'amount', r.amount::text, 'currency', r.currency, 'hours', coalesce(r.hours::text, ''),
-		'rate', coalesce(r.rate::text, ''), 'pay_date', coalesce(r.pay_date::text, ''))`
+var recordJSON = fieldsJSON("r")
 
 // Decide approves or rejects an open exception. Exactly one of several
 // concurrent deciders wins; the others get a *DecidedError. Approving applies
