@@ -717,6 +717,21 @@ func TestSFTPEmptyFileGetsResult(t *testing.T) {
 	}
 }
 
+// The longest upload name gives a result name longer than an upload may
+// have; it is listed and can be downloaded all the same.
+func TestSFTPLongNameResultIsReadable(t *testing.T) {
+	t.Parallel()
+	z := newDropZone(t, zoneOpts{})
+	key := z.partner("acme")
+	c := z.login("acme", key)
+	stem := strings.Repeat("p", 255-len(".csv")) // the longest upload name, 255 bytes
+	put(t, c, "/inbox/"+stem+".csv", []byte("employee_ref,pay_period,component,amount,currency\nE1,2026-11,BASE,1.00,USD\n"))
+	got := waitResult(t, c, stem+".result.csv")
+	if !strings.Contains(string(got), ",created,") {
+		t.Fatalf("result: %s", got)
+	}
+}
+
 func TestSFTPOutOfOrderAndConcurrentWrites(t *testing.T) {
 	t.Parallel()
 	z := newDropZone(t, zoneOpts{workers: -1})

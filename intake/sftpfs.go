@@ -42,6 +42,9 @@ const (
 	dirInbox   = "inbox"
 	dirResults = "results"
 	maxNameLen = 255 // bytes, like most file systems
+	// A result or review report name is its upload's name without the
+	// extension plus ".review.csv" at most: it may be that much longer.
+	maxResultNameLen = maxNameLen + len(records.ReviewSuffix)
 	// remember at most this many received files per session for Stat
 	maxRemembered = 1000
 )
@@ -93,20 +96,24 @@ func parsePath(p string) (vpath, error) {
 	if len(parts) > 2 {
 		return vpath{}, notFound(p)
 	}
-	if err := validName(parts[1]); err != nil {
+	limit := maxNameLen
+	if parts[0] == dirResults {
+		limit = maxResultNameLen
+	}
+	if err := validName(parts[1], limit); err != nil {
 		return vpath{}, err
 	}
 	return vpath{dir: parts[0], name: parts[1]}, nil
 }
 
 // validName accepts file names a partner's system can sensibly send: at most
-// 255 bytes of UTF-8, no control characters, no slashes or backslashes.
-func validName(n string) error {
+// limit bytes of UTF-8, no control characters, no slashes or backslashes.
+func validName(n string, limit int) error {
 	switch {
 	case n == "" || n == "." || n == "..":
 		return denied("invalid file name")
-	case len(n) > maxNameLen:
-		return denied(fmt.Sprintf("file name too long (%d bytes, at most %d)", len(n), maxNameLen))
+	case len(n) > limit:
+		return denied(fmt.Sprintf("file name too long (%d bytes, at most %d)", len(n), limit))
 	case strings.TrimSpace(n) != n:
 		return denied("file names cannot start or end with spaces")
 	}

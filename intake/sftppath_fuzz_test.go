@@ -44,8 +44,11 @@ func FuzzParsePath(f *testing.F) {
 			t.Fatalf("parsePath(%q) = %+v: outside the view", p, vp)
 		}
 		if vp.name != "" {
-			n := vp.name
-			if n == "." || n == ".." || strings.ContainsAny(n, "/\\\x00") || len(n) > maxNameLen || !utf8.ValidString(n) || validName(n) != nil {
+			n, limit := vp.name, maxNameLen
+			if vp.dir == dirResults {
+				limit = maxResultNameLen
+			}
+			if n == "." || n == ".." || strings.ContainsAny(n, "/\\\x00") || len(n) > limit || !utf8.ValidString(n) || validName(n, limit) != nil {
 				t.Fatalf("parsePath(%q) accepted the name %q", p, n)
 			}
 		}
