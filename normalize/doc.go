@@ -36,7 +36,8 @@
 //   - Money with more decimals than the currency allows is accepted only if
 //     the extra digits are zeros ("12.500" USD is 12.50); otherwise the row is
 //     rejected with too_many_decimals. Nothing is ever rounded.
-//   - Money with more than 30 digits is rejected as invalid, and so is a
+//   - Money with more than 30 digits (not counting trailing zeros of the
+//     fraction) is rejected as invalid, and so is a
 //     leading "+", a bare decimal point (".5", "12.") and mixed grouping
 //     separators. Dot-decimal money accepts "," and "'" as thousands
 //     separators; decimal-comma money accepts ".", space, no-break space and

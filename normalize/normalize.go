@@ -457,7 +457,9 @@ func splitNumber(s string, decimalComma bool) (intDigits, frac, why string) {
 		}
 		intDigits = strings.Join(groups, "")
 	}
-	if len(intDigits)+len(fracPart) > maxMoneyDigits {
+	// Trailing zeros of the fraction add no digits of value: the written form
+	// of a normalised amount (padded to the currency's scale) must pass again.
+	if len(intDigits)+len(strings.TrimRight(fracPart, "0")) > maxMoneyDigits || len(intDigits)+len(fracPart) > 2*maxMoneyDigits {
 		return "", "", fmt.Sprintf("it has more than %d digits", maxMoneyDigits)
 	}
 	return intDigits, fracPart, ""
