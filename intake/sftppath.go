@@ -110,4 +110,3 @@ func isTempName(n string) bool {
 	return strings.HasPrefix(n, ".") || strings.HasSuffix(l, ".part") ||
 		strings.HasSuffix(l, ".filepart") || strings.HasSuffix(l, ".tmp")
 }
-

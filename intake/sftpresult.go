@@ -170,4 +170,3 @@ func (rr *resultReader) Close() error {
 	rr.mu.Unlock()
 	return rr.f.Close()
 }
-
