@@ -32,7 +32,7 @@ const usage = `usage: payintake COMMAND [flags]
 commands:
   serve              run the SFTP drop zone, the HTTP API and the workers
   migrate            apply database migrations
-  partner add|list|key|token|webhook-secret
+  partner add|set|list|key|token|webhook-secret   (partner set ID --FLAG VALUE changes a setting)
   ingest             process files as if uploaded: ingest --partner ID FILE...
   bench              measure ingest throughput against the database's own COPY + upsert
   records lock       lock a pay period: records lock --partner ID --period PERIOD
@@ -112,6 +112,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		switch s {
 		case "add":
 			return cmdPartnerAdd(ctx, r, stdout, stderr)
+		case "set":
+			return cmdPartnerSet(ctx, r, stdout, stderr)
 		case "list":
 			return cmdPartnerList(ctx, r, stdout, stderr)
 		case "key":
@@ -121,7 +123,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		case "webhook-secret":
 			return cmdPartnerWebhookSecret(ctx, r, stdout, stderr)
 		}
-		return usagef("partner: unknown command %q (want add, list, key, token or webhook-secret)", s)
+		return usagef("partner: unknown command %q (want add, set, list, key, token or webhook-secret)", s)
 	case "records":
 		s, r := sub()
 		if s == "lock" {
