@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -374,6 +375,24 @@ func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr Fil
 		env.ID, status, env.Counts, env.ResultSize, env.Seq)
 	if err != nil {
 		return fmt.Errorf("close envelope: %w", err)
+	}
+	return nil
+}
+
+// RecordFailure notes that processing the envelope failed with cause, for
+// operators (envelope_attempts: failures, last error). It is written
+// outside the failed transaction, which rolled back.
+func (s *Store) RecordFailure(ctx context.Context, id int64, cause error) error {
+	msg := cause.Error()
+	if len(msg) > 2000 {
+		msg = msg[:2000]
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO envelope_attempts (envelope_id, failures, last_error, last_failed_at)
+		VALUES ($1, 1, $2, now())
+		ON CONFLICT (envelope_id) DO UPDATE SET failures = envelope_attempts.failures + 1,
+			last_error = excluded.last_error, last_failed_at = now()`, id, strings.ToValidUTF8(msg, "?"))
+	if err != nil {
+		return fmt.Errorf("record the failure of envelope %d: %w", id, err)
 	}
 	return nil
 }
