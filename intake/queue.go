@@ -53,6 +53,7 @@ type Queue struct {
 	client  *river.Client[pgx.Tx]
 	workers int
 	log     *slog.Logger
+	m       *Metrics
 }
 
 // MigrateQueue creates or updates River's own tables. Run it at start, after
@@ -91,7 +92,7 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job queue: %w", err)
 	}
-	return &Queue{client: c, workers: cfg.Workers, log: in.Log}, nil
+	return &Queue{client: c, workers: cfg.Workers, log: in.Log, m: m}, nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -155,14 +156,42 @@ func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) e
 		return nil
 	}
 	if err != nil {
+		w.m.failures.Inc()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if rerr := w.in.Store.RecordFailure(rctx, job.Args.EnvelopeID, err); rerr != nil {
+			w.in.Log.WarnContext(ctx, "could not record a processing failure", "envelope", job.Args.EnvelopeID, "err", rerr)
+		}
+		if job.Attempt >= job.MaxAttempts {
+			w.in.Log.ErrorContext(ctx, "envelope processing failed for the last time; it is left for an operator (send the file again with payintake ingest to process it in the foreground)",
+				"envelope", job.Args.EnvelopeID, "attempt", job.Attempt, "err", err)
+			return err
+		}
 		w.in.Log.ErrorContext(ctx, "envelope processing failed; it will be retried", "envelope", job.Args.EnvelopeID,
-			"attempt", job.Attempt, "err", err)
+			"attempt", job.Attempt, "max_attempts", job.MaxAttempts, "retry_in", RetryDelay(job.Attempt), "err", err)
 		return err
 	}
 	if env.Applied {
 		w.m.processed(env, time.Since(start)) // not again for an envelope another job finished
 	}
 	return nil
+}
+
+// NextRetry spaces a failed envelope's retries out: retryDelay after the
+// attempt that failed, so a file that fails (or is cancelled at
+// --job-timeout) is not retried at once, and its 10 attempts span hours.
+func (w *processWorker) NextRetry(job *river.Job[ProcessArgs]) time.Time {
+	return time.Now().Add(RetryDelay(job.Attempt))
+}
+
+// RetryDelay is 2 s after the first failure, then four times longer each
+// time, at most an hour: 2 s, 8 s, 32 s, 2 min, 8.5 min, 34 min, 1 h, ….
+func RetryDelay(attempt int) time.Duration {
+	d := 2 * time.Second
+	for i := 1; i < attempt && d < time.Hour; i++ {
+		d *= 4
+	}
+	return min(d, time.Hour)
 }
 
 // quietRiver writes River's info lines (its maintenance services' periodic
