@@ -225,7 +225,7 @@ func TestBrowserBulkReview(t *testing.T) {
 		// Search one employee.
 		chromedp.SendKeys(chromedp.CSS("#f-employee"), "W0042"),
 		chromedp.Click(chromedp.CSS("#filter")),
-		chromedp.WaitVisible(chromedp.CSS("table.queue")),
+		chromedp.WaitVisible(chromedp.CSS("#clear")), // only on the filtered page
 	)
 	if err != nil {
 		t.Fatalf("log in and search: %v", err)
