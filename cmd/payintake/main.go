@@ -27,25 +27,6 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-const usage = `usage: payintake COMMAND [flags]
-
-commands:
-  serve              run the SFTP drop zone, the HTTP API and the workers
-  migrate            apply database migrations
-  partner add|set|list|key|token|webhook-secret   (partner set ID --FLAG VALUE changes a setting)
-  ingest             process files as if uploaded: ingest --partner ID FILE...
-  bench              measure ingest throughput against the database's own COPY + upsert
-  records lock       lock a pay period: records lock --partner ID --period PERIOD
-  records unlock     reopen a period: records unlock --partner ID --period P --by NAME --reason TEXT
-  review list|show   list held exceptions, or show one with its record's history
-  review approve|reject EXCEPTION_ID --reviewer NAME [--note TEXT]
-  review approve|reject --partner ID [filters] [--dry-run] --reviewer NAME   decide every matching open exception
-  reviewer add|list|password|disable|enable   reviewer accounts for the review console and API
-
-every command takes --data-dir DIR (PAYINTAKE_DATA_DIR), --database-url URL (PAYINTAKE_DATABASE_URL),
---log-format text|json and --log-level debug|info|warn|error (serve logs always; other commands with --verbose)
-`
-
 // run executes one command and returns the process exit code: 0 success,
 // 1 failure, 2 bad usage.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -56,9 +37,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.As(err, &he):
-		fmt.Fprintf(stdout, "usage: payintake %s [flags]\n", he.fs.Name())
-		he.fs.SetOutput(stdout)
-		he.fs.PrintDefaults()
+		c, _, _ := find(commandTable(), strings.Fields(he.fs.Name()))
+		printCommand(stdout, c, he.fs)
 		return 0
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "payintake: %s\n", oneLine(ue.msg))
@@ -86,61 +66,43 @@ func hoistFlags(args []string) []string {
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	table := commandTable()
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		printOverview(stderr, table)
 		return usagef("no command given")
 	}
-	cmd, rest := args[0], args[1:]
-	sub := func() (string, []string) {
-		if len(rest) == 0 {
-			return "", nil
+	if isHelp(args[0]) {
+		if len(args) == 1 {
+			printOverview(stdout, table)
+			return nil
 		}
-		return rest[0], rest[1:]
+		args = append(args[1:], "-h") // payintake help COMMAND
 	}
-	switch cmd {
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+	c, rest, ok := find(table, args)
+	if !ok {
+		if cs := group(table, args[0]); len(cs) > 0 {
+			return groupUsage(args, cs, stdout, stderr)
+		}
+		return usagef("unknown command %q; `payintake help` lists the commands", args[0])
+	}
+	return c.run(ctx, rest, stdout, stderr)
+}
+
+// groupUsage answers a group word without a known command after it:
+// `payintake partner -h` lists the group (exit 0); anything else is bad usage.
+func groupUsage(args []string, cs []command, stdout, stderr io.Writer) error {
+	word := args[0]
+	if len(args) > 1 && isHelp(args[1]) {
+		printGroup(stdout, word, cs)
 		return nil
-	case "serve":
-		return cmdServe(ctx, rest, stdout, stderr)
-	case "migrate":
-		return cmdMigrate(ctx, rest, stdout, stderr)
-	case "ingest":
-		return cmdIngest(ctx, rest, stdout, stderr)
-	case "bench":
-		return cmdBench(ctx, rest, stdout, stderr)
-	case "partner":
-		s, r := sub()
-		switch s {
-		case "add":
-			return cmdPartnerAdd(ctx, r, stdout, stderr)
-		case "set":
-			return cmdPartnerSet(ctx, r, stdout, stderr)
-		case "list":
-			return cmdPartnerList(ctx, r, stdout, stderr)
-		case "key":
-			return cmdPartnerKey(ctx, r, stdout, stderr)
-		case "token":
-			return cmdPartnerToken(ctx, r, stdout, stderr)
-		case "webhook-secret":
-			return cmdPartnerWebhookSecret(ctx, r, stdout, stderr)
-		}
-		return usagef("partner: unknown command %q (want add, set, list, key, token or webhook-secret)", s)
-	case "records":
-		s, r := sub()
-		if s == "lock" {
-			return cmdRecordsLock(ctx, r, stdout, stderr)
-		}
-		if s == "unlock" {
-			return cmdRecordsUnlock(ctx, r, stdout, stderr)
-		}
-		return usagef("records: unknown command %q (want lock or unlock)", s)
-	case "review":
-		s, r := sub()
-		return cmdReview(ctx, s, r, stdout, stderr)
-	case "reviewer":
-		s, r := sub()
-		return cmdReviewer(ctx, s, r, stdout, stderr)
 	}
-	return usagef("unknown command %q; `payintake help` lists the commands", cmd)
+	printGroup(stderr, word, cs)
+	var names []string
+	for _, c := range cs {
+		names = append(names, strings.TrimPrefix(c.path, word+" "))
+	}
+	if len(args) == 1 {
+		return usagef("%s needs a command: %s", word, strings.Join(names, ", "))
+	}
+	return usagef("%s: unknown command %q (want %s)", word, args[1], strings.Join(names, ", "))
 }

@@ -80,21 +80,6 @@ func money(m map[string]string) string {
 	return m["amount"] + " " + m["currency"]
 }
 
-// cmdReview dispatches `review list|show|approve|reject`.
-func cmdReview(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
-	switch sub {
-	case "list":
-		return cmdReviewList(ctx, args, stdout, stderr)
-	case "show":
-		return cmdReviewShow(ctx, args, stdout, stderr)
-	case "approve":
-		return cmdReviewDecide(ctx, true, args, stdout, stderr)
-	case "reject":
-		return cmdReviewDecide(ctx, false, args, stdout, stderr)
-	}
-	return usagef("review: unknown command %q (want list, show, approve or reject)", sub)
-}
-
 func exceptionID(cmd string, pos []string) (int64, error) {
 	if len(pos) != 1 {
 		return 0, usagef("%s takes one EXCEPTION_ID (see `payintake review list`)", cmd)
@@ -345,23 +330,6 @@ func cmdRecordsUnlock(ctx context.Context, args []string, stdout, stderr io.Writ
 
 // stdin is read by --password-stdin (a variable for tests).
 var stdin io.Reader = os.Stdin
-
-// cmdReviewer dispatches `reviewer add|list|password`.
-func cmdReviewer(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
-	switch sub {
-	case "add":
-		return cmdReviewerAdd(ctx, args, stdout, stderr, false)
-	case "password":
-		return cmdReviewerAdd(ctx, args, stdout, stderr, true)
-	case "list":
-		return cmdReviewerList(ctx, args, stdout, stderr)
-	case "disable":
-		return cmdReviewerDisable(ctx, args, stdout, stderr, true)
-	case "enable":
-		return cmdReviewerDisable(ctx, args, stdout, stderr, false)
-	}
-	return usagef("reviewer: unknown command %q (want add, list, password, disable or enable)", sub)
-}
 
 // cmdReviewerAdd creates a reviewer (or, with reset, sets a new password).
 // The password is read from stdin with --password-stdin, or generated and
