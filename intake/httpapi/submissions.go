@@ -373,14 +373,14 @@ func (a *API) envelopeOf(w http.ResponseWriter, r *http.Request) (env, out recor
 }
 
 func (a *API) getSubmission(w http.ResponseWriter, r *http.Request) {
-	env, out, ok := a.envelopeOf(w, r)
+	env, _, ok := a.envelopeOf(w, r)
 	if !ok {
 		return
 	}
-	info := submissionInfo{submission: newSubmission(env), Source: env.Source, ReceivedAt: env.ReceivedAt,
-		Size: env.Size, ReplayOf: env.ReplayOf}
-	if env.Status == records.StatusReplay {
-		info.Counts = newSubmission(out).Counts // a replay shares its original's outcome
+	info, err := a.info(r, env)
+	if err != nil {
+		a.internal(w, r, "read submission", err)
+		return
 	}
 	writeResponse(w, jsonResponse(http.StatusOK, info))
 }
