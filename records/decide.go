@@ -220,6 +220,16 @@ func checkFresh(ctx context.Context, tx pgx.Tx, id int64, recordID *int64) error
 
 func applyApproval(ctx context.Context, tx pgx.Tx, id int64, recordID *int64, reviewer string) error {
 	if recordID == nil {
+		// A held new key may be of an employee not onboarded yet (code
+		// unknown_employee, or a closed period under --unknown-employee
+		// create): approving onboards it with the derived id, unless a
+		// mapping was imported meanwhile.
+		if _, err := tx.Exec(ctx, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+			SELECT partner_id, employee_ref, derived_employee_id(partner_id, employee_ref), 'derived'
+			FROM exceptions WHERE id = $1
+			ON CONFLICT (partner_id, employee_ref) DO NOTHING`, id); err != nil {
+			return fmt.Errorf("onboard the employee of exception %d: %w", id, err)
+		}
 		var rid int64
 		err := tx.QueryRow(ctx, `
 			INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,

@@ -81,23 +81,26 @@ func (s *Store) FindRecord(ctx context.Context, partner, employee, period, compo
 
 // Exception is a change held for a reviewer.
 type Exception struct {
-	ID          int64             `json:"id"`
-	PartnerID   string            `json:"partner"`
-	EmployeeRef string            `json:"employee_ref"`
-	PayPeriod   string            `json:"pay_period"`
-	Component   string            `json:"component"`
-	Status      string            `json:"status"`
-	Code        string            `json:"code"`
-	Current     map[string]string `json:"current"`
-	Proposed    map[string]string `json:"proposed"`
-	Differing   []string          `json:"differing"`
-	EnvelopeID  int64             `json:"envelope_id"`
-	File        string            `json:"file"`
-	Line        int               `json:"line"`
-	CreatedAt   time.Time         `json:"created_at"`
-	DecidedBy   string            `json:"decided_by,omitempty"`
-	DecidedAt   *time.Time        `json:"decided_at,omitempty"`
-	Note        string            `json:"note,omitempty"`
+	ID          int64  `json:"id"`
+	PartnerID   string `json:"partner"`
+	EmployeeRef string `json:"employee_ref"`
+	// EmployeeID is the employee's mapped id, or for one not onboarded yet
+	// the derived id an approval would give it.
+	EmployeeID string            `json:"employee_id"`
+	PayPeriod  string            `json:"pay_period"`
+	Component  string            `json:"component"`
+	Status     string            `json:"status"`
+	Code       string            `json:"code"`
+	Current    map[string]string `json:"current"`
+	Proposed   map[string]string `json:"proposed"`
+	Differing  []string          `json:"differing"`
+	EnvelopeID int64             `json:"envelope_id"`
+	File       string            `json:"file"`
+	Line       int               `json:"line"`
+	CreatedAt  time.Time         `json:"created_at"`
+	DecidedBy  string            `json:"decided_by,omitempty"`
+	DecidedAt  *time.Time        `json:"decided_at,omitempty"`
+	Note       string            `json:"note,omitempty"`
 }
 
 // ExceptionFilter narrows Exceptions. Empty fields match everything.
@@ -120,13 +123,15 @@ func (f ExceptionFilter) args() []any {
 const queueWhere = `(cardinality($1::text[]) = 0 OR x.partner_id = ANY($1::text[]))
 	AND ($2 = '' OR x.partner_id = $2) AND ($3 = '' OR x.pay_period = $3)`
 
-const exceptionColumns = `x.id, x.partner_id, x.employee_ref, x.pay_period, x.component, x.status, x.code,
+const exceptionColumns = `x.id, x.partner_id, x.employee_ref,
+	coalesce((SELECT em.employee_id FROM employees em WHERE em.partner_id = x.partner_id AND em.employee_ref = x.employee_ref),
+		derived_employee_id(x.partner_id, x.employee_ref)), x.pay_period, x.component, x.status, x.code,
 	x.current, x.proposed, x.differing, coalesce(x.envelope_id, 0), coalesce(e.file_name, ''), coalesce(x.line, 0),
 	x.created_at, coalesce(x.decided_by, ''), x.decided_at, coalesce(x.note, '')`
 
 func scanException(row pgx.Row) (Exception, error) {
 	var x Exception
-	err := row.Scan(&x.ID, &x.PartnerID, &x.EmployeeRef, &x.PayPeriod, &x.Component, &x.Status, &x.Code,
+	err := row.Scan(&x.ID, &x.PartnerID, &x.EmployeeRef, &x.EmployeeID, &x.PayPeriod, &x.Component, &x.Status, &x.Code,
 		&x.Current, &x.Proposed, &x.Differing, &x.EnvelopeID, &x.File, &x.Line,
 		&x.CreatedAt, &x.DecidedBy, &x.DecidedAt, &x.Note)
 	return x, err
