@@ -51,6 +51,8 @@ var funcs = template.FuncMap{
 			return "record locked"
 		case "period_locked":
 			return "period closed"
+		case "unknown_employee":
+			return "employee not onboarded"
 		}
 		return code
 	},
@@ -60,6 +62,8 @@ var funcs = template.FuncMap{
 			return "the record is locked"
 		case "period_locked":
 			return "the pay period is closed"
+		case "unknown_employee":
+			return "the employee is not onboarded (approving onboards them with the employee_id shown)"
 		}
 		return code
 	},
