@@ -340,3 +340,21 @@ func TestConcurrentImports(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordsAlwaysHaveEmployees: the database refuses a record whose
+// employee_ref has no mapping, and the deletion of a mapping.
+func TestRecordsAlwaysHaveEmployees(t *testing.T) {
+	f := newFixture(t, records.Partner{})
+	_, err := f.store.Pool().Exec(f.ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash)
+		VALUES ('acme', 'NOBODY', '2026-11', 'BASE', 1, 'USD', '\x00')`)
+	if err == nil || !strings.Contains(err.Error(), "has no employee mapping") {
+		t.Errorf("record without a mapping: %v", err)
+	}
+	f.ingest("pay-1.csv", empHeader+"E1,2026-11,BASE,1.00,USD\n")
+	if _, err := f.store.Pool().Exec(f.ctx, `DELETE FROM employees WHERE employee_ref = 'E1'`); err == nil || !strings.Contains(err.Error(), "cannot be deleted") {
+		t.Errorf("deleting a mapping: %v", err)
+	}
+	if _, err := f.store.Pool().Exec(f.ctx, `UPDATE employees SET employee_id = 'W-X' WHERE employee_ref = 'E1'`); err == nil || !strings.Contains(err.Error(), "cannot be changed") {
+		t.Errorf("changing a mapping: %v", err)
+	}
+}

@@ -11,30 +11,30 @@ package records
 // employee mapping, rejected or held by the partner's --unknown-employee.
 const CodeUnknownEmployee = "unknown_employee"
 
-// employeeJoins joins each valid staged row s to its employee mapping (em),
-// the partner's --unknown-employee policy (pol) and, for a reference with no
-// mapping, the employee that already holds the id it would derive (taken).
-const employeeJoins = `
+// employeeCTE is "emp": each distinct employee_ref of the valid staged
+// rows, with its mapped employee_id (NULL when none) and its kind: NULL
+// when mapped or when the partner creates mappings (--unknown-employee
+// create); else employee_taken (the id it would derive belongs to another
+// employee: rejected), unknown_rejected or unknown_held by the partner's
+// policy. Per distinct reference, so the derived id is computed once per
+// unmapped employee, not once per row.
+const employeeCTE = `emp AS (
+	SELECT u.employee_ref, em.employee_id,
+		CASE
+			WHEN em.employee_ref IS NOT NULL THEN NULL
+			WHEN EXISTS (SELECT 1 FROM employees t WHERE t.employee_id = derived_employee_id(@partner, u.employee_ref)) THEN 'employee_taken'
+			WHEN pol.policy = 'reject' THEN 'unknown_rejected'
+			WHEN pol.policy = 'hold' THEN 'unknown_held'
+		END AS kind
+	FROM (SELECT DISTINCT employee_ref FROM stage WHERE code IS NULL) u
 	CROSS JOIN (SELECT unknown_employee AS policy FROM partners WHERE id = @partner) pol
-	LEFT JOIN employees em ON s.code IS NULL AND em.partner_id = @partner AND em.employee_ref = s.employee_ref
-	LEFT JOIN employees taken ON s.code IS NULL AND em.employee_ref IS NULL
-		AND taken.employee_id = derived_employee_id(@partner, s.employee_ref)`
-
-// employeeKind is what a valid row's employee makes of it (over
-// employeeJoins): NULL when the employee is mapped or the partner creates
-// mappings; else employee_taken (the derived id belongs to someone else:
-// rejected), unknown_rejected or unknown_held by the partner's policy.
-const employeeKind = `CASE
-		WHEN s.code IS NOT NULL OR em.employee_ref IS NOT NULL THEN NULL
-		WHEN taken.employee_id IS NOT NULL THEN 'employee_taken'
-		WHEN pol.policy = 'reject' THEN 'unknown_rejected'
-		WHEN pol.policy = 'hold' THEN 'unknown_held'
-	END`
+	LEFT JOIN employees em ON em.partner_id = @partner AND em.employee_ref = u.employee_ref
+)`
 
 // employeeRejectsSQL tells whether any staged row is rejected for its
 // employee (an all-or-nothing file is then rejected whole).
-const employeeRejectsSQL = `SELECT EXISTS (SELECT 1 FROM stage s` + employeeJoins + `
-	WHERE ` + employeeKind + ` IN ('employee_taken', 'unknown_rejected'))`
+const employeeRejectsSQL = `WITH ` + employeeCTE + `
+SELECT EXISTS (SELECT 1 FROM emp WHERE kind IN ('employee_taken', 'unknown_rejected'))`
 
 // classifySQL decides every row's outcome against the stored records, in the
 // order of SPEC.md: invalid, duplicate in file, employee unknown and
@@ -42,11 +42,11 @@ const employeeRejectsSQL = `SELECT EXISTS (SELECT 1 FROM stage s` + employeeJoin
 // employee unknown and held, new key (created, or held if the period is
 // closed), identical content (unchanged), older sequence (stale), locked
 // record or closed period (held), else updated. A record's employee_ref
-// always has a mapping (a foreign key), so the employee checks only ever
+// always has a mapping (migration 00030), so the employee checks only ever
 // meet new keys.
 const classifySQL = `
 INSERT INTO classified
-WITH dup_keys AS (
+WITH ` + employeeCTE + `, dup_keys AS (
 	SELECT key_hash FROM stage WHERE code IS NULL GROUP BY key_hash HAVING count(*) > 1
 ), dup AS (
 	-- The keys that repeat: a cheap aggregate over key_hash finds the few
@@ -56,13 +56,13 @@ WITH dup_keys AS (
 	GROUP BY employee_ref, pay_period, component HAVING count(*) > 1
 ), k AS (
 	SELECT s.*, r.id AS record_id, r.last_seq, r.locked_reason, pl.reason AS period_reason, d.lines AS dup_lines,
-		em.employee_id AS mapped_id, ` + employeeKind + ` AS employee_kind,
+		e.employee_id AS mapped_id, e.kind AS employee_kind,
 		CASE
 			WHEN s.code IS NOT NULL THEN 'invalid'
 			WHEN d.lines IS NOT NULL THEN 'duplicate'
-			WHEN ` + employeeKind + ` IN ('employee_taken', 'unknown_rejected') THEN ` + employeeKind + `
+			WHEN e.kind IN ('employee_taken', 'unknown_rejected') THEN e.kind
 			WHEN @file_rejected::boolean THEN 'file_rejected'
-			WHEN ` + employeeKind + ` = 'unknown_held' THEN 'unknown_held'
+			WHEN e.kind = 'unknown_held' THEN 'unknown_held'
 			WHEN r.id IS NULL AND pl.reason IS NOT NULL THEN 'period_locked'
 			WHEN r.id IS NULL THEN 'created'
 			WHEN r.content_hash = s.content_hash THEN 'unchanged'
@@ -71,7 +71,8 @@ WITH dup_keys AS (
 			WHEN pl.reason IS NOT NULL THEN 'period_locked'
 			ELSE 'updated'
 		END AS kind
-	FROM stage s` + employeeJoins + `
+	FROM stage s
+	LEFT JOIN emp e ON s.code IS NULL AND e.employee_ref = s.employee_ref
 	LEFT JOIN records r ON s.code IS NULL AND r.partner_id = @partner
 		AND r.employee_ref = s.employee_ref AND r.pay_period = s.pay_period AND r.component = s.component
 	LEFT JOIN period_locks pl ON s.code IS NULL AND pl.partner_id = @partner AND pl.pay_period = s.pay_period
@@ -180,8 +181,8 @@ var applySQL = []applyStatement{
 	// (--unknown-employee create; the other policies never create a row of
 	// an unmapped reference). Before the records, which reference it.
 	{needs: created, sql: `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
-	SELECT DISTINCT @partner, employee_ref, derived_employee_id(@partner, employee_ref), 'derived'
-	FROM classified WHERE outcome = 'created' AND employee_id IS NULL
+	SELECT @partner, employee_ref, derived_employee_id(@partner, employee_ref), 'derived'
+	FROM (SELECT DISTINCT employee_ref FROM classified WHERE outcome = 'created' AND employee_id IS NULL) u
 	ON CONFLICT (partner_id, employee_ref) DO NOTHING`},
 
 	{needs: created, sql: `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,
