@@ -181,8 +181,9 @@ func TestUnknownEmployeeHoldDecisions(t *testing.T) {
 	}
 	for key, amount := range map[string]string{"E1/BASE": "100.00", "E2/BASE": "200.00", "E2/BONUS": "20.00"} {
 		ref, comp, _ := strings.Cut(key, "/")
-		if a := f.amount(ref, "2026-11", comp); a != amount {
-			t.Errorf("%s: amount %s, want %s", key, a, amount)
+		r, err := f.store.FindRecord(f.ctx, f.partner, ref, "2026-11", comp)
+		if err != nil || r.Amount != amount || r.EmployeeID != want[ref] {
+			t.Errorf("%s: record %+v (%v), want amount %s, employee_id %s", key, r, err, amount, want[ref])
 		}
 	}
 	if _, err := f.store.FindRecord(f.ctx, f.partner, "Zoë-7", "2026-11", "BASE"); !errors.Is(err, records.ErrNotFound) {
@@ -356,5 +357,24 @@ func TestRecordsAlwaysHaveEmployees(t *testing.T) {
 	}
 	if _, err := f.store.Pool().Exec(f.ctx, `UPDATE employees SET employee_id = 'W-X' WHERE employee_ref = 'E1'`); err == nil || !strings.Contains(err.Error(), "cannot be changed") {
 		t.Errorf("changing a mapping: %v", err)
+	}
+}
+
+// TestEmployeeIDCheck: the database keeps employee_id to 1..128 characters
+// with no control character, whoever writes it.
+func TestEmployeeIDCheck(t *testing.T) {
+	f := newFixture(t, records.Partner{})
+	for id, ok := range map[string]bool{"W-1": true, "李四-1": true, strings.Repeat("é", 128): true,
+		"": false, strings.Repeat("é", 129): false, "W\t1": false, "W\x001": false, "W\u00851": false} {
+		_, err := f.store.Pool().Exec(f.ctx, `INSERT INTO employees (partner_id, employee_ref, employee_id, source) VALUES ('acme', $1, $1, 'import')`, id)
+		if id == "W\x001" { // PostgreSQL text cannot hold NUL at all
+			if err == nil {
+				t.Errorf("employee_id with NUL stored")
+			}
+			continue
+		}
+		if (err == nil) != ok {
+			t.Errorf("employee_id %q: stored = %v, want %v (%v)", id, err == nil, ok, err)
+		}
 	}
 }

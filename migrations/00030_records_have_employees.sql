@@ -13,6 +13,14 @@ LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$
 $$;
 -- +goose StatementEnd
 
+-- The same rule for employee_id as 00008 (1 to 128 characters, no control
+-- character), without the bounded repetition {1,128}: PostgreSQL's regex
+-- engine expands it into a large automaton, about 110 µs a row, 2 s to
+-- onboard the 18,000 employees of a 100,000-row first file.
+ALTER TABLE employees DROP CONSTRAINT employees_employee_id_check;
+ALTER TABLE employees ADD CONSTRAINT employees_employee_id_check
+    CHECK (length(employee_id) BETWEEN 1 AND 128 AND employee_id !~ '[[:cntrl:]]');
+
 -- Every record's employee_ref has a mapping, so whoever reads records (the
 -- dispatcher, the API) can always join them to employees for employee_id.
 -- Records written between 00008 and the code that keeps the mapping get the
@@ -61,6 +69,8 @@ CREATE TRIGGER employees_never_deleted BEFORE DELETE ON employees
     FOR EACH ROW EXECUTE FUNCTION employees_never_deleted();
 
 -- +goose Down
+ALTER TABLE employees DROP CONSTRAINT employees_employee_id_check;
+ALTER TABLE employees ADD CONSTRAINT employees_employee_id_check CHECK (employee_id ~ '^[^[:cntrl:]]{1,128}$');
 DROP TRIGGER employees_never_deleted ON employees;
 DROP TRIGGER records_have_employees ON records;
 DROP FUNCTION employees_never_deleted();

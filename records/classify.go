@@ -181,8 +181,10 @@ var applySQL = []applyStatement{
 	// (--unknown-employee create; the other policies never create a row of
 	// an unmapped reference). Before the records, which reference it.
 	{needs: created, sql: `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
-	SELECT @partner, employee_ref, derived_employee_id(@partner, employee_ref), 'derived'
-	FROM (SELECT DISTINCT employee_ref FROM classified WHERE outcome = 'created' AND employee_id IS NULL) u
+	-- DISTINCT in the C collation: a byte comparison, not the locale's
+	-- (the same references either way).
+	SELECT @partner, ref, derived_employee_id(@partner, ref), 'derived'
+	FROM (SELECT DISTINCT employee_ref COLLATE "C" AS ref FROM classified WHERE outcome = 'created' AND employee_id IS NULL) u
 	ON CONFLICT (partner_id, employee_ref) DO NOTHING`},
 
 	{needs: created, sql: `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,

@@ -48,6 +48,7 @@ type Record struct {
 	ID           int64     `json:"id"`
 	PartnerID    string    `json:"partner"`
 	EmployeeRef  string    `json:"employee_ref"`
+	EmployeeID   string    `json:"employee_id"` // from the employee mapping every record has
 	PayPeriod    string    `json:"pay_period"`
 	Component    string    `json:"component"`
 	Amount       string    `json:"amount"`
@@ -64,11 +65,12 @@ type Record struct {
 func (s *Store) FindRecord(ctx context.Context, partner, employee, period, component string) (Record, error) {
 	var r Record
 	err := s.pool.QueryRow(ctx, `
-		SELECT id, partner_id, employee_ref, pay_period, component, amount::text, currency,
-			coalesce(hours::text, ''), coalesce(rate::text, ''), coalesce(pay_date::text, ''),
-			version, coalesce(locked_reason, ''), updated_at
-		FROM records WHERE partner_id = $1 AND employee_ref = $2 AND pay_period = $3 AND component = $4`,
-		partner, employee, period, component).Scan(&r.ID, &r.PartnerID, &r.EmployeeRef, &r.PayPeriod, &r.Component,
+		SELECT r.id, r.partner_id, r.employee_ref, e.employee_id, r.pay_period, r.component, r.amount::text, r.currency,
+			coalesce(r.hours::text, ''), coalesce(r.rate::text, ''), coalesce(r.pay_date::text, ''),
+			r.version, coalesce(r.locked_reason, ''), r.updated_at
+		FROM records r JOIN employees e ON e.partner_id = r.partner_id AND e.employee_ref = r.employee_ref
+		WHERE r.partner_id = $1 AND r.employee_ref = $2 AND r.pay_period = $3 AND r.component = $4`,
+		partner, employee, period, component).Scan(&r.ID, &r.PartnerID, &r.EmployeeRef, &r.EmployeeID, &r.PayPeriod, &r.Component,
 		&r.Amount, &r.Currency, &r.Hours, &r.Rate, &r.PayDate, &r.Version, &r.LockedReason, &r.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("record %s/%s/%s: %w", employee, period, component, ErrNotFound)

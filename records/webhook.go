@@ -84,6 +84,9 @@ type WebhookResult struct {
 	Message     string
 	RecordID    int64
 	ExceptionID int64
+	// EmployeeID is the employee's id: the mapped one, or for a held
+	// unknown employee the one approval would give; "" when rejected or stale.
+	EmployeeID string
 }
 
 // WebhookAnswer is the response to a delivery.
@@ -258,14 +261,16 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 	var recLock, periodLock *string
 	var message string
 	err = tx.QueryRow(ctx, `
-		SELECT c.outcome, coalesce(c.code, ''), coalesce(c.message, ''), r.id, r.locked_reason, pl.reason, coalesce(x.id, 0)
+		SELECT c.outcome, coalesce(c.code, ''), coalesce(c.message, ''), r.id, r.locked_reason, pl.reason, coalesce(x.id, 0),
+			CASE WHEN c.outcome <> 'rejected' THEN coalesce(em.employee_id, derived_employee_id($1, c.employee_ref)) ELSE '' END
 		FROM classified c
+		LEFT JOIN employees em ON em.partner_id = $1 AND em.employee_ref = c.employee_ref
 		LEFT JOIN records r ON r.partner_id = $1 AND r.employee_ref = c.employee_ref
 			AND r.pay_period = c.pay_period AND r.component = c.component
 		LEFT JOIN period_locks pl ON pl.partner_id = $1 AND pl.pay_period = c.pay_period
 		LEFT JOIN exceptions x ON x.status = 'open' AND x.partner_id = $1 AND x.employee_ref = c.employee_ref
 			AND x.pay_period = c.pay_period AND x.component = c.component`, partner).
-		Scan(&res.Outcome, &res.Code, &message, &recID, &recLock, &periodLock, &res.ExceptionID)
+		Scan(&res.Outcome, &res.Code, &message, &recID, &recLock, &periodLock, &res.ExceptionID, &res.EmployeeID)
 	if err != nil {
 		return res, fmt.Errorf("read outcome: %w", err)
 	}

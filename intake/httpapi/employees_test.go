@@ -33,7 +33,13 @@ func TestWebhookUnknownEmployee(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantOutcome(t, e.hook("acme", "m1", change("l1", 1, "E001", "100.00")), "created", "", 1)
+			if m := wantOutcome(t, e.hook("acme", "m1b", change("l1", 2, "E001", "101.00")), "updated", "", 2); m["employee_id"] != "W-1" {
+				t.Errorf("answer for an onboarded employee has employee_id %v, want W-1", m["employee_id"])
+			}
 			m := wantOutcome(t, e.hook("acme", "m2", change("l2", 1, "E404", "50.00")), tc.outcome, tc.code, 1)
+			if want := map[string]any{"created": derived, "held": derived, "rejected": nil}[tc.outcome]; m["employee_id"] != want {
+				t.Errorf("answer has employee_id %v, want %v", m["employee_id"], want)
+			}
 			if tc.code != "" && !strings.Contains(m["message"].(string), "E404 is not onboarded") {
 				t.Errorf("message %q does not say what is wrong", m["message"])
 			}
