@@ -11,6 +11,9 @@ package records
 // employee mapping, rejected or held by the partner's --unknown-employee.
 const CodeUnknownEmployee = "unknown_employee"
 
+// dupLinesShown is how many lines of a duplicate group its message names.
+const dupLinesShown = "5"
+
 // employeeCTE is "emp": each distinct employee_ref of the valid staged
 // rows, with its mapped employee_id (NULL when none) and its kind: NULL
 // when mapped or when the partner creates mappings (--unknown-employee
@@ -50,12 +53,16 @@ WITH ` + employeeCTE + `, dup_keys AS (
 	SELECT key_hash FROM stage WHERE code IS NULL GROUP BY key_hash HAVING count(*) > 1
 ), dup AS (
 	-- The keys that repeat: a cheap aggregate over key_hash finds the few
-	-- candidates, which are then grouped on the real key.
-	SELECT employee_ref, pay_period, component, string_agg(line::text, ', ' ORDER BY line) AS lines
+	-- candidates, which are then grouped on the real key. A group's message
+	-- names its first dupLinesShown lines and its size, never every line:
+	-- a key repeated n times must not cost n² (each of its n rows quoting
+	-- all n lines).
+	SELECT employee_ref, pay_period, component, count(*) AS n,
+		array_to_string((array_agg(line ORDER BY line))[1:` + dupLinesShown + `], ', ') AS lines
 	FROM stage WHERE code IS NULL AND key_hash IN (SELECT key_hash FROM dup_keys)
 	GROUP BY employee_ref, pay_period, component HAVING count(*) > 1
 ), k AS (
-	SELECT s.*, r.id AS record_id, r.last_seq, r.locked_reason, pl.reason AS period_reason, d.lines AS dup_lines,
+	SELECT s.*, r.id AS record_id, r.last_seq, r.locked_reason, pl.reason AS period_reason, d.lines AS dup_lines, d.n AS dup_n,
 		e.employee_id AS mapped_id, e.kind AS employee_kind,
 		CASE
 			WHEN s.code IS NOT NULL THEN 'invalid'
@@ -98,7 +105,11 @@ WITH ` + employeeCTE + `, dup_keys AS (
 			WHEN 'unknown_rejected' THEN format('employee %s is not onboarded (no employee_id is mapped to this reference) and unknown employees are rejected, so this row was not applied: ask the platform to onboard the employee (payintake employees import), then send the row again in a new file', employee_ref)
 			WHEN 'employee_taken' THEN format('employee %s is not onboarded and the id it would be given (%s) already belongs to another employee, so this row was not applied: ask the platform to onboard the employee with its own employee_id (payintake employees import), then send the row again in a new file', employee_ref, derived_employee_id(@partner, employee_ref))
 			WHEN 'unknown_held' THEN format('employee %s is not onboarded (no employee_id is mapped to this reference), so this row was not applied; it is held as an exception for a reviewer, whose approval onboards the employee and applies the row: do not resend it', employee_ref)
-			WHEN 'duplicate' THEN format('employee %s, period %s, component %s appears on lines %s of this file, so none of these rows was applied: send one row per employee, period and component in a new file', employee_ref, pay_period, component, dup_lines)
+			WHEN 'duplicate' THEN CASE WHEN dup_n <= ` + dupLinesShown + ` THEN
+				format('employee %s, period %s, component %s appears on lines %s of this file, so none of these rows was applied: send one row per employee, period and component in a new file', employee_ref, pay_period, component, dup_lines)
+			ELSE
+				format('employee %s, period %s, component %s appears %s times in this file (first on lines %s, …), so none of these rows was applied: send one row per employee, period and component in a new file', employee_ref, pay_period, component, dup_n, dup_lines)
+			END
 			WHEN 'file_rejected' THEN 'this row is valid but was not applied: the file is processed all-or-nothing and other rows were rejected; correct them and send the whole file again under a new file name'
 			WHEN 'period_locked' THEN format('pay period %s is closed (%s), so this row was not applied; it is held as an exception for a reviewer: do not resend it', pay_period, period_reason)
 			WHEN 'record_locked' THEN format('this record is locked (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it', locked_reason)
