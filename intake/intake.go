@@ -143,9 +143,21 @@ func FileSeq(pattern, name string) (*int64, error) {
 // Process applies a received envelope. It is idempotent: an envelope that
 // already has its outcome is returned unchanged.
 func (in *Intake) Process(ctx context.Context, id int64) (records.Envelope, error) {
+	return in.process(ctx, id, in.Store.Process)
+}
+
+// ProcessIfPartnerFree is Process, but returns records.ErrPartnerBusy at
+// once (the envelope's PartnerID set) when another transaction holds the
+// envelope's partner, rather than waiting for it.
+func (in *Intake) ProcessIfPartnerFree(ctx context.Context, id int64) (records.Envelope, error) {
+	return in.process(ctx, id, in.Store.ProcessIfPartnerFree)
+}
+
+func (in *Intake) process(ctx context.Context, id int64,
+	process func(context.Context, int64, records.Planner) (records.Envelope, error)) (records.Envelope, error) {
 	fault.Point(fault.AfterReceive)
 	start := time.Now()
-	env, err := in.Store.Process(fault.Processing(ctx), id, in.plan)
+	env, err := process(fault.Processing(ctx), id, in.plan)
 	if err != nil {
 		return env, err
 	}
