@@ -164,7 +164,7 @@ func (in *Intake) process(ctx context.Context, id int64,
 	fault.Point(fault.AfterCommit)
 	if env.Applied {
 		in.Log.InfoContext(ctx, "envelope processed", "envelope", env.ID, "partner", env.PartnerID,
-			"file", env.FileName, "status", env.Status, "counts", env.Counts, "duration", time.Since(start))
+			"file", env.FileName, "status", env.Status, records.CountsAttr(env.Counts), "duration", time.Since(start))
 	}
 	return env, nil
 }

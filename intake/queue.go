@@ -81,7 +81,7 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 	river.AddWorker(workers, w)
 	rc := &river.Config{
 		Workers:              workers,
-		Logger:               slog.New(minLevel{in.Log.Handler(), slog.LevelInfo}).With("component", "queue"),
+		Logger:               slog.New(quietRiver{in.Log.Handler()}).With("component", "queue"),
 		JobTimeout:           orDefault(cfg.JobTimeout, defaultJobTimeout),
 		RescueStuckJobsAfter: orDefault(cfg.JobTimeout, defaultJobTimeout) + rescueMargin,
 		MaxAttempts:          defaultMaxAttempts,
@@ -263,18 +263,29 @@ func RetryDelay(attempt int) time.Duration {
 	return min(d, time.Hour)
 }
 
-// minLevel drops records below a level (River is chatty at debug).
-type minLevel struct {
-	slog.Handler
-	min slog.Level
+// quietRiver writes River's info lines (its maintenance services' periodic
+// "ran successfully", producer job counts, client started) at debug: they
+// are chatter for an operator. Warnings and errors keep their level.
+type quietRiver struct{ slog.Handler }
+
+func riverLevel(l slog.Level) slog.Level {
+	if l < slog.LevelWarn {
+		return min(l, slog.LevelDebug)
+	}
+	return l
 }
 
-func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
+func (h quietRiver) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, riverLevel(l))
 }
 
-func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
-	return minLevel{h.Handler.WithAttrs(as), h.min}
+func (h quietRiver) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = riverLevel(r.Level)
+	return h.Handler.Handle(ctx, r)
 }
 
-func (h minLevel) WithGroup(g string) slog.Handler { return minLevel{h.Handler.WithGroup(g), h.min} }
+func (h quietRiver) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietRiver{h.Handler.WithAttrs(as)}
+}
+
+func (h quietRiver) WithGroup(g string) slog.Handler { return quietRiver{h.Handler.WithGroup(g)} }

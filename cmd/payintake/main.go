@@ -41,7 +41,8 @@ commands:
   review approve|reject EXCEPTION_ID --reviewer NAME [--note TEXT]
   reviewer add|list|password   reviewer accounts for the review console and API
 
-every command takes --data-dir DIR (PAYINTAKE_DATA_DIR) and --database-url URL (PAYINTAKE_DATABASE_URL)
+every command takes --data-dir DIR (PAYINTAKE_DATA_DIR), --database-url URL (PAYINTAKE_DATABASE_URL),
+--log-format text|json and --log-level debug|info|warn|error (serve logs always; other commands with --verbose)
 `
 
 // run executes one command and returns the process exit code: 0 success,
