@@ -2,7 +2,6 @@ package intake
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -158,10 +157,9 @@ type processWorker struct {
 // files wait. Instead it puts the job back (snoozed, which does not count
 // as an attempt) and takes the next one: one partner occupies one worker
 // however many files it sends. When a partner's file is done, the worker
-// wakes that partner's next waiting job at once; the snooze (doubling from
-// partnerBusySnooze up to partnerBusySnoozeMax) is only the fallback when
-// that wake-up is missed, so a waiting job costs a database round trip every
-// few seconds at most, never a busy loop.
+// wakes that partner's next waiting job at once; the snooze (snoozeDelay) is
+// the fallback when that wake-up is missed or the lock was held by something
+// else (a webhook, a decision, an HTTP submission processed in its request).
 const (
 	partnerBusySnooze    = 250 * time.Millisecond
 	partnerBusySnoozeMax = 4 * time.Second
@@ -172,7 +170,7 @@ func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) e
 	env, err := w.in.ProcessIfPartnerFree(ctx, job.Args.EnvelopeID)
 	if errors.Is(err, records.ErrPartnerBusy) {
 		w.m.partnerBusy.Inc()
-		d := snoozeDelay(job.Metadata)
+		d := w.snoozeDelay(ctx, env.PartnerID, job.Args.EnvelopeID)
 		w.in.Log.DebugContext(ctx, "partner busy with another file; job put back", "envelope", job.Args.EnvelopeID,
 			"partner", env.PartnerID, "retry_in", d)
 		return river.JobSnooze(d)
@@ -209,17 +207,22 @@ func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) e
 	return nil
 }
 
-// snoozeDelay doubles partnerBusySnooze with each snooze the job already had.
-func snoozeDelay(metadata []byte) time.Duration {
-	var md struct {
-		Snoozes int `json:"snoozes"`
+// aheadSQL counts (up to 16) the partner's files received before this one
+// and still waiting.
+const aheadSQL = `SELECT count(*) FROM (SELECT 1 FROM envelopes
+	WHERE status = 'received' AND partner_id = $1 AND id < $2 LIMIT 16) a`
+
+// snoozeDelay is how long a job of a busy partner is put back: the
+// partner's oldest waiting file is tried again every partnerBusySnooze, each
+// later one partnerBusySnooze longer per file ahead of it, at most
+// partnerBusySnoozeMax. A busy partner's queue so costs about one try per
+// partnerBusySnooze, however many files it holds.
+func (w *processWorker) snoozeDelay(ctx context.Context, partner string, id int64) time.Duration {
+	var ahead int
+	if err := w.in.Store.Pool().QueryRow(ctx, aheadSQL, partner, id).Scan(&ahead); err != nil {
+		return partnerBusySnoozeMax
 	}
-	_ = json.Unmarshal(metadata, &md) // no metadata: the first snooze
-	d := partnerBusySnooze
-	for i := 0; i < md.Snoozes && d < partnerBusySnoozeMax; i++ {
-		d *= 2
-	}
-	return min(d, partnerBusySnoozeMax)
+	return min(partnerBusySnooze*time.Duration(1+ahead), partnerBusySnoozeMax)
 }
 
 // nextWaitingSQL finds the oldest job of a partner put back because the
