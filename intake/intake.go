@@ -25,6 +25,9 @@ import (
 type Intake struct {
 	Store *records.Store
 	Log   *slog.Logger
+	// Metrics, when set, counts every envelope processed here, whatever
+	// the door (nil: not counted).
+	Metrics *Metrics
 }
 
 // New returns an Intake on store.
@@ -163,7 +166,8 @@ func (in *Intake) process(ctx context.Context, id int64,
 	}
 	fault.Point(fault.AfterCommit)
 	if env.Applied {
-		in.Log.InfoContext(ctx, "envelope processed", "envelope", env.ID, "partner", env.PartnerID,
+		in.Metrics.processed(env, time.Since(start))
+		in.Log.InfoContext(ctx, "envelope processed", "envelope", env.ID, "door", env.Source, "partner", env.PartnerID,
 			"file", env.FileName, "status", env.Status, records.CountsAttr(env.Counts), "duration", time.Since(start))
 	}
 	return env, nil

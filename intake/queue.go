@@ -75,6 +75,9 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 	if m == nil {
 		m = NewMetrics(nil)
 	}
+	if in.Metrics == nil {
+		in.Metrics = m // every door's processing counts on the queue's metrics
+	}
 	workers := river.NewWorkers()
 	w := &processWorker{in: in, m: m}
 	river.AddWorker(workers, w)
@@ -166,7 +169,6 @@ const (
 )
 
 func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) error {
-	start := time.Now()
 	env, err := w.in.ProcessIfPartnerFree(ctx, job.Args.EnvelopeID)
 	if errors.Is(err, records.ErrPartnerBusy) {
 		w.m.partnerBusy.Inc()
@@ -200,9 +202,6 @@ func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) e
 		w.in.Log.ErrorContext(ctx, "envelope processing failed; it will be retried", "envelope", job.Args.EnvelopeID,
 			"attempt", job.Attempt, "max_attempts", job.MaxAttempts, "retry_in", RetryDelay(job.Attempt), "err", err)
 		return err
-	}
-	if env.Applied {
-		w.m.processed(env, time.Since(start)) // not again for an envelope another job finished
 	}
 	return nil
 }
