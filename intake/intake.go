@@ -16,6 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/payintake/payintake/internal/fault"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
@@ -157,10 +160,20 @@ func (in *Intake) ProcessIfPartnerFree(ctx context.Context, id int64) (records.E
 }
 
 func (in *Intake) process(ctx context.Context, id int64,
-	process func(context.Context, int64, records.Planner) (records.Envelope, error)) (records.Envelope, error) {
+	process func(context.Context, int64, records.Planner) (records.Envelope, error)) (env records.Envelope, err error) {
 	fault.Point(fault.AfterReceive)
 	start := time.Now()
-	env, err := process(fault.Processing(ctx), id, in.plan)
+	ctx, span := in.Store.Tracer().Start(ctx, "process", trace.WithAttributes(attribute.Int64("payintake.envelope_id", id)))
+	defer func() {
+		span.SetAttributes(attribute.String("payintake.status", env.Status), attribute.Bool("payintake.applied", env.Applied))
+		if errors.Is(err, records.ErrBusy) || errors.Is(err, records.ErrPartnerBusy) { // another transaction works: not a failure
+			span.SetAttributes(attribute.Bool("payintake.busy", true))
+			span.End()
+			return
+		}
+		records.EndSpan(span, err)
+	}()
+	env, err = process(fault.Processing(ctx), id, in.plan)
 	if err != nil {
 		return env, err
 	}
