@@ -101,8 +101,9 @@ func groupUsage(args []string, cs []command, stdout, stderr io.Writer) error {
 	for _, c := range cs {
 		names = append(names, strings.TrimPrefix(c.path, word+" "))
 	}
+	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 	if len(args) == 1 {
-		return usagef("%s needs a command: %s", word, strings.Join(names, ", "))
+		return usagef("%s needs a command: %s", word, want)
 	}
-	return usagef("%s: unknown command %q (want %s)", word, args[1], strings.Join(names, ", "))
+	return usagef("%s: unknown command %q (want %s)", word, args[1], want)
 }
