@@ -23,6 +23,7 @@ import (
 	"github.com/payintake/payintake/intake/httpapi"
 	"github.com/payintake/payintake/records"
 	"github.com/payintake/payintake/review"
+	samplefiles "github.com/payintake/payintake/sample-files"
 )
 
 // cmdServe runs the SFTP drop zone, the HTTP address (API, reviewers,
@@ -140,10 +141,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *demo {
-		if err := setupDemo(ctx, e.store, dataDir, sftpLn.Addr(), hostKey.PublicKey(), stdout); err != nil {
+		if err := setupDemo(ctx, e, dataDir, sftpLn.Addr(), httpLn.Addr(), hostKey.PublicKey(), stdout); err != nil {
 			sftpLn.Close()
 			httpLn.Close()
 			_ = queue.Stop(context.Background())
+			if ctx.Err() != nil {
+				return nil // interrupted while starting
+			}
 			return err
 		}
 	}
@@ -218,11 +222,66 @@ func parseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// setupDemo makes sure partner "demo" exists with a key pair kept in the data
+// demo is what the demo steps share: where things are, and what to print.
+type demo struct {
+	e        *env
+	dir      string // DATA_DIR/demo
+	sftpAddr net.Addr
+	httpURL  string // http://127.0.0.1:PORT
+	hostKey  ssh.PublicKey
+	out      io.Writer
+}
+
+// demoStep is one part of `serve --demo`: it sets something up (again, on
+// a restart, without harm) and prints how to use it. To show another part of
+// the product, add a step to demoSteps.
+type demoStep struct {
+	name string
+	run  func(ctx context.Context, d *demo) error
+}
+
+func demoSteps() []demoStep {
+	return []demoStep{
+		{"sftp partner", demoSFTP},
+		{"held exceptions", demoHeld},
+		{"reviewer", demoReviewer},
+		{"http api", demoAPI},
+		{"webhook", demoWebhook},
+	}
+}
+
+// setupDemo runs the demo steps in order and prints what each one offers.
+func setupDemo(ctx context.Context, e *env, dataDir string, sftpAddr, httpAddr net.Addr, hostKey ssh.PublicKey, stdout io.Writer) error {
+	d := &demo{e: e, dir: filepath.Join(dataDir, "demo"), sftpAddr: sftpAddr, httpURL: "http://" + loopback(httpAddr.String()),
+		hostKey: hostKey, out: stdout}
+	if err := os.MkdirAll(d.dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", d.dir, err)
+	}
+	for _, st := range demoSteps() {
+		if err := st.run(ctx, d); err != nil {
+			return fmt.Errorf("demo (%s): %w", st.name, err)
+		}
+	}
+	return nil
+}
+
+// loopback replaces an unspecified listen host (0.0.0.0, ::) by 127.0.0.1.
+func loopback(hostport string) string {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return hostport
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// demoSFTP makes sure partner "demo" exists with a key pair kept in the data
 // dir, writes a known_hosts file for this server, and prints how to use it.
-func setupDemo(ctx context.Context, st *records.Store, dataDir string, addr net.Addr, hostKey ssh.PublicKey, stdout io.Writer) error {
-	dir := filepath.Join(dataDir, "demo")
-	keyPath := filepath.Join(dir, "id_ed25519")
+func demoSFTP(ctx context.Context, d *demo) error {
+	st := d.e.store
+	keyPath := filepath.Join(d.dir, "id_ed25519")
 	if _, err := intake.EnsureKeyPair(keyPath, "payintake demo partner"); err != nil {
 		return fmt.Errorf("demo key: %w", err)
 	}
@@ -242,15 +301,12 @@ func setupDemo(ctx context.Context, st *records.Store, dataDir string, addr net.
 			return err
 		}
 	}
-	host, port, err := net.SplitHostPort(addr.String())
+	host, port, err := net.SplitHostPort(loopback(d.sftpAddr.String()))
 	if err != nil {
-		return fmt.Errorf("sftp address %s: %w", addr, err)
+		return fmt.Errorf("sftp address %s: %w", d.sftpAddr, err)
 	}
-	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	knownHosts := filepath.Join(dir, "known_hosts")
-	line := knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort(host, port))}, hostKey) + "\n"
+	knownHosts := filepath.Join(d.dir, "known_hosts")
+	line := knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort(host, port))}, d.hostKey) + "\n"
 	if err := os.WriteFile(knownHosts, []byte(line), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", knownHosts, err)
 	}
@@ -260,7 +316,7 @@ func setupDemo(ctx context.Context, st *records.Store, dataDir string, addr net.
 		target = "demo@[" + host + "]"
 	}
 	sample := "sample-files/clean-first-run.csv"
-	fmt.Fprintf(stdout, `
+	fmt.Fprintf(d.out, `
 Demo partner "demo" is ready; its key pair is in %s (id_ed25519, id_ed25519.pub).
 Log in to the drop zone (put files in /inbox, get results from /results):
 
@@ -270,8 +326,114 @@ Upload a sample file (from the source tree) in batch mode, then fetch its result
 
   echo 'put %s /inbox/' | sftp -b - %s %s
   sftp %s %s:/results/clean-first-run.result.csv .
+`, d.dir, opts, target, sample, opts, target, opts, target)
+	return nil
+}
 
-`, dir, opts, target, sample, opts, target, opts, target)
+// demoHeld gives partner "demo-hr" November's payroll, locks the period as
+// paid, and sends a late corrected file, so that the review console opens on
+// real held exceptions (done once, when the partner is first added).
+func demoHeld(ctx context.Context, d *demo) error {
+	st := d.e.store
+	err := st.AddPartner(ctx, records.Partner{ID: "demo-hr", Name: "Demo HR system (a late corrections file waits for review)"})
+	if errors.Is(err, records.ErrExists) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	load := func(name string) (records.Envelope, error) {
+		b, err := samplefiles.FS.ReadFile(name)
+		if err != nil {
+			return records.Envelope{}, fmt.Errorf("sample file %s: %w", name, err)
+		}
+		p := filepath.Join(d.dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return records.Envelope{}, fmt.Errorf("write %s: %w", p, err)
+		}
+		_, out, err := d.e.intake.IngestFile(ctx, "demo-hr", p, "demo")
+		return out, err
+	}
+	if _, err := load("clean-first-run.csv"); err != nil {
+		return err
+	}
+	if _, err := st.LockPeriod(ctx, "demo-hr", "2026-11", records.LockPaid, "demo"); err != nil {
+		return err
+	}
+	env, err := load("corrected-resubmission.csv")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, `
+Partner "demo-hr" sent November's payroll, the period was locked as paid, then a late
+corrected file arrived: %d row(s) are held for a reviewer.
+`, env.Counts["held"])
+	return nil
+}
+
+// demoReviewer adds reviewer "demo-reviewer" (its password printed once) and
+// prints where the console is.
+func demoReviewer(ctx context.Context, d *demo) error {
+	const name = "demo-reviewer"
+	password := review.NewPassword()
+	hash, err := review.HashPassword(password)
+	if err != nil {
+		return err
+	}
+	err = d.e.store.AddReviewer(ctx, name, hash, nil)
+	switch {
+	case errors.Is(err, records.ErrExists):
+		fmt.Fprintf(d.out, `
+Review console: %s/review/ as %s (its password was printed when the demo first ran;
+`+"`payintake reviewer password %s`"+` sets a new one).
+`, d.httpURL, name, name)
+		return nil
+	case err != nil:
+		return err
+	}
+	fmt.Fprintf(d.out, `
+Review console (approve or reject the held rows, one by one or all at once):
+
+  %s/review/
+  reviewer: %s
+  password (shown once): %s
+`, d.httpURL, name, password)
+	return nil
+}
+
+// demoAPI issues an API token for partner "demo" and prints a ready curl line.
+func demoAPI(ctx context.Context, d *demo) error {
+	tok, err := d.e.store.IssueAPIToken(ctx, "demo")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, `
+HTTP API token of partner "demo" (shown once). Submit a file (from the source tree):
+
+  curl -sS -X POST '%s/v1/submissions?name=messy-export.csv' -H 'Authorization: Bearer %s' -H 'Idempotency-Key: demo-messy-export-1' --data-binary @sample-files/messy-export.csv
+`, d.httpURL, tok)
+	return nil
+}
+
+// demoWebhook adds a webhook secret for partner "demo" and prints a signed
+// delivery: the body, its Standard Webhooks signature made with openssl, and
+// the curl that sends it.
+func demoWebhook(ctx context.Context, d *demo) error {
+	secret, err := d.e.store.AddWebhookSecret(ctx, "demo")
+	if err != nil {
+		return err
+	}
+	key := strings.TrimPrefix(secret, "whsec_")
+	fmt.Fprintf(d.out, `
+Webhook secret of partner "demo" (shown once): %s
+Send one signed pay-line change (Standard Webhooks: HMAC-SHA256 of "id.timestamp.body"):
+
+  body='{"entity_id":"demo-E00107-BASE","version":1,"employee_ref":"E00107","pay_period":"2026-12","component":"BASE","amount":"3100.00","currency":"USD"}'
+  id=msg_demo_1; ts=$(date +%%s)
+  sig=$(printf '%%s' "$id.$ts.$body" | openssl dgst -sha256 -mac HMAC -macopt hexkey:$(printf '%%s' '%s' | base64 -d | od -An -v -tx1 | tr -d ' \n') -binary | base64)
+  curl -sS -X POST '%s/v1/webhooks/demo' -H "webhook-id: $id" -H "webhook-timestamp: $ts" -H "webhook-signature: v1,$sig" -H 'Content-Type: application/json' -d "$body"
+
+`, secret, key, d.httpURL)
 	return nil
 }
 

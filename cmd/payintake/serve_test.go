@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,7 +138,7 @@ func TestServeDemoWithOpenSSH(t *testing.T) {
 		`payintake_sftp_uploads_total{result="received"} 1`,
 		`payintake_envelopes_total{outcome="processed",source="sftp"} 1`,
 		`payintake_rows_total{outcome="created",source="sftp"} 8`,
-		`payintake_envelope_processing_seconds_count 1`,
+		`payintake_envelope_processing_seconds_count 3`, // the upload, and the demo-hr partner's two files
 		`payintake_sftp_upload_bytes_total`,
 		`go_goroutines`,
 	} {
@@ -147,6 +149,34 @@ func TestServeDemoWithOpenSSH(t *testing.T) {
 	if get("/healthz") != "ok\n" || get("/readyz") != "ready\n" {
 		t.Error("health endpoints")
 	}
+	// The rest of the demo: held exceptions, the console, the API and a webhook.
+	if held := waitFor(t, stdout, regexp.MustCompile(`a late\ncorrected file arrived: (\d+) row\(s\) are held`)); held != "2" {
+		t.Fatalf("%s rows held for demo-hr, want 2", held)
+	}
+	consoleURL := waitFor(t, stdout, regexp.MustCompile(`(?m)^  (http://\S+/review/)$`))
+	reviewer := waitFor(t, stdout, regexp.MustCompile(`(?m)^  reviewer: (\S+)$`))
+	password := waitFor(t, stdout, regexp.MustCompile(`(?m)^  password \(shown once\): (\S+)$`))
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	resp, err := browser.PostForm(strings.TrimSuffix(consoleURL, "/")+"/login", neturl.Values{"name": {reviewer}, "password": {password}, "next": {"/review/queue"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), `data-status="open">open <span class="count">2</span>`) || !strings.Contains(string(page), "demo-hr") {
+		t.Fatalf("console after logging in as printed: %s\n%s", resp.Status, page)
+	}
+	submit := waitFor(t, stdout, regexp.MustCompile(`(?m)^  (curl .*/v1/submissions.*)$`))
+	if out := sh(filepath.Join("..", ".."), submit); !strings.Contains(out, `"created": 5`) && !strings.Contains(out, `"created":5`) {
+		t.Fatalf("%s:\n%s", submit, out)
+	}
+	hook := waitFor(t, stdout, regexp.MustCompile(`(?s)\n  (body=.*?/v1/webhooks/demo.*?)\n`))
+	hook = strings.ReplaceAll(hook, "\n  ", "\n")
+	if out := sh(t.TempDir(), hook); !strings.Contains(out, `"outcome":"created"`) && !strings.Contains(out, `"outcome": "created"`) {
+		t.Fatalf("%s:\n%s", hook, out)
+	}
+
 	if code := stop(); code != 0 {
 		t.Fatalf("serve exited %d:\n%s", code, stderr)
 	}
@@ -155,6 +185,11 @@ func TestServeDemoWithOpenSSH(t *testing.T) {
 	key, _ := os.ReadFile(filepath.Join(data, "demo", "id_ed25519"))
 	stdout2, stderr2, stop2 := startServe(t, args...)
 	waitFor(t, stdout2, regexp.MustCompile(`(?m)^  (sftp .*)$`))
+	waitFor(t, stdout2, regexp.MustCompile(`(Webhook secret)`)) // the demo is set up again
+	if !strings.Contains(stdout2.String(), "as demo-reviewer (its password was printed when the demo first ran") ||
+		strings.Contains(stdout2.String(), "are held") {
+		t.Errorf("restarted demo:\n%s", stdout2)
+	}
 	if fp2 := waitFor(t, stderr2, regexp.MustCompile(`msg="ssh host key" fingerprint=(\S+)`)); fp2 != fp {
 		t.Errorf("host key changed on restart: %s then %s", fp, fp2)
 	}
