@@ -254,6 +254,11 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 				return fmt.Errorf("check duplicates: %w", err)
 			}
 		}
+		if !fileRejected {
+			if err := tx.QueryRow(ctx, employeeRejectsSQL, pgx.NamedArgs{"partner": env.PartnerID}).Scan(&fileRejected); err != nil {
+				return fmt.Errorf("check unknown employees: %w", err)
+			}
+		}
 	}
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID,
 		"by": fmt.Sprintf("envelope %d", env.ID), "file_rejected": fileRejected, "header": ResultHeader}
