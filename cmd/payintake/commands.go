@@ -86,6 +86,8 @@ func commandTable() []command {
 			"payintake reviewer list", cmdReviewerList},
 		{"reviewer disable", "NAME", "disable a reviewer account: their sessions and API tokens stop at once",
 			"payintake reviewer disable alice", disable(true)},
+		{"reviewer unlock", "NAME | --address IP", "lift the slow-down of failed logins for a reviewer or a client address",
+			"payintake reviewer unlock alice", cmdReviewerUnlock},
 		{"reviewer enable", "NAME", "enable a disabled reviewer account again",
 			"payintake reviewer enable alice", disable(false)},
 	}
