@@ -241,6 +241,11 @@ var errKeyCheckUnavailable = errors.New("key check unavailable")
 
 func (s *SFTPServer) serverConfig(ctx context.Context, st *authState) *ssh.ServerConfig {
 	check := func(user, fp string) error {
+		if !records.ValidPartnerID(user) {
+			// Malformed input (invalid UTF-8, odd characters, too long) is an
+			// unknown partner: the same answer and delay, no database call.
+			return errKeyNotAllowed
+		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		ok, err := s.cfg.Store.KeyAllowed(cctx, user, fp)

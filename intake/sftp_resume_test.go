@@ -251,3 +251,46 @@ func TestHostileSFTPSparseWrite(t *testing.T) {
 		t.Fatalf("%d envelopes received", n)
 	}
 }
+
+// Malformed user names are unknown partners: refused after the login delay,
+// counted as failed logins, never reported as a database outage.
+func TestHostileSFTPBadUserNames(t *testing.T) {
+	t.Parallel()
+	const delay = 10 * time.Millisecond
+	z := newDropZone(t, zoneOpts{loginDelay: delay})
+	key := z.partner("acme")
+	names := []string{"\xff\xfe", "acme\xc3", "a\x00cme", "ACME", "../acme", strings.Repeat("a", 5000), "acme\n", "", "acmé"}
+	var slowest, fastest time.Duration
+	for i, name := range names {
+		start := time.Now()
+		_, err := z.tryLogin(name, key)
+		if err == nil {
+			t.Fatalf("login as %q succeeded", name)
+		}
+		d := time.Since(start)
+		if d < delay {
+			t.Errorf("login as %q refused after %v, before the login delay %v", name, d, delay)
+		}
+		if i == 0 || d > slowest {
+			slowest = d
+		}
+		if i == 0 || d < fastest {
+			fastest = d
+		}
+	}
+	// The server counts a failure just after the client has seen it.
+	deadline := time.Now().Add(10 * time.Second)
+	for z.metric("payintake_sftp_logins_total", "result=failed") < float64(len(names)) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	unavailable := z.metric("payintake_sftp_logins_total", "result=unavailable")
+	failed := z.metric("payintake_sftp_logins_total", "result=failed")
+	t.Logf("%d malformed user names: %v failed logins, %v unavailable, refused after %v to %v",
+		len(names), failed, unavailable, fastest.Round(time.Millisecond), slowest.Round(time.Millisecond))
+	if unavailable != 0 || int(failed) != len(names) {
+		t.Fatalf("metrics: %v unavailable, %v failed; want 0 and %d", unavailable, failed, len(names))
+	}
+	if logs := z.logs.String(); strings.Contains(logs, "level=ERROR") {
+		t.Fatalf("malformed names logged as errors:\n%s", logs)
+	}
+}
