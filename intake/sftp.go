@@ -59,7 +59,21 @@ type SFTPConfig struct {
 	// InboxWindow is how long a received file stays visible in /inbox (stat,
 	// listing) after it arrived. 0 means DefaultInboxWindow.
 	InboxWindow time.Duration
+	// IdleTimeout closes a logged-in connection on which nothing has been
+	// sent or received for this long while the server is not working for it.
+	// 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxSessions bounds the logged-in connections of one partner to this
+	// server; more are refused at login with a message. 0 means
+	// DefaultMaxSessions.
+	MaxSessions int
 }
+
+// Defaults of the session bounds.
+const (
+	DefaultIdleTimeout = 10 * time.Minute
+	DefaultMaxSessions = 32
+)
 
 // DefaultInboxWindow is how long /inbox shows a received file.
 const DefaultInboxWindow = 7 * 24 * time.Hour
@@ -81,6 +95,9 @@ type SFTPServer struct {
 	// Lock order: imu before a pending's mu.
 	imu   sync.Mutex
 	inbox map[string]map[string]*pending
+
+	smu      sync.Mutex
+	sessions map[string]int // logged-in connections per partner
 }
 
 // NewSFTPServer checks cfg and prepares the spool folder.
@@ -106,6 +123,12 @@ func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
 	if cfg.InboxWindow <= 0 {
 		cfg.InboxWindow = DefaultInboxWindow
 	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -120,7 +143,8 @@ func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
 		limiter: &loginLimiter{base: cfg.LoginDelay, max: cfg.MaxLoginDelay, window: loginFailureWindow,
 			m: map[string]*failures{}, pending: map[string]int{}},
 		conns: map[net.Conn]struct{}{},
-		inbox: map[string]map[string]*pending{},
+		inbox:    map[string]map[string]*pending{},
+		sessions: map[string]int{},
 	}, nil
 }
 
@@ -228,6 +252,10 @@ type authState struct {
 	failures int
 	// unavailable: a login refused only because keys could not be checked.
 	unavailable bool
+	// capped: a login refused because the partner has MaxSessions already.
+	capped bool
+	// session: the partner whose session slot this connection holds.
+	session string
 	offered     []string
 	lastErr     error
 }
@@ -238,6 +266,29 @@ var errKeyNotAllowed = errors.New("public key not authorised for this partner")
 // looked up (the database is unreachable). It is not the partner's fault: it
 // is not counted as a failed login, and the client is told why.
 var errKeyCheckUnavailable = errors.New("key check unavailable")
+
+// errTooManySessions is a login refused because the partner already has
+// MaxSessions connections to this server.
+var errTooManySessions = errors.New("too many sessions")
+
+// takeSession reserves one of the partner's session slots.
+func (s *SFTPServer) takeSession(partner string) bool {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.sessions[partner] >= s.cfg.MaxSessions {
+		return false
+	}
+	s.sessions[partner]++
+	return true
+}
+
+func (s *SFTPServer) releaseSession(partner string) {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.sessions[partner]--; s.sessions[partner] <= 0 {
+		delete(s.sessions, partner)
+	}
+}
 
 func (s *SFTPServer) serverConfig(ctx context.Context, st *authState) *ssh.ServerConfig {
 	check := func(user, fp string) error {
@@ -286,6 +337,15 @@ func (s *SFTPServer) serverConfig(ctx context.Context, st *authState) *ssh.Serve
 			if err := check(c.User(), fp); err != nil {
 				return nil, err
 			}
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			if st.session == "" {
+				if !s.takeSession(c.User()) {
+					return nil, &ssh.BannerError{Err: errTooManySessions,
+						Message: fmt.Sprintf("payintake: partner %s already has %d sessions open on this server (the most allowed); nothing was received: close some (or lower your client's parallel connections) and try again\n", c.User(), s.cfg.MaxSessions)}
+				}
+				st.session = c.User()
+			}
 			perms.Extensions[extPartner] = c.User()
 			return perms, nil
 		},
@@ -295,6 +355,10 @@ func (s *SFTPServer) serverConfig(ctx context.Context, st *authState) *ssh.Serve
 			st.user = c.User()
 			if errors.Is(err, errKeyCheckUnavailable) {
 				st.unavailable = true
+				return
+			}
+			if errors.Is(err, errTooManySessions) {
+				st.capped = true
 				return
 			}
 			if err == nil || method == "none" {
@@ -350,13 +414,25 @@ func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
 	}
 	defer leave()
 	st := &authState{ip: ip}
+	defer func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.session != "" {
+			s.releaseSession(st.session)
+		}
+	}()
+	ic := &idleConn{Conn: c}
+	ic.touch()
 	_ = c.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	sconn, chans, reqs, err := ssh.NewServerConn(c, s.serverConfig(ctx, st))
+	sconn, chans, reqs, err := ssh.NewServerConn(ic, s.serverConfig(ctx, st))
 	if err != nil {
 		st.mu.Lock()
-		failed, offered, last, user, unavailable := st.failures, st.offered, st.lastErr, st.user, st.unavailable
+		failed, offered, last, user, unavailable, capped := st.failures, st.offered, st.lastErr, st.user, st.unavailable, st.capped
 		st.mu.Unlock()
-		if unavailable && failed == 0 {
+		if capped && failed == 0 {
+			s.m.logins.WithLabelValues("too_many_sessions").Inc()
+			log.Warn("login refused: the partner has the most sessions allowed open", "user", user, "max_sessions", s.cfg.MaxSessions)
+		} else if unavailable && failed == 0 {
 			s.m.logins.WithLabelValues("unavailable").Inc()
 			log.Warn("login refused: partner keys cannot be checked (database unreachable)", "user", user)
 		} else if failed > 0 {
@@ -385,6 +461,7 @@ func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
 	log.Info("logged in", "client", string(sconn.ClientVersion()))
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go s.closeWhenIdle(connCtx, ic, sconn, log)
 	go ssh.DiscardRequests(reqs)
 	var wg sync.WaitGroup
 	var channels atomic.Int32 // open at once
@@ -407,7 +484,7 @@ func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
 		go func() {
 			defer wg.Done()
 			defer channels.Add(-1)
-			s.session(connCtx, ch, creqs, partner, log)
+			s.session(connCtx, ch, creqs, partner, ic, log)
 		}()
 	}
 	wg.Wait()
@@ -422,7 +499,7 @@ func errString(err error) string {
 }
 
 // session serves one SSH session channel: the sftp subsystem and nothing else.
-func (s *SFTPServer) session(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request, partner string, log *slog.Logger) {
+func (s *SFTPServer) session(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request, partner string, ic *idleConn, log *slog.Logger) {
 	defer ch.Close()
 	started := false
 	done := make(chan struct{})
@@ -440,7 +517,7 @@ func (s *SFTPServer) session(ctx context.Context, ch ssh.Channel, reqs <-chan *s
 				_ = req.Reply(true, nil)
 				go func() {
 					defer close(done)
-					s.serveSFTP(ctx, ch, partner, log)
+					s.serveSFTP(ctx, ch, partner, ic, log)
 					// The client sees the end of the session.
 					_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{0}))
 					ch.Close()
@@ -470,8 +547,9 @@ func subsystemName(payload []byte) string {
 	return string(payload[4 : 4+n])
 }
 
-func (s *SFTPServer) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, log *slog.Logger) {
+func (s *SFTPServer) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, ic *idleConn, log *slog.Logger) {
 	fs := newPartnerFS(ctx, s, partner, log)
+	fs.conn = ic
 	h := sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs}
 	rs := sftp.NewRequestServer(ch, h, sftp.WithStartDirectory("/"+dirInbox))
 	log.Info("sftp session started")
@@ -482,6 +560,64 @@ func (s *SFTPServer) serveSFTP(ctx context.Context, ch ssh.Channel, partner stri
 		log.Info("sftp session ended")
 	}
 	_ = rs.Close()
+}
+
+// idleConn notes when bytes last went either way on a connection, and how
+// many operations the server is working on for it (storing a file before
+// answering its close): a connection is idle only when both are quiet.
+type idleConn struct {
+	net.Conn
+	last atomic.Int64 // unix nanoseconds
+	busy atomic.Int32
+}
+
+func (c *idleConn) touch() { c.last.Store(time.Now().UnixNano()) }
+
+func (c *idleConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.touch()
+	}
+	return n, err
+}
+
+func (c *idleConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.touch()
+	}
+	return n, err
+}
+
+// working marks the server busy for the connection until the returned
+// function is called.
+func (c *idleConn) working() func() {
+	if c == nil {
+		return func() {}
+	}
+	c.busy.Add(1)
+	return func() { c.touch(); c.busy.Add(-1) }
+}
+
+// closeWhenIdle closes the connection once it has been idle for
+// IdleTimeout (uploads left open are then cut off, kept to be resumed).
+func (s *SFTPServer) closeWhenIdle(ctx context.Context, ic *idleConn, sconn *ssh.ServerConn, log *slog.Logger) {
+	limit := s.cfg.IdleTimeout
+	t := time.NewTicker(max(limit/8, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if ic.busy.Load() == 0 && now.Sub(time.Unix(0, ic.last.Load())) >= limit {
+				s.m.idleClosed.Inc()
+				log.Info("connection closed: idle", "idle_timeout", limit)
+				_ = sconn.Close()
+				return
+			}
+		}
+	}
 }
 
 // loginLimiter slows down logins from addresses that recently failed: each

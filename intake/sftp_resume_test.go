@@ -294,3 +294,67 @@ func TestHostileSFTPBadUserNames(t *testing.T) {
 		t.Fatalf("malformed names logged as errors:\n%s", logs)
 	}
 }
+
+// One partner cannot hold more than MaxSessions connections, and connections
+// with no traffic are closed after IdleTimeout; a connection uploading
+// slowly stays.
+func TestHostileSFTPIdleAndExcessSessions(t *testing.T) {
+	t.Parallel()
+	const idle, maxSessions = 400 * time.Millisecond, 5
+	z := newDropZone(t, zoneOpts{idle: idle, maxSessions: maxSessions, workers: -1})
+	key := z.partner("acme")
+	otherKey := z.partner("other")
+	slow := z.login("acme", key)
+	for range maxSessions - 1 {
+		z.login("acme", key)
+	}
+	const extra = 20
+	refused := 0
+	for range extra {
+		if _, err := z.tryLogin("acme", key); err != nil {
+			refused++
+		}
+	}
+	// Another partner is not affected.
+	z.login("other", otherKey)
+	start := time.Now()
+	// A slow upload: a write every idle/4 for 3 idle periods.
+	f, err := slow.Create("/inbox/slow.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := genPayroll("SL", 120)
+	step := len(data) / 12
+	for i := range 12 {
+		if _, err := f.Write(data[i*step : (i+1)*step]); err != nil {
+			t.Fatalf("the slow upload was cut after %v: %v", time.Since(start), err)
+		}
+		time.Sleep(idle / 4)
+	}
+	if _, err := f.Write(data[12*step:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("close of the slow upload: %v", err)
+	}
+	// All six connections go once idle: four of acme, other's, and the
+	// slow one after its upload.
+	deadline := time.Now().Add(20 * time.Second)
+	for z.metric("payintake_sftp_idle_closed_total") < maxSessions+1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle connections closed: %v of %d", z.metric("payintake_sftp_idle_closed_total"), maxSessions+1)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("%d sessions allowed, %d of %d more refused (too_many_sessions %v); %d idle connections closed (the slow one after its upload) within %v of the upload start (idle timeout %v); the slow upload over %v kept its connection",
+		maxSessions, refused, extra, z.metric("payintake_sftp_logins_total", "result=too_many_sessions"),
+		int(z.metric("payintake_sftp_idle_closed_total")), time.Since(start).Round(time.Millisecond), idle, 3*idle)
+	if refused != extra {
+		t.Fatalf("%d of %d logins over the cap refused", refused, extra)
+	}
+	if got := z.envelopeOf("acme", "slow.csv"); !bytes.Equal(got, data) {
+		t.Fatal("the slow upload was not received whole")
+	}
+	// The slots are free again.
+	z.login("acme", key)
+}
