@@ -142,7 +142,7 @@ func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
 		cfg: cfg, log: cfg.Log, m: cfg.Metrics,
 		limiter: &loginLimiter{base: cfg.LoginDelay, max: cfg.MaxLoginDelay, window: loginFailureWindow,
 			m: map[string]*failures{}, pending: map[string]int{}},
-		conns: map[net.Conn]struct{}{},
+		conns:    map[net.Conn]struct{}{},
 		inbox:    map[string]map[string]*pending{},
 		sessions: map[string]int{},
 	}, nil
@@ -256,8 +256,8 @@ type authState struct {
 	capped bool
 	// session: the partner whose session slot this connection holds.
 	session string
-	offered     []string
-	lastErr     error
+	offered []string
+	lastErr error
 }
 
 var errKeyNotAllowed = errors.New("public key not authorised for this partner")
