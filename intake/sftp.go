@@ -86,6 +86,7 @@ type SFTPServer struct {
 	log     *slog.Logger
 	m       *Metrics
 	limiter *loginLimiter
+	gate    *loginGate
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -141,7 +142,8 @@ func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
 	return &SFTPServer{
 		cfg: cfg, log: cfg.Log, m: cfg.Metrics,
 		limiter: &loginLimiter{base: cfg.LoginDelay, max: cfg.MaxLoginDelay, window: loginFailureWindow,
-			m: map[string]*failures{}, pending: map[string]int{}},
+			m: map[string]*failures{}},
+		gate:     newLoginGate(func(reason string) { cfg.Metrics.loginsClosed.WithLabelValues(reason).Inc() }),
 		conns:    map[net.Conn]struct{}{},
 		inbox:    map[string]map[string]*pending{},
 		sessions: map[string]int{},
@@ -311,7 +313,7 @@ func (s *SFTPServer) serverConfig(ctx context.Context, st *authState) *ssh.Serve
 		return nil
 	}
 	cfg := &ssh.ServerConfig{
-		ServerVersion: "SSH-2.0-payintake",
+		ServerVersion: serverVersion,
 		MaxAuthTries:  6,
 		// Only filters offered keys, so a client with several keys does not
 		// sign with ones that cannot work. Nothing is granted here.
@@ -401,14 +403,19 @@ func remoteIP(c net.Conn) string {
 func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
 	ip := remoteIP(c)
 	log := s.log.With("conn", newConnID(), "remote", c.RemoteAddr().String())
-	if !s.limiter.enter(ctx, ip) {
-		log.Warn("too many connections logging in at once from this address for too long; closed")
+	bc := newBannerConn(c)
+	if !s.gate.hello(bc, ip) {
+		log.Debug("connection closed before it sent anything")
+		return
+	}
+	if !s.gate.enter(ctx, ip) {
+		log.Warn("too many connections logging in at once from this address (or in all) for too long; closed")
 		return
 	}
 	entered := true
 	leave := func() {
 		if entered {
-			s.limiter.leave(ip)
+			s.gate.leave(ip)
 			entered = false
 		}
 	}
@@ -421,7 +428,7 @@ func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
 			s.releaseSession(st.session)
 		}
 	}()
-	ic := &idleConn{Conn: c}
+	ic := &idleConn{Conn: bc}
 	ic.touch()
 	_ = c.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	sconn, chans, reqs, err := ssh.NewServerConn(ic, s.serverConfig(ctx, st))
@@ -622,24 +629,15 @@ func (s *SFTPServer) closeWhenIdle(ctx context.Context, ic *idleConn, sconn *ssh
 
 // loginLimiter slows down logins from addresses that recently failed: each
 // failed attempt is answered after LoginDelay, doubled for every connection
-// from the address that failed within the window, at most MaxLoginDelay. It
-// also bounds how many connections from one address may be logging in at once.
+// from the address that failed within the window, at most MaxLoginDelay.
+// (How many connections may be logging in at once is the loginGate's.)
 type loginLimiter struct {
-	mu      sync.Mutex
-	base    time.Duration
-	max     time.Duration
-	window  time.Duration
-	m       map[string]*failures
-	pending map[string]int
+	mu     sync.Mutex
+	base   time.Duration
+	max    time.Duration
+	window time.Duration
+	m      map[string]*failures
 }
-
-// At most maxPendingLoginsPerAddress connections from one address are in
-// their SSH handshake at once; more wait up to maxLoginWait for a slot, then
-// are closed.
-const (
-	maxPendingLoginsPerAddress = 10
-	maxLoginWait               = 20 * time.Second
-)
 
 type failures struct {
 	n    int
@@ -655,38 +653,6 @@ func (l *loginLimiter) delayFor(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, l.max)
-}
-
-// enter takes one of the address's login slots. When all are taken it waits
-// for one (back-pressure: a burst of clients from one address is served in
-// turn rather than reset), up to maxLoginWait or until ctx is done.
-func (l *loginLimiter) enter(ctx context.Context, ip string) bool {
-	deadline := time.Now().Add(maxLoginWait)
-	for {
-		l.mu.Lock()
-		if l.pending[ip] < maxPendingLoginsPerAddress {
-			l.pending[ip]++
-			l.mu.Unlock()
-			return true
-		}
-		l.mu.Unlock()
-		if time.Now().After(deadline) {
-			return false
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(25 * time.Millisecond):
-		}
-	}
-}
-
-func (l *loginLimiter) leave(ip string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.pending[ip]--; l.pending[ip] <= 0 {
-		delete(l.pending, ip)
-	}
 }
 
 func (l *loginLimiter) count(ip string) int {

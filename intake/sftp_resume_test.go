@@ -358,3 +358,64 @@ func TestHostileSFTPIdleAndExcessSessions(t *testing.T) {
 	// The slots are free again.
 	z.login("acme", key)
 }
+
+// 500 silent sockets from one address (a NAT shared with a real partner)
+// lock nobody out: they hold no login slot.
+func TestHostileSFTPSilentSocketsNATNeighbour(t *testing.T) {
+	t.Parallel()
+	z := newDropZone(t, zoneOpts{workers: -1})
+	key := z.partner("acme")
+	otherKey := z.partner("other")
+	const silent = 500
+	var socks []net.Conn
+	for range silent {
+		c, err := net.Dial("tcp", z.addr)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		socks = append(socks, c)
+	}
+	t.Cleanup(func() {
+		for _, c := range socks {
+			c.Close()
+		}
+	})
+	// The partner behind the same address, with another user and with the
+	// same one, logs in at once.
+	var worst time.Duration
+	for _, who := range []struct {
+		user string
+		key  ssh.Signer
+	}{{"other", otherKey}, {"acme", key}, {"other", otherKey}} {
+		start := time.Now()
+		c, err := z.tryLogin(who.user, who.key)
+		if err != nil {
+			t.Fatalf("login as %s beside %d silent sockets: %v", who.user, silent, err)
+		}
+		put(t, c, "/inbox/nat-"+who.user+".csv", []byte(payroll))
+		worst = max(worst, time.Since(start))
+	}
+	// A second wave, once the first has been silent for a while, makes
+	// room by closing the oldest silent sockets.
+	time.Sleep(1100 * time.Millisecond)
+	for range 100 {
+		c, err := net.Dial("tcp", z.addr)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		socks = append(socks, c)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for z.metric("payintake_sftp_prelogin_closed_total", "reason=evicted") < 100 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	evicted := z.metric("payintake_sftp_prelogin_closed_total", "reason=evicted")
+	t.Logf("%d silent sockets from one address: a partner on the same address logged in and uploaded in at most %v; 100 more a second later closed %v of the oldest (at most 128 silent per address once silent for 1 s)",
+		silent, worst.Round(time.Millisecond), evicted)
+	if worst > 5*time.Second {
+		t.Fatalf("the NAT neighbour waited %v", worst)
+	}
+	if evicted < 100 {
+		t.Fatalf("only %v silent sockets evicted", evicted)
+	}
+}
