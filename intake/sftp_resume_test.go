@@ -2,6 +2,7 @@ package intake_test
 
 import (
 	"bytes"
+	"fmt"
 	"crypto/sha256"
 	"errors"
 	"net"
@@ -304,7 +305,43 @@ func TestHostileSFTPIdleAndExcessSessions(t *testing.T) {
 	z := newDropZone(t, zoneOpts{idle: idle, maxSessions: maxSessions, workers: -1})
 	key := z.partner("acme")
 	otherKey := z.partner("other")
+	// A slow upload, on one of acme's sessions: a write every idle/4, for
+	// as long as the logins below take and at least 3 idle periods.
 	slow := z.login("acme", key)
+	f, err := slow.Create("/inbox/slow.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := genPayroll("SL", 120)
+	stop := make(chan struct{})
+	uploaded := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		// 16 bytes a tick last 200 ticks; the upload ends after at least 12
+		// ticks and once the test says stop.
+		off, stopped := 0, false
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				stopped = true
+			default:
+			}
+			if stopped && i >= 12 || off+16 >= len(data) {
+				_, err := f.Write(data[off:])
+				if err == nil {
+					err = f.Close()
+				}
+				uploaded <- err
+				return
+			}
+			if _, err := f.Write(data[off : off+16]); err != nil {
+				uploaded <- fmt.Errorf("cut after %v: %w", time.Since(start), err)
+				return
+			}
+			off += 16
+			time.Sleep(idle / 4)
+		}
+	}()
 	for range maxSessions - 1 {
 		z.login("acme", key)
 	}
@@ -317,26 +354,11 @@ func TestHostileSFTPIdleAndExcessSessions(t *testing.T) {
 	}
 	// Another partner is not affected.
 	z.login("other", otherKey)
-	start := time.Now()
-	// A slow upload: a write every idle/4 for 3 idle periods.
-	f, err := slow.Create("/inbox/slow.csv")
-	if err != nil {
-		t.Fatal(err)
+	close(stop)
+	if err := <-uploaded; err != nil {
+		t.Fatalf("the slow upload: %v", err)
 	}
-	data := genPayroll("SL", 120)
-	step := len(data) / 12
-	for i := range 12 {
-		if _, err := f.Write(data[i*step : (i+1)*step]); err != nil {
-			t.Fatalf("the slow upload was cut after %v: %v", time.Since(start), err)
-		}
-		time.Sleep(idle / 4)
-	}
-	if _, err := f.Write(data[12*step:]); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatalf("close of the slow upload: %v", err)
-	}
+	slowFor := time.Since(start)
 	// All six connections go once idle: four of acme, other's, and the
 	// slow one after its upload.
 	deadline := time.Now().Add(20 * time.Second)
@@ -348,7 +370,7 @@ func TestHostileSFTPIdleAndExcessSessions(t *testing.T) {
 	}
 	t.Logf("%d sessions allowed, %d of %d more refused (too_many_sessions %v); %d idle connections closed (the slow one after its upload) within %v of the upload start (idle timeout %v); the slow upload over %v kept its connection",
 		maxSessions, refused, extra, z.metric("payintake_sftp_logins_total", "result=too_many_sessions"),
-		int(z.metric("payintake_sftp_idle_closed_total")), time.Since(start).Round(time.Millisecond), idle, 3*idle)
+		int(z.metric("payintake_sftp_idle_closed_total")), time.Since(start).Round(time.Millisecond), idle, slowFor.Round(time.Millisecond))
 	if refused != extra {
 		t.Fatalf("%d of %d logins over the cap refused", refused, extra)
 	}
