@@ -2,9 +2,9 @@ package intake_test
 
 import (
 	"bytes"
-	"fmt"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strings"
