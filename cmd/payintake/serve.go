@@ -16,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
@@ -99,6 +98,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := intake.NewMetrics(reg)
+	registerDBMetrics(reg, e.store.Pool())
 
 	queue, err := intake.NewQueue(e.intake, metrics, intake.QueueConfig{Workers: *workers,
 		JobTimeout: *jobTimeout})
@@ -123,7 +123,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("GET /metrics", metricsHandler(reg))
 	// Other HTTP handlers are mounted here, one line each, on mux. Metrics of
 	// their own go on reg (never the global default registry).
 	httpapi.Mount(ctx, mux, e.intake, dataDir, httpapi.WithEnqueue(queue.Enqueue)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
@@ -165,7 +165,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// sweep ends with the servers, before the workers stop.
 		wg.Go(func() { queue.SweepOrphans(runCtx, e.store.Pool(), *orphanAfter) })
 	}
-	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	httpSrv := &http.Server{Handler: observeHTTP(mux, reg, log), ReadHeaderTimeout: 10 * time.Second}
 	wg.Go(func() {
 		log.Info("http listening", "addr", httpLn.Addr().String())
 		if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
