@@ -1,9 +1,13 @@
 package records_test
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -34,5 +38,44 @@ func TestPartnerIDRuleParity(t *testing.T) {
 		if got := records.ValidPartnerID(id); got != inTable {
 			t.Errorf("%q: Go says %v, the table says %v", id, got, inTable)
 		}
+	}
+}
+
+// Setting a received file's time never waits for, or disturbs, the row lock
+// that processing holds on its envelope as a lease.
+func TestSetInboxModTimeBesideTheProcessingLease(t *testing.T) {
+	st := pgtest.Store(t)
+	ctx := t.Context()
+	if err := st.AddPartner(ctx, records.Partner{ID: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "f.csv")
+	if err := os.WriteFile(path, []byte("employee_ref\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env, err := st.Receive(ctx, records.Incoming{PartnerID: "acme", FileName: "f.csv", Source: "sftp", Path: path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT id FROM envelopes WHERE id = $1 FOR NO KEY UPDATE`, env.ID); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := st.SetInboxModTime(short, "acme", "f.csv", time.Now().Add(-time.Hour), mtime); err != nil {
+		t.Fatalf("set time while processing holds the envelope: %v", err)
+	}
+	f, err := st.InboxFile(ctx, "acme", "f.csv", time.Now().Add(-time.Hour))
+	if err != nil || !f.ModTime.Equal(mtime) || f.Size != int64(len("employee_ref\n")) {
+		t.Fatalf("inbox file: %+v %v", f, err)
+	}
+	if err := st.SetInboxModTime(ctx, "acme", "other.csv", time.Now().Add(-time.Hour), mtime); !errors.Is(err, records.ErrNotFound) {
+		t.Fatalf("time of a file never received: %v", err)
 	}
 }
