@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"net"
@@ -105,6 +106,7 @@ type zoneOpts struct {
 	resume      time.Duration // SFTPConfig.ResumeWindow
 	idle        time.Duration // SFTPConfig.IdleTimeout
 	maxSessions int           // SFTPConfig.MaxSessions
+	tracing     trace.TracerProvider
 }
 
 func newDropZone(t testing.TB, o zoneOpts) *dropZone {
@@ -114,7 +116,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	if url == "" {
 		url = pgtest.New(t)
 	}
-	st, err := records.Open(ctx, url, records.Options{MaxConns: 20})
+	st, err := records.Open(ctx, url, records.Options{MaxConns: 20, TracerProvider: o.tracing})
 	if err != nil {
 		t.Fatal(err)
 	}
