@@ -29,6 +29,7 @@ type Metrics struct {
 	stuck         prometheus.Gauge
 	idleClosed    prometheus.Counter
 	loginsClosed  *prometheus.CounterVec
+	partnerBusy   prometheus.Counter
 	webhooks      *prometheus.CounterVec
 }
 
@@ -93,12 +94,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "payintake_sftp_prelogin_closed_total",
 			Help: "Connections closed before login by the pre-login bounds: reason silent (sent nothing), evicted (a newer connection from the address needed the slot of an idle one), full (no slot within the wait).",
 		}, []string{"reason"}),
+		partnerBusy: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "payintake_jobs_put_back_total",
+			Help: "Processing jobs put back because their partner was busy with another file (the worker took another partner's file instead).",
+		}),
 		webhooks: newWebhookMetric(),
 	}
 	if reg != nil {
 		reg.MustRegister(m.webhooks)
 		reg.MustRegister(m.uploads, m.uploadBytes, m.downloads, m.downloadBytes, m.envelopes, m.rows,
-			m.processing, m.latency, m.logins, m.sessions, m.failures, m.stuck, m.idleClosed, m.loginsClosed)
+			m.processing, m.latency, m.logins, m.sessions, m.failures, m.stuck, m.idleClosed, m.loginsClosed,
+			m.partnerBusy)
 	}
 	return m
 }
