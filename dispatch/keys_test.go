@@ -133,3 +133,8 @@ func TestSpecExample(t *testing.T) {
 		t.Errorf("chunk key %s, want %s", got, want)
 	}
 }
+
+func sha256hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
