@@ -152,7 +152,7 @@ func (in *Intake) Process(ctx context.Context, id int64) (records.Envelope, erro
 	fault.Point(fault.AfterCommit)
 	if env.Applied {
 		in.Log.InfoContext(ctx, "envelope processed", "envelope", env.ID, "partner", env.PartnerID,
-			"file", env.FileName, "status", env.Status, "counts", env.Counts, "duration", time.Since(start))
+			"file", env.FileName, "status", env.Status, records.CountsAttr(env.Counts), "duration", time.Since(start))
 	}
 	return env, nil
 }

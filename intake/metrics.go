@@ -1,7 +1,11 @@
 package intake
 
 import (
+	"context"
+	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,6 +25,8 @@ type Metrics struct {
 	latency       prometheus.Histogram
 	logins        *prometheus.CounterVec
 	sessions      prometheus.Gauge
+	failures      prometheus.Counter
+	stuck         prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not registered).
@@ -68,10 +74,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "payintake_sftp_connections",
 			Help: "SSH connections currently logged in.",
 		}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "payintake_processing_failures_total",
+			Help: "Processing attempts of envelopes that failed (retried later, each after a longer wait).",
+		}),
+		stuck: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "payintake_envelopes_stuck",
+			Help: "Received envelopes no longer retried: their job failed every attempt, or the sweep queued them again too often. They wait for an operator.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.uploads, m.uploadBytes, m.downloads, m.downloadBytes, m.envelopes, m.rows,
-			m.processing, m.latency, m.logins, m.sessions)
+			m.processing, m.latency, m.logins, m.sessions, m.failures, m.stuck)
 	}
 	return m
 }
@@ -101,4 +115,14 @@ func (m *Metrics) processed(env records.Envelope, took time.Duration) {
 	if !env.ReceivedAt.IsZero() {
 		m.latency.Observe(time.Since(env.ReceivedAt).Seconds())
 	}
+}
+
+// countStuck sets payintake_envelopes_stuck from the database.
+func (m *Metrics) countStuck(ctx context.Context, tx pgx.Tx) error {
+	var n int
+	if err := tx.QueryRow(ctx, stuckSQL, MaxRequeues).Scan(&n); err != nil {
+		return fmt.Errorf("count stuck envelopes: %w", err)
+	}
+	m.stuck.Set(float64(n))
+	return nil
 }

@@ -53,6 +53,7 @@ type Queue struct {
 	client  *river.Client[pgx.Tx]
 	workers int
 	log     *slog.Logger
+	m       *Metrics
 }
 
 // MigrateQueue creates or updates River's own tables. Run it at start, after
@@ -78,7 +79,7 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 	river.AddWorker(workers, &processWorker{in: in, m: m})
 	rc := &river.Config{
 		Workers:              workers,
-		Logger:               slog.New(minLevel{in.Log.Handler(), slog.LevelInfo}).With("component", "queue"),
+		Logger:               slog.New(quietRiver{in.Log.Handler()}).With("component", "queue"),
 		JobTimeout:           orDefault(cfg.JobTimeout, defaultJobTimeout),
 		RescueStuckJobsAfter: orDefault(cfg.JobTimeout, defaultJobTimeout) + rescueMargin,
 		MaxAttempts:          defaultMaxAttempts,
@@ -91,7 +92,7 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job queue: %w", err)
 	}
-	return &Queue{client: c, workers: cfg.Workers, log: in.Log}, nil
+	return &Queue{client: c, workers: cfg.Workers, log: in.Log, m: m}, nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -155,8 +156,19 @@ func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) e
 		return nil
 	}
 	if err != nil {
+		w.m.failures.Inc()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if rerr := w.in.Store.RecordFailure(rctx, job.Args.EnvelopeID, err); rerr != nil {
+			w.in.Log.WarnContext(ctx, "could not record a processing failure", "envelope", job.Args.EnvelopeID, "err", rerr)
+		}
+		if job.Attempt >= job.MaxAttempts {
+			w.in.Log.ErrorContext(ctx, "envelope processing failed for the last time; it is left for an operator (send the file again with payintake ingest to process it in the foreground)",
+				"envelope", job.Args.EnvelopeID, "attempt", job.Attempt, "err", err)
+			return err
+		}
 		w.in.Log.ErrorContext(ctx, "envelope processing failed; it will be retried", "envelope", job.Args.EnvelopeID,
-			"attempt", job.Attempt, "err", err)
+			"attempt", job.Attempt, "max_attempts", job.MaxAttempts, "retry_in", RetryDelay(job.Attempt), "err", err)
 		return err
 	}
 	if env.Applied {
@@ -165,18 +177,46 @@ func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) e
 	return nil
 }
 
-// minLevel drops records below a level (River is chatty at debug).
-type minLevel struct {
-	slog.Handler
-	min slog.Level
+// NextRetry spaces a failed envelope's retries out: retryDelay after the
+// attempt that failed, so a file that fails (or is cancelled at
+// --job-timeout) is not retried at once, and its 10 attempts span hours.
+func (w *processWorker) NextRetry(job *river.Job[ProcessArgs]) time.Time {
+	return time.Now().Add(RetryDelay(job.Attempt))
 }
 
-func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
+// RetryDelay is 2 s after the first failure, then four times longer each
+// time, at most an hour: 2 s, 8 s, 32 s, 2 min, 8.5 min, 34 min, 1 h, ….
+func RetryDelay(attempt int) time.Duration {
+	d := 2 * time.Second
+	for i := 1; i < attempt && d < time.Hour; i++ {
+		d *= 4
+	}
+	return min(d, time.Hour)
 }
 
-func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
-	return minLevel{h.Handler.WithAttrs(as), h.min}
+// quietRiver writes River's info lines (its maintenance services' periodic
+// "ran successfully", producer job counts, client started) at debug: they
+// are chatter for an operator. Warnings and errors keep their level.
+type quietRiver struct{ slog.Handler }
+
+func riverLevel(l slog.Level) slog.Level {
+	if l < slog.LevelWarn {
+		return min(l, slog.LevelDebug)
+	}
+	return l
 }
 
-func (h minLevel) WithGroup(g string) slog.Handler { return minLevel{h.Handler.WithGroup(g), h.min} }
+func (h quietRiver) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, riverLevel(l))
+}
+
+func (h quietRiver) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = riverLevel(r.Level)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h quietRiver) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietRiver{h.Handler.WithAttrs(as)}
+}
+
+func (h quietRiver) WithGroup(g string) slog.Handler { return quietRiver{h.Handler.WithGroup(g)} }

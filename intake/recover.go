@@ -25,12 +25,21 @@ import (
 // process that died (or lost its job some other way). It gets a new job, in
 // the same transaction that holds its row, and is processed at once. Doing
 // that for an envelope that did not need it is harmless: Process is
-// idempotent, and a second job finds the envelope done. An envelope whose job
-// was discarded after MaxAttempts failures is left for an operator (it is
-// logged at every failure).
+// idempotent, and a second job finds the envelope done.
+//
+// A file that kills its processor every time must not be retried in a loop:
+// each requeue is counted (envelope_attempts), the next one waits twice as
+// long as the one before (OrphanAfter × 2^requeues), and after
+// MaxRequeues the envelope is left for an operator, as is one whose job was
+// discarded after River's MaxAttempts failures (each retried later than the
+// one before, see processWorker.NextRetry). Both are logged and counted in
+// payintake_envelopes_stuck.
 const orphansSQL = `
-	SELECT e.id FROM envelopes e
+	SELECT e.id, coalesce(a.requeues, 0) FROM envelopes e
+	LEFT JOIN envelope_attempts a ON a.envelope_id = e.id
 	WHERE e.status = 'received' AND e.received_at < now() - $1::interval
+	  AND coalesce(a.requeues, 0) < $2
+	  AND (a.last_requeued_at IS NULL OR a.last_requeued_at < now() - $1::interval * power(2, a.requeues))
 	  AND NOT EXISTS (
 		SELECT 1 FROM river_job j
 		WHERE j.kind = 'payintake_process_envelope' AND (j.args->>'envelope_id')::bigint = e.id
@@ -39,6 +48,22 @@ const orphansSQL = `
 	ORDER BY e.id
 	LIMIT 100
 	FOR NO KEY UPDATE OF e SKIP LOCKED`
+
+// stuckSQL counts the envelopes left for an operator: requeued MaxRequeues
+// times, or whose job was discarded or cancelled.
+const stuckSQL = `
+	SELECT count(*) FROM envelopes e
+	WHERE e.status = 'received' AND (
+		EXISTS (SELECT 1 FROM envelope_attempts a WHERE a.envelope_id = e.id AND a.requeues >= $1)
+		OR (EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'payintake_process_envelope'
+				AND (j.args->>'envelope_id')::bigint = e.id AND j.state IN ('discarded', 'cancelled'))
+			AND NOT EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'payintake_process_envelope'
+				AND (j.args->>'envelope_id')::bigint = e.id
+				AND j.state IN ('available', 'pending', 'scheduled', 'retryable', 'running'))))`
+
+// MaxRequeues is how many times the sweep queues one envelope again before
+// leaving it for an operator.
+const MaxRequeues = 5
 
 // Defaults of serve's --orphan-after (the sweep runs every quarter of it)
 // and --job-timeout.
@@ -50,29 +75,44 @@ const (
 // RequeueOrphans gives a new job to every orphaned envelope (see above) and
 // returns how many.
 func (q *Queue) RequeueOrphans(ctx context.Context, pool *pgxpool.Pool, after time.Duration) (int, error) {
-	var ids []int64
+	type orphan struct {
+		ID       int64
+		Requeues int
+	}
+	var found []orphan
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, orphansSQL, after)
+		rows, err := tx.Query(ctx, orphansSQL, after, MaxRequeues)
 		if err != nil {
 			return err
 		}
-		if ids, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+		if found, err = pgx.CollectRows(rows, pgx.RowToStructByPos[orphan]); err != nil {
 			return err
 		}
-		for _, id := range ids {
-			if _, err := q.client.InsertTx(ctx, tx, ProcessArgs{EnvelopeID: id}, nil); err != nil {
+		for _, o := range found {
+			if _, err := tx.Exec(ctx, `INSERT INTO envelope_attempts (envelope_id, requeues, last_requeued_at)
+				VALUES ($1, 1, now()) ON CONFLICT (envelope_id) DO UPDATE
+				SET requeues = envelope_attempts.requeues + 1, last_requeued_at = now()`, o.ID); err != nil {
+				return err
+			}
+			if _, err := q.client.InsertTx(ctx, tx, ProcessArgs{EnvelopeID: o.ID}, nil); err != nil {
 				return err
 			}
 		}
-		return nil
+		return q.m.countStuck(ctx, tx)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("look for envelopes left by a stopped process: %w", err)
 	}
-	for _, id := range ids {
-		q.log.WarnContext(ctx, "envelope left unprocessed by a stopped process: queued again", "envelope", id)
+	for _, o := range found {
+		if o.Requeues+1 >= MaxRequeues {
+			q.log.ErrorContext(ctx, "envelope left unprocessed by a stopped process again: queued one last time; if it stops its processor once more it is left for an operator (send the file again with payintake ingest to process it in the foreground)",
+				"envelope", o.ID, "requeues", o.Requeues+1)
+			continue
+		}
+		q.log.WarnContext(ctx, "envelope left unprocessed by a stopped process: queued again", "envelope", o.ID,
+			"requeues", o.Requeues+1, "next_after", after*time.Duration(1<<(o.Requeues+1)))
 	}
-	return len(ids), nil
+	return len(found), nil
 }
 
 // SweepOrphans runs RequeueOrphans every after/4 until ctx is done. A

@@ -51,7 +51,18 @@ type SFTPConfig struct {
 	LoginDelay, MaxLoginDelay time.Duration
 	// HandshakeTimeout bounds key exchange plus authentication.
 	HandshakeTimeout time.Duration
+	// ResumeWindow is how long an upload not received yet (cut off, or
+	// temp-named and never renamed) is kept after its last write so that its
+	// partner can resume or rename it from any connection; then it is
+	// discarded. 0 means DefaultResumeWindow.
+	ResumeWindow time.Duration
+	// InboxWindow is how long a received file stays visible in /inbox (stat,
+	// listing) after it arrived. 0 means DefaultInboxWindow.
+	InboxWindow time.Duration
 }
+
+// DefaultInboxWindow is how long /inbox shows a received file.
+const DefaultInboxWindow = 7 * 24 * time.Hour
 
 // SFTPServer is the partners' SFTP drop zone: /inbox to upload, /results to
 // download. Everything a partner sees comes from the database, so several
@@ -65,6 +76,11 @@ type SFTPServer struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+
+	// imu guards inbox: per partner, per name, the files not received yet.
+	// Lock order: imu before a pending's mu.
+	imu   sync.Mutex
+	inbox map[string]map[string]*pending
 }
 
 // NewSFTPServer checks cfg and prepares the spool folder.
@@ -84,6 +100,12 @@ func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = defaultHandshakeTimeout
 	}
+	if cfg.ResumeWindow <= 0 {
+		cfg.ResumeWindow = DefaultResumeWindow
+	}
+	if cfg.InboxWindow <= 0 {
+		cfg.InboxWindow = DefaultInboxWindow
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -98,6 +120,7 @@ func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
 		limiter: &loginLimiter{base: cfg.LoginDelay, max: cfg.MaxLoginDelay, window: loginFailureWindow,
 			m: map[string]*failures{}, pending: map[string]int{}},
 		conns: map[net.Conn]struct{}{},
+		inbox: map[string]map[string]*pending{},
 	}, nil
 }
 
@@ -121,6 +144,7 @@ func (s *SFTPServer) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer s.shutdown()
+	go s.sweepEvery(ctx, min(s.cfg.ResumeWindow/4, time.Minute))
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -154,7 +178,33 @@ func (s *SFTPServer) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
+// sweepEvery discards expired unfinished uploads until ctx is done.
+func (s *SFTPServer) sweepEvery(ctx context.Context, d time.Duration) {
+	t := time.NewTicker(max(d, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s.sweep(now)
+		}
+	}
+}
+
+// shutdown closes every connection and drops the unfinished uploads' spool
+// files (a restarted server cannot resume them).
 func (s *SFTPServer) shutdown() {
+	defer func() {
+		s.imu.Lock()
+		defer s.imu.Unlock()
+		for _, files := range s.inbox {
+			for _, p := range files {
+				_ = os.Remove(p.spool)
+			}
+		}
+		clear(s.inbox)
+	}()
 	s.mu.Lock()
 	for c := range s.conns {
 		c.Close()
@@ -418,10 +468,9 @@ func subsystemName(payload []byte) string {
 func (s *SFTPServer) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, log *slog.Logger) {
 	fs := newPartnerFS(ctx, s, partner, log)
 	h := sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs}
-	rs := sftp.NewRequestServer(ch, h, sftp.WithStartDirectory("/"))
+	rs := sftp.NewRequestServer(ch, h, sftp.WithStartDirectory("/"+dirInbox))
 	log.Info("sftp session started")
 	err := rs.Serve()
-	fs.end()
 	if err != nil && !errors.Is(err, io.EOF) {
 		log.Info("sftp session ended", "err", err)
 	} else {

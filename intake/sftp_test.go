@@ -102,6 +102,7 @@ type zoneOpts struct {
 	workers     int    // -1: none (insert only)
 	maxFileSize int64
 	loginDelay  time.Duration
+	resume      time.Duration // SFTPConfig.ResumeWindow
 }
 
 func newDropZone(t testing.TB, o zoneOpts) *dropZone {
@@ -150,7 +151,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	spool := filepath.Join(t.TempDir(), "spool")
 	srv, err := intake.NewSFTPServer(intake.SFTPConfig{
 		Store: st, HostKey: hk, SpoolDir: spool, MaxFileSize: o.maxFileSize,
-		Enqueue: q.Enqueue, Log: log, LoginDelay: o.loginDelay, Metrics: m,
+		Enqueue: q.Enqueue, Log: log, LoginDelay: o.loginDelay, Metrics: m, ResumeWindow: o.resume,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -605,11 +606,16 @@ func TestSFTPUploadCutOffIsNeverProcessed(t *testing.T) {
 
 func TestSFTPTempNameThenRename(t *testing.T) {
 	t.Parallel()
-	z := newDropZone(t, zoneOpts{})
+	z := newDropZone(t, zoneOpts{resume: 5 * time.Second})
 	key := z.partner("acme")
 	c := z.login("acme", key)
 	for _, tmp := range []string{"a.csv.filepart", "b.csv.part", ".c.csv", "d.tmp"} {
 		put(t, c, "/inbox/"+tmp, []byte(payroll))
+	}
+	// Another connection of the partner sees them (clients with pooled
+	// connections rename or stat on another one).
+	if fi, err := z.login("acme", key).Stat("/inbox/d.tmp"); err != nil || fi.Size() != int64(len(payroll)) {
+		t.Fatalf("stat of a waiting temp file from another connection: %v %v", fi, err)
 	}
 	ents, err := c.ReadDir("/inbox")
 	if err != nil || len(ents) != 4 {
@@ -643,15 +649,15 @@ func TestSFTPTempNameThenRename(t *testing.T) {
 		t.Fatal("removed a received file")
 	}
 	c.Close()
-	// d.tmp was never renamed: discarded with the session.
-	deadline := time.Now().Add(5 * time.Second)
+	// d.tmp was never renamed: discarded once the resume window has passed.
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		left, _ := os.ReadDir(z.spool)
 		if len(left) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("spool keeps %v after the session ended", left)
+			t.Fatalf("spool keeps %v after the resume window", left)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

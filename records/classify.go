@@ -12,18 +12,25 @@ package records
 // new key (created, or held if the period is closed), identical content
 // (unchanged), older sequence (stale), locked record or closed period (held),
 // else updated.
+// dupLinesShown is how many lines of a duplicate group its message names.
+const dupLinesShown = "5"
+
 const classifySQL = `
 INSERT INTO classified
 WITH dup_keys AS (
 	SELECT key_hash FROM stage WHERE code IS NULL GROUP BY key_hash HAVING count(*) > 1
 ), dup AS (
 	-- The keys that repeat: a cheap aggregate over key_hash finds the few
-	-- candidates, which are then grouped on the real key.
-	SELECT employee_ref, pay_period, component, string_agg(line::text, ', ' ORDER BY line) AS lines
+	-- candidates, which are then grouped on the real key. A group's message
+	-- names its first dupLinesShown lines and its size, never every line:
+	-- a key repeated n times must not cost n² (each of its n rows quoting
+	-- all n lines).
+	SELECT employee_ref, pay_period, component, count(*) AS n,
+		array_to_string((array_agg(line ORDER BY line))[1:` + dupLinesShown + `], ', ') AS lines
 	FROM stage WHERE code IS NULL AND key_hash IN (SELECT key_hash FROM dup_keys)
 	GROUP BY employee_ref, pay_period, component HAVING count(*) > 1
 ), k AS (
-	SELECT s.*, r.id AS record_id, r.last_seq, r.locked_reason, pl.reason AS period_reason, d.lines AS dup_lines,
+	SELECT s.*, r.id AS record_id, r.last_seq, r.locked_reason, pl.reason AS period_reason, d.lines AS dup_lines, d.n AS dup_n,
 		CASE
 			WHEN s.code IS NOT NULL THEN 'invalid'
 			WHEN d.lines IS NOT NULL THEN 'duplicate'
@@ -56,7 +63,11 @@ WITH dup_keys AS (
 		CASE kind WHEN 'invalid' THEN field END AS out_field,
 		CASE kind
 			WHEN 'invalid' THEN message
-			WHEN 'duplicate' THEN format('employee %s, period %s, component %s appears on lines %s of this file, so none of these rows was applied: send one row per employee, period and component in a new file', employee_ref, pay_period, component, dup_lines)
+			WHEN 'duplicate' THEN CASE WHEN dup_n <= ` + dupLinesShown + ` THEN
+				format('employee %s, period %s, component %s appears on lines %s of this file, so none of these rows was applied: send one row per employee, period and component in a new file', employee_ref, pay_period, component, dup_lines)
+			ELSE
+				format('employee %s, period %s, component %s appears %s times in this file (first on lines %s, …), so none of these rows was applied: send one row per employee, period and component in a new file', employee_ref, pay_period, component, dup_n, dup_lines)
+			END
 			WHEN 'file_rejected' THEN 'this row is valid but was not applied: the file is processed all-or-nothing and other rows were rejected; correct them and send the whole file again under a new file name'
 			WHEN 'period_locked' THEN format('pay period %s is closed (%s), so this row was not applied; it is held as an exception for a reviewer: do not resend it', pay_period, period_reason)
 			WHEN 'record_locked' THEN format('this record is locked (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it', locked_reason)

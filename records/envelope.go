@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -65,6 +66,13 @@ type Incoming struct {
 	// Key is the submission key when the transport has one of its own (the
 	// HTTP Idempotency-Key); empty means the file name. It is case-folded.
 	Key string
+	// SHA256 and Size, when SHA256 is set, are the file's hash and length as
+	// computed while its bytes arrived; Receive then does not read the file
+	// twice (it is read once, to store it). Empty: Receive hashes the file.
+	SHA256 []byte
+	Size   int64
+	// ModTime is a modification time the client set on the file, if any.
+	ModTime time.Time
 }
 
 // AfterInsert runs inside the transaction that records a new envelope, so work
@@ -83,9 +91,16 @@ type AfterInsert func(ctx context.Context, tx pgx.Tx, env Envelope) error
 // Concurrent Receives of one key are decided by the submissions primary key:
 // the second waits for the first to commit and then sees it.
 func (s *Store) Receive(ctx context.Context, in Incoming, after AfterInsert) (Envelope, error) {
-	sum, size, err := hashFile(in.Path)
-	if err != nil {
-		return Envelope{}, err
+	sum, size := in.SHA256, in.Size
+	if len(sum) == 0 {
+		var err error
+		if sum, size, err = hashFile(in.Path); err != nil {
+			return Envelope{}, err
+		}
+	}
+	var mtime *time.Time
+	if !in.ModTime.IsZero() {
+		mtime = &in.ModTime
 	}
 	key := in.Key
 	if key == "" {
@@ -93,11 +108,11 @@ func (s *Store) Receive(ctx context.Context, in Incoming, after AfterInsert) (En
 	}
 	env := Envelope{PartnerID: in.PartnerID, FileName: in.FileName, Key: SubmissionKey(key),
 		SHA256: sum, Size: size, Source: in.Source, Status: StatusReceived}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `
-			INSERT INTO envelopes (partner_id, file_name, submission_key, sha256, size, source, status)
-			VALUES ($1, $2, $3, $4, $5, $6, 'received') RETURNING id, received_at`,
-			env.PartnerID, env.FileName, env.Key, env.SHA256, env.Size, env.Source,
+			INSERT INTO envelopes (partner_id, file_name, submission_key, sha256, size, source, status, client_mtime)
+			VALUES ($1, $2, $3, $4, $5, $6, 'received', $7) RETURNING id, received_at`,
+			env.PartnerID, env.FileName, env.Key, env.SHA256, env.Size, env.Source, mtime,
 		).Scan(&env.ID, &env.ReceivedAt); err != nil {
 			return fmt.Errorf("record envelope: %w", err)
 		}
@@ -110,7 +125,7 @@ func (s *Store) Receive(ctx context.Context, in Incoming, after AfterInsert) (En
 			return fmt.Errorf("claim submission key: %w", err)
 		}
 		if claimed {
-			if err := storeChunks(ctx, tx, env.ID, in.Path); err != nil {
+			if err := storeChunks(ctx, tx, env.ID, in.Path, env.Size); err != nil {
 				return err
 			}
 			if after != nil {
@@ -133,7 +148,7 @@ func (s *Store) Receive(ctx context.Context, in Incoming, after AfterInsert) (En
 			return nil
 		}
 		env.Status = StatusKeyReuse
-		if err := storeChunks(ctx, tx, env.ID, in.Path); err != nil {
+		if err := storeChunks(ctx, tx, env.ID, in.Path, env.Size); err != nil {
 			return err
 		}
 		msg := fmt.Sprintf("a different file named %q was already received (envelope %d); nothing from this file was applied: send a new payroll run under a new file name, or resend the original file unchanged", env.FileName, first)
@@ -172,8 +187,9 @@ func hashFile(path string) ([]byte, int64, error) {
 	return h.Sum(nil), n, nil
 }
 
-// storeChunks streams the file into envelope_chunks with COPY, a chunk at a time.
-func storeChunks(ctx context.Context, tx pgx.Tx, id int64, path string) error {
+// storeChunks streams the file into envelope_chunks with COPY, a chunk at a
+// time; the file must hold exactly size bytes (the size that was hashed).
+func storeChunks(ctx context.Context, tx pgx.Tx, id int64, path string, size int64) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("open received file: %w", err)
@@ -183,15 +199,19 @@ func storeChunks(ctx context.Context, tx pgx.Tx, id int64, path string) error {
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"envelope_chunks"}, []string{"envelope_id", "n", "data"}, src); err != nil {
 		return fmt.Errorf("store envelope bytes: %w", err)
 	}
+	if src.total != size {
+		return fmt.Errorf("store envelope bytes: the file holds %d bytes, %d were hashed", src.total, size)
+	}
 	return nil
 }
 
 type chunkSource struct {
-	id  int64
-	r   io.Reader
-	n   int32
-	buf []byte
-	err error
+	id    int64
+	r     io.Reader
+	n     int32
+	buf   []byte
+	err   error
+	total int64
 }
 
 func (c *chunkSource) Next() bool {
@@ -207,6 +227,7 @@ func (c *chunkSource) Next() bool {
 		return false
 	}
 	c.n++
+	c.total += int64(k)
 	return true
 }
 
@@ -354,6 +375,24 @@ func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr Fil
 		env.ID, status, env.Counts, env.ResultSize, env.Seq)
 	if err != nil {
 		return fmt.Errorf("close envelope: %w", err)
+	}
+	return nil
+}
+
+// RecordFailure notes that processing the envelope failed with cause, for
+// operators (envelope_attempts: failures, last error). It is written
+// outside the failed transaction, which rolled back.
+func (s *Store) RecordFailure(ctx context.Context, id int64, cause error) error {
+	msg := cause.Error()
+	if len(msg) > 2000 {
+		msg = msg[:2000]
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO envelope_attempts (envelope_id, failures, last_error, last_failed_at)
+		VALUES ($1, 1, $2, now())
+		ON CONFLICT (envelope_id) DO UPDATE SET failures = envelope_attempts.failures + 1,
+			last_error = excluded.last_error, last_failed_at = now()`, id, strings.ToValidUTF8(msg, "?"))
+	if err != nil {
+		return fmt.Errorf("record the failure of envelope %d: %w", id, err)
 	}
 	return nil
 }

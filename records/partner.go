@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,17 +19,28 @@ const (
 
 // Partner is one sender of payroll files and its file conventions.
 type Partner struct {
-	ID           string    `json:"id"`
-	Name         string    `json:"name"`
-	Delimiter    string    `json:"delimiter"` // "" means detect
-	DecimalComma bool      `json:"decimal_comma"`
-	DateFormat   string    `json:"date_format"`
-	Currency     string    `json:"currency"`
-	FilePattern  string    `json:"file_pattern"`
-	Mode         string    `json:"mode"`
-	CreatedAt    time.Time `json:"created_at"`
-	Keys         int       `json:"keys"` // active SSH keys
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Delimiter    string `json:"delimiter"` // "" means detect
+	DecimalComma bool   `json:"decimal_comma"`
+	DateFormat   string `json:"date_format"`
+	Currency     string `json:"currency"`
+	FilePattern  string `json:"file_pattern"`
+	Mode         string `json:"mode"`
+	// UnknownEmployee says what a row whose employee_ref has no mapping
+	// gets: UnknownCreate, UnknownReject or UnknownHold.
+	UnknownEmployee string    `json:"unknown_employee"`
+	CreatedAt       time.Time `json:"created_at"`
+	Keys            int       `json:"keys"` // active SSH keys
 }
+
+// What a row whose employee_ref has no employee mapping gets (a partner's
+// --unknown-employee).
+const (
+	UnknownCreate = "create" // the mapping is stored with the derived id, the row applied
+	UnknownReject = "reject" // the row is rejected (code unknown_employee)
+	UnknownHold   = "hold"   // the row is held for a reviewer (code unknown_employee)
+)
 
 // ErrExists is returned when a partner or key is added twice.
 var ErrExists = errors.New("already exists")
@@ -38,26 +50,125 @@ func (s *Store) AddPartner(ctx context.Context, p Partner) error {
 	if p.Mode == "" {
 		p.Mode = ModeRow
 	}
+	if p.UnknownEmployee == "" {
+		p.UnknownEmployee = UnknownCreate
+	}
 	_, err := s.pool.Exec(ctx, `
-		INSERT INTO partners (id, name, delimiter, decimal_comma, date_format, currency, file_pattern, mode)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		p.ID, p.Name, p.Delimiter, p.DecimalComma, p.DateFormat, p.Currency, p.FilePattern, p.Mode)
+		INSERT INTO partners (id, name, delimiter, decimal_comma, date_format, currency, file_pattern, mode, unknown_employee)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		p.ID, p.Name, p.Delimiter, p.DecimalComma, p.DateFormat, p.Currency, p.FilePattern, p.Mode, p.UnknownEmployee)
+	return addPartnerErr(p.ID, err)
+}
+
+func addPartnerErr(id string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-		return fmt.Errorf("partner %q: %w", p.ID, ErrExists)
+		return fmt.Errorf("partner %q: %w", id, ErrExists)
 	}
 	if err != nil {
-		return fmt.Errorf("add partner %q: %w", p.ID, err)
+		return fmt.Errorf("add partner %q: %w", id, err)
 	}
 	return nil
 }
 
-const partnerColumns = `p.id, p.name, p.delimiter, p.decimal_comma, p.date_format, p.currency, p.file_pattern, p.mode, p.created_at,
+// PartnerUpdate is a change of a partner's settings: a nil field is left
+// as it is. A new setting is one field here and one line in its columns.
+type PartnerUpdate struct {
+	Name            *string
+	Delimiter       *string
+	DecimalComma    *bool
+	DateFormat      *string
+	Currency        *string
+	FilePattern     *string
+	Mode            *string
+	UnknownEmployee *string
+	// AuthorizedKeys, when not nil, become the partner's active SSH keys:
+	// keys not in it are revoked, the others added or reactivated.
+	AuthorizedKeys *[]PartnerKey
+}
+
+// columns gives the partners columns u sets, with their values.
+func (u PartnerUpdate) columns() (cols []string, vals []any) {
+	add := func(col string, set bool, v any) {
+		if set {
+			cols = append(cols, col)
+			vals = append(vals, v)
+		}
+	}
+	add("name", u.Name != nil, u.Name)
+	add("delimiter", u.Delimiter != nil, u.Delimiter)
+	add("decimal_comma", u.DecimalComma != nil, u.DecimalComma)
+	add("date_format", u.DateFormat != nil, u.DateFormat)
+	add("currency", u.Currency != nil, u.Currency)
+	add("file_pattern", u.FilePattern != nil, u.FilePattern)
+	add("mode", u.Mode != nil, u.Mode)
+	add("unknown_employee", u.UnknownEmployee != nil, u.UnknownEmployee)
+	return cols, vals
+}
+
+// CreatePartner adds partner id with the settings of u (the others keep
+// their defaults), in one transaction. It returns ErrExists if the ID is taken.
+func (s *Store) CreatePartner(ctx context.Context, id string, u PartnerUpdate) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO partners (id) VALUES ($1)`, id); err != nil {
+			return addPartnerErr(id, err)
+		}
+		return updatePartner(ctx, tx, id, u)
+	})
+}
+
+// UpdatePartner changes the settings of partner id that u sets, in one
+// transaction; the others are left unchanged. It returns ErrNotFound for an
+// unknown partner. Files being processed keep the settings they started
+// with; the next file reads the new ones.
+func (s *Store) UpdatePartner(ctx context.Context, id string, u PartnerUpdate) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var found bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM partners WHERE id = $1)`, id).Scan(&found); err != nil {
+			return fmt.Errorf("read partner %q: %w", id, err)
+		}
+		if !found {
+			return fmt.Errorf("partner %q: %w", id, ErrNotFound)
+		}
+		return updatePartner(ctx, tx, id, u)
+	})
+}
+
+func updatePartner(ctx context.Context, tx pgx.Tx, id string, u PartnerUpdate) error {
+	cols, vals := u.columns()
+	if len(cols) > 0 {
+		set := make([]string, len(cols))
+		for i, c := range cols {
+			set[i] = fmt.Sprintf("%s = $%d", c, i+2)
+		}
+		q := `UPDATE partners SET ` + strings.Join(set, ", ") + ` WHERE id = $1`
+		if _, err := tx.Exec(ctx, q, append([]any{id}, vals...)...); err != nil {
+			return fmt.Errorf("change partner %q: %w", id, err)
+		}
+	}
+	if u.AuthorizedKeys == nil {
+		return nil
+	}
+	fps := make([]string, 0, len(*u.AuthorizedKeys))
+	for _, k := range *u.AuthorizedKeys {
+		if _, err := tx.Exec(ctx, addKeySQL, id, k.Fingerprint, k.PublicKey, k.Comment); err != nil {
+			return fmt.Errorf("add key for partner %q: %w", id, err)
+		}
+		fps = append(fps, k.Fingerprint)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE partner_keys SET revoked_at = now()
+		WHERE partner_id = $1 AND revoked_at IS NULL AND NOT (fingerprint = ANY($2))`, id, fps); err != nil {
+		return fmt.Errorf("revoke keys of partner %q: %w", id, err)
+	}
+	return nil
+}
+
+const partnerColumns = `p.id, p.name, p.delimiter, p.decimal_comma, p.date_format, p.currency, p.file_pattern, p.mode, p.unknown_employee, p.created_at,
 	(SELECT count(*) FROM partner_keys k WHERE k.partner_id = p.id AND k.revoked_at IS NULL)`
 
 func scanPartner(row pgx.Row) (Partner, error) {
 	var p Partner
-	err := row.Scan(&p.ID, &p.Name, &p.Delimiter, &p.DecimalComma, &p.DateFormat, &p.Currency, &p.FilePattern, &p.Mode, &p.CreatedAt, &p.Keys)
+	err := row.Scan(&p.ID, &p.Name, &p.Delimiter, &p.DecimalComma, &p.DateFormat, &p.Currency, &p.FilePattern, &p.Mode, &p.UnknownEmployee, &p.CreatedAt, &p.Keys)
 	return p, err
 }
 
@@ -96,14 +207,15 @@ type PartnerKey struct {
 	CreatedAt   time.Time
 }
 
+const addKeySQL = `
+	INSERT INTO partner_keys (partner_id, fingerprint, public_key, comment)
+	VALUES ($1, $2, $3, $4)
+	ON CONFLICT (partner_id, fingerprint) DO UPDATE SET revoked_at = NULL`
+
 // AddPartnerKey registers a public key for a partner. Adding a key that is
 // already active is not an error; adding a revoked one reactivates it.
 func (s *Store) AddPartnerKey(ctx context.Context, k PartnerKey) error {
-	_, err := s.pool.Exec(ctx, `
-		INSERT INTO partner_keys (partner_id, fingerprint, public_key, comment)
-		VALUES ($1, $2, $3, $4)
-		ON CONFLICT (partner_id, fingerprint) DO UPDATE SET revoked_at = NULL`,
-		k.PartnerID, k.Fingerprint, k.PublicKey, k.Comment)
+	_, err := s.pool.Exec(ctx, addKeySQL, k.PartnerID, k.Fingerprint, k.PublicKey, k.Comment)
 	if err != nil {
 		return fmt.Errorf("add key for partner %q: %w", k.PartnerID, err)
 	}

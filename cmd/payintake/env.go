@@ -26,6 +26,7 @@ type globals struct {
 	dataDir     string
 	databaseURL string
 	verbose     bool
+	log         logFlags
 }
 
 func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
@@ -38,6 +39,7 @@ func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 	fs.StringVar(&g.dataDir, "data-dir", envOr("PAYINTAKE_DATA_DIR", "./payintake-data"), "host keys, the embedded database, spool files")
 	fs.StringVar(&g.databaseURL, "database-url", os.Getenv("PAYINTAKE_DATABASE_URL"), "an external PostgreSQL; empty means the embedded one")
 	fs.BoolVar(&g.verbose, "verbose", false, "log progress to stderr")
+	g.log.register(fs)
 	return fs, g
 }
 
@@ -82,11 +84,18 @@ type env struct {
 	intake *intake.Intake
 }
 
+// logger is a command's logger: silent unless --verbose (serve always
+// logs, through alwaysLogger).
 func (g *globals) logger(stderr io.Writer) *slog.Logger {
 	if !g.verbose {
 		return slog.New(slog.DiscardHandler)
 	}
-	return slog.New(slog.NewTextHandler(stderr, nil))
+	return g.alwaysLogger(stderr)
+}
+
+// alwaysLogger writes to stderr in --log-format from --log-level on.
+func (g *globals) alwaysLogger(stderr io.Writer) *slog.Logger {
+	return slog.New(g.log.handler(stderr))
 }
 
 // open connects to the database (starting the embedded one if needed) and

@@ -13,7 +13,7 @@ import (
 )
 
 // outcomes in the order summaries print them.
-var outcomes = []string{"created", "updated", "unchanged", "held", "stale", "rejected"}
+var outcomes = records.Outcomes
 
 func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, g := newFlagSet("ingest", stderr)

@@ -32,7 +32,7 @@ const usage = `usage: payintake COMMAND [flags]
 commands:
   serve              run the SFTP drop zone, the HTTP API and the workers
   migrate            apply database migrations
-  partner add|list|key|token|webhook-secret
+  partner add|set|list|key|token|webhook-secret   (partner set ID --FLAG VALUE changes a setting)
   ingest             process files as if uploaded: ingest --partner ID FILE...
   bench              measure ingest throughput against the database's own COPY + upsert
   records lock       lock a pay period: records lock --partner ID --period PERIOD
@@ -41,7 +41,8 @@ commands:
   review approve|reject EXCEPTION_ID --reviewer NAME [--note TEXT]
   reviewer add|list|password   reviewer accounts for the review console and API
 
-every command takes --data-dir DIR (PAYINTAKE_DATA_DIR) and --database-url URL (PAYINTAKE_DATABASE_URL)
+every command takes --data-dir DIR (PAYINTAKE_DATA_DIR), --database-url URL (PAYINTAKE_DATABASE_URL),
+--log-format text|json and --log-level debug|info|warn|error (serve logs always; other commands with --verbose)
 `
 
 // run executes one command and returns the process exit code: 0 success,
@@ -112,6 +113,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		switch s {
 		case "add":
 			return cmdPartnerAdd(ctx, r, stdout, stderr)
+		case "set":
+			return cmdPartnerSet(ctx, r, stdout, stderr)
 		case "list":
 			return cmdPartnerList(ctx, r, stdout, stderr)
 		case "key":
@@ -121,7 +124,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		case "webhook-secret":
 			return cmdPartnerWebhookSecret(ctx, r, stdout, stderr)
 		}
-		return usagef("partner: unknown command %q (want add, list, key, token or webhook-secret)", s)
+		return usagef("partner: unknown command %q (want add, set, list, key, token or webhook-secret)", s)
 	case "records":
 		s, r := sub()
 		if s == "lock" {

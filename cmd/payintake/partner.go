@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -32,62 +34,168 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// partnerFlags are the file conventions of a partner.
-type partnerFlags struct {
-	name, keys, delimiter, dateFormat, currency, pattern, mode string
-	decimalComma                                               bool
+// partnerSetting is one setting of a partner, a flag of both partner add
+// and partner set. check reads the flag's value into the update (or says
+// why it is refused, as a usage error). A new setting is one entry in
+// partnerSettings and one field of records.PartnerUpdate.
+type partnerSetting struct {
+	flag, usage string
+	isBool      bool
+	check       func(v string, u *records.PartnerUpdate) error
 }
 
-func (pf *partnerFlags) toPartner(id string) (records.Partner, error) {
-	p := records.Partner{ID: id, Name: pf.name, DecimalComma: pf.decimalComma, Mode: pf.mode}
+// partnerSettings lists the settings in the order -h shows them.
+func partnerSettings() []partnerSetting {
+	return []partnerSetting{
+		{flag: "name", usage: "display name", check: func(v string, u *records.PartnerUpdate) error {
+			u.Name = &v
+			return nil
+		}},
+		{flag: "authorized-keys", usage: "OpenSSH authorized_keys file: the partner's SSH keys become exactly these (see also partner key add|revoke)",
+			check: func(v string, u *records.PartnerUpdate) error {
+				u.AuthorizedKeys = &[]records.PartnerKey{} // read once the partner ID is known
+				return nil
+			}},
+		{flag: "delimiter", usage: "field delimiter: , ; | or tab (empty: detect)", check: func(v string, u *records.PartnerUpdate) error {
+			switch v {
+			case "", ",", ";", "|":
+			case "tab", "\\t", "\t", "TAB":
+				v = "\t"
+			default:
+				return usagef("--delimiter %q: use one of , ; | or tab", v)
+			}
+			u.Delimiter = &v
+			return nil
+		}},
+		{flag: "decimal-comma", isBool: true, usage: "amounts use a decimal comma (1.234,50); --decimal-comma=false for a point",
+			check: func(v string, u *records.PartnerUpdate) error {
+				b := v == "true"
+				u.DecimalComma = &b
+				return nil
+			}},
+		{flag: "date-format", usage: "date format besides ISO, tokens YYYY MM DD (e.g. MM/DD/YYYY; empty: ISO only)",
+			check: func(v string, u *records.PartnerUpdate) error {
+				if v != "" {
+					if _, err := normalize.ParseDateFormat(v); err != nil {
+						return usagef("--date-format %q: %v", v, err)
+					}
+				}
+				u.DateFormat = &v
+				return nil
+			}},
+		{flag: "currency", usage: "default currency when a row has none (empty: none)", check: func(v string, u *records.PartnerUpdate) error {
+			c := strings.ToUpper(strings.TrimSpace(v))
+			if _, ok := normalize.CurrencyScale(c); c != "" && !ok {
+				return usagef("--currency %q is not an ISO 4217 currency code (e.g. USD, EUR)", v)
+			}
+			u.Currency = &c
+			return nil
+		}},
+		{flag: "file-pattern", usage: "Go regexp file names must match; group (?P<seq>\\d+) orders files (empty: any name)",
+			check: func(v string, u *records.PartnerUpdate) error {
+				if v != "" {
+					if err := intake.CheckFilePattern(v); err != nil {
+						return usagef("--file-pattern %q: %v", v, err)
+					}
+				}
+				u.FilePattern = &v
+				return nil
+			}},
+		{flag: "mode", usage: "row or all-or-nothing (default row)", check: func(v string, u *records.PartnerUpdate) error {
+			if v != records.ModeRow && v != records.ModeAllOrNothing {
+				return usagef("--mode %q: use row or all-or-nothing", v)
+			}
+			u.Mode = &v
+			return nil
+		}},
+		{flag: "unknown-employee", usage: "a row whose employee_ref has no mapping: create, reject or hold (default create)",
+			check: func(v string, u *records.PartnerUpdate) error {
+				if v != records.UnknownCreate && v != records.UnknownReject && v != records.UnknownHold {
+					return usagef("--unknown-employee %q: use create, reject or hold", v)
+				}
+				u.UnknownEmployee = &v
+				return nil
+			}},
+	}
+}
+
+// partnerFlags defines every partner setting on fs. Once fs is parsed, the
+// update holds the settings given on the command line, and only those.
+type partnerFlags struct {
+	fs     *flag.FlagSet
+	values map[string]*string
+	keys   *string
+}
+
+func definePartnerFlags(fs *flag.FlagSet) *partnerFlags {
+	pf := &partnerFlags{fs: fs, values: map[string]*string{}}
+	for _, s := range partnerSettings() {
+		if s.isBool {
+			pf.values[s.flag] = new(string)
+			fs.BoolFunc(s.flag, s.usage, func(v string) error {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return fmt.Errorf("want true or false: %w", err)
+				}
+				*pf.values[s.flag] = strconv.FormatBool(b)
+				return nil
+			})
+			continue
+		}
+		pf.values[s.flag] = fs.String(s.flag, "", s.usage)
+	}
+	pf.keys = pf.values["authorized-keys"]
+	return pf
+}
+
+// any reports whether a partner setting was given.
+func (pf *partnerFlags) any() bool {
+	n := 0
+	pf.fs.Visit(func(f *flag.Flag) {
+		if _, ok := pf.values[f.Name]; ok {
+			n++
+		}
+	})
+	return n > 0
+}
+
+// update checks the given flags and gives the change they make to partner id.
+func (pf *partnerFlags) update(id string) (records.PartnerUpdate, error) {
+	var u records.PartnerUpdate
+	given := map[string]bool{}
+	pf.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, s := range partnerSettings() {
+		if !given[s.flag] {
+			continue
+		}
+		if err := s.check(*pf.values[s.flag], &u); err != nil {
+			return u, err
+		}
+	}
+	if u.AuthorizedKeys != nil {
+		data, err := os.ReadFile(*pf.keys)
+		if err != nil {
+			return u, fmt.Errorf("read --authorized-keys: %w", err)
+		}
+		keys, err := intake.ParseAuthorizedKeys(id, data)
+		if err != nil {
+			return u, fmt.Errorf("--authorized-keys %s: %w", *pf.keys, err)
+		}
+		u.AuthorizedKeys = &keys
+	}
+	return u, nil
+}
+
+func checkPartnerID(id string) error {
 	if !regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`).MatchString(id) {
-		return p, usagef("partner ID %q must be lowercase letters, digits, '.', '_' or '-' (at most 63)", id)
+		return usagef("partner ID %q must be lowercase letters, digits, '.', '_' or '-' (at most 63)", id)
 	}
-	switch pf.delimiter {
-	case "":
-	case ",", ";", "|":
-		p.Delimiter = pf.delimiter
-	case "tab", "\\t", "\t", "TAB":
-		p.Delimiter = "\t"
-	default:
-		return p, usagef("--delimiter %q: use one of , ; | or tab", pf.delimiter)
-	}
-	if pf.dateFormat != "" {
-		if _, err := normalize.ParseDateFormat(pf.dateFormat); err != nil {
-			return p, usagef("--date-format %q: %v", pf.dateFormat, err)
-		}
-		p.DateFormat = pf.dateFormat
-	}
-	if pf.currency != "" {
-		c := strings.ToUpper(strings.TrimSpace(pf.currency))
-		if _, ok := normalize.CurrencyScale(c); !ok {
-			return p, usagef("--currency %q is not an ISO 4217 currency code (e.g. USD, EUR)", pf.currency)
-		}
-		p.Currency = c
-	}
-	if pf.pattern != "" {
-		if err := intake.CheckFilePattern(pf.pattern); err != nil {
-			return p, usagef("--file-pattern %q: %v", pf.pattern, err)
-		}
-		p.FilePattern = pf.pattern
-	}
-	if p.Mode != records.ModeRow && p.Mode != records.ModeAllOrNothing {
-		return p, usagef("--mode %q: use row or all-or-nothing", p.Mode)
-	}
-	return p, nil
+	return nil
 }
 
 func cmdPartnerAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, g := newFlagSet("partner add", stderr)
-	var pf partnerFlags
-	fs.StringVar(&pf.name, "name", "", "display name")
-	fs.StringVar(&pf.keys, "authorized-keys", "", "OpenSSH authorized_keys file with the partner's public keys")
-	fs.StringVar(&pf.delimiter, "delimiter", "", "field delimiter: , ; | or tab (default: detect)")
-	fs.BoolVar(&pf.decimalComma, "decimal-comma", false, "amounts use a decimal comma (1.234,50)")
-	fs.StringVar(&pf.dateFormat, "date-format", "", "date format besides ISO, tokens YYYY MM DD (e.g. MM/DD/YYYY)")
-	fs.StringVar(&pf.currency, "currency", "", "default currency when a row has none")
-	fs.StringVar(&pf.pattern, "file-pattern", "", "Go regexp file names must match; group (?P<seq>\\d+) orders files")
-	fs.StringVar(&pf.mode, "mode", records.ModeRow, "row or all-or-nothing")
+	pf := definePartnerFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -95,34 +203,64 @@ func cmdPartnerAdd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if len(pos) != 1 {
 		return usagef("partner add takes one partner ID")
 	}
-	p, err := pf.toPartner(pos[0])
-	if err != nil {
+	id := pos[0]
+	if err := checkPartnerID(id); err != nil {
 		return err
 	}
-	var keys []records.PartnerKey
-	if pf.keys != "" {
-		data, err := os.ReadFile(pf.keys)
-		if err != nil {
-			return fmt.Errorf("read --authorized-keys: %w", err)
-		}
-		if keys, err = intake.ParseAuthorizedKeys(p.ID, data); err != nil {
-			return fmt.Errorf("--authorized-keys %s: %w", pf.keys, err)
-		}
+	u, err := pf.update(id)
+	if err != nil {
+		return err
 	}
 	e, err := g.open(ctx, g.logger(stderr), 2)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	if err := e.store.AddPartner(ctx, p); err != nil {
+	if err := e.store.CreatePartner(ctx, id, u); err != nil {
 		return err
 	}
-	for _, k := range keys {
-		if err := e.store.AddPartnerKey(ctx, k); err != nil {
-			return err
-		}
+	n := 0
+	if u.AuthorizedKeys != nil {
+		n = len(*u.AuthorizedKeys)
 	}
-	fmt.Fprintf(stdout, "partner %s added with %d key(s)\n", p.ID, len(keys))
+	fmt.Fprintf(stdout, "partner %s added with %d key(s)\n", id, n)
+	return nil
+}
+
+// cmdPartnerSet changes the settings given as flags; the others stay.
+func cmdPartnerSet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, g := newFlagSet("partner set", stderr)
+	pf := definePartnerFlags(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("partner set takes one partner ID, then the settings to change (see partner set -h)")
+	}
+	id := pos[0]
+	if !pf.any() {
+		return usagef("partner set %s: give at least one setting to change (see partner set -h)", id)
+	}
+	u, err := pf.update(id)
+	if err != nil {
+		return err
+	}
+	e, err := g.open(ctx, g.logger(stderr), 2)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	if err := e.store.UpdatePartner(ctx, id, u); errors.Is(err, records.ErrNotFound) {
+		return fmt.Errorf("unknown partner %q: add it with `payintake partner add %s`", id, id)
+	} else if err != nil {
+		return err
+	}
+	p, err := e.store.Partner(ctx, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "partner %s changed: %s\n", id, describePartner(p))
 	return nil
 }
 
@@ -176,23 +314,36 @@ func cmdPartnerList(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs, g := newFlagSet("partner list", stderr)
 	return runList(ctx, fs, g, args, stdout, stderr, listing[records.Partner]{
 		fetch:  func(e *env) ([]records.Partner, error) { return e.store.Partners(ctx) },
-		header: "ID\tNAME\tKEYS\tDELIMITER\tDECIMAL\tDATE FORMAT\tCURRENCY\tMODE\tFILE PATTERN",
+		header: "ID\tNAME\tKEYS\tDELIMITER\tDECIMAL\tDATE FORMAT\tCURRENCY\tMODE\tUNKNOWN EMPLOYEE\tFILE PATTERN",
 		row: func(tw io.Writer, p records.Partner) {
-			delim := p.Delimiter
-			switch delim {
-			case "":
-				delim = "detect"
-			case "\t":
-				delim = "tab"
-			}
-			dec := "."
-			if p.DecimalComma {
-				dec = ","
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Name, p.Keys, delim, dec,
-				orDash(p.DateFormat), orDash(p.Currency), p.Mode, orDash(p.FilePattern))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Name, p.Keys, delimName(p.Delimiter), decimalMark(p.DecimalComma),
+				orDash(p.DateFormat), orDash(p.Currency), p.Mode, p.UnknownEmployee, orDash(p.FilePattern))
 		},
 	})
+}
+
+func delimName(d string) string {
+	switch d {
+	case "":
+		return "detect"
+	case "\t":
+		return "tab"
+	}
+	return d
+}
+
+func decimalMark(comma bool) string {
+	if comma {
+		return ","
+	}
+	return "."
+}
+
+// describePartner is a partner's settings on one line, as partner set prints them.
+func describePartner(p records.Partner) string {
+	return fmt.Sprintf("name=%q keys=%d delimiter=%s decimal=%s date-format=%s currency=%s mode=%s unknown-employee=%s file-pattern=%s",
+		p.Name, p.Keys, delimName(p.Delimiter), decimalMark(p.DecimalComma), orDash(p.DateFormat), orDash(p.Currency),
+		p.Mode, p.UnknownEmployee, orDash(p.FilePattern))
 }
 
 func orDash(s string) string {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -59,7 +58,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usagef("--max-file-size %q: %v", *maxSize, err)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := g.alwaysLogger(stderr)
 	dataDir, err := filepath.Abs(g.dataDir)
 	if err != nil {
 		return fmt.Errorf("data dir %q: %w", g.dataDir, err)

@@ -21,7 +21,7 @@ import (
 const MaxKeyLength = 255
 
 // outcomes are the counts every submission response lists, zeros included.
-var outcomes = []string{"created", "updated", "unchanged", "held", "stale", "rejected"}
+var outcomes = records.Outcomes
 
 // submission is the JSON of a submission.
 type submission struct {
