@@ -135,37 +135,20 @@ func (s *Store) Target(ctx context.Context, name string) (Target, error) {
 	return t, nil
 }
 
-// SetPartnerTarget sends a partner's approved periods to target from now on
-// ("" stops dispatching it; runs already open keep their target).
-func (s *Store) SetPartnerTarget(ctx context.Context, partner, target string) error {
-	var t *string
-	if target != "" {
-		if _, err := s.Target(ctx, target); err != nil {
-			return err
-		}
-		t = &target
+// PutTarget adds a target or, if one of that name exists, replaces its
+// settings (serve --demo points its demo target at the address it listens on).
+func (s *Store) PutTarget(ctx context.Context, t Target) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM dispatch_targets WHERE name = $1
+		AND NOT EXISTS (SELECT 1 FROM partners WHERE dispatch_target = $1)
+		AND NOT EXISTS (SELECT 1 FROM dispatch_runs WHERE target = $1)`, t.Name); err != nil {
+		return fmt.Errorf("replace target %q: %w", t.Name, err)
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE partners SET dispatch_target = $2 WHERE id = $1`, partner, t)
-	if err != nil {
-		return fmt.Errorf("set the target of partner %q: %w", partner, err)
+	err := s.AddTarget(ctx, t)
+	if !errors.Is(err, ErrExists) {
+		return err
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("partner %q: %w", partner, ErrNotFound)
+	if _, err := s.pool.Exec(ctx, `UPDATE dispatch_targets SET url = $2 WHERE name = $1`, t.Name, t.URL); err != nil {
+		return fmt.Errorf("change the URL of target %q: %w", t.Name, err)
 	}
 	return nil
-}
-
-// PartnerTargets maps each partner that has a target to it.
-func (s *Store) PartnerTargets(ctx context.Context) (map[string]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, dispatch_target FROM partners WHERE dispatch_target IS NOT NULL`)
-	if err != nil {
-		return nil, fmt.Errorf("list partner targets: %w", err)
-	}
-	m := map[string]string{}
-	var p, t string
-	_, err = pgx.ForEachRow(rows, []any{&p, &t}, func() error { m[p] = t; return nil })
-	if err != nil {
-		return nil, fmt.Errorf("list partner targets: %w", err)
-	}
-	return m, nil
 }

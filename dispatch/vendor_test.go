@@ -194,7 +194,8 @@ func newEnv(t *testing.T, target Target) *env {
 	if err := st.AddTarget(e.ctx, target); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SetPartnerTarget(e.ctx, "acme", "vendor"); err != nil {
+	tgt := "vendor"
+	if err := e.store.UpdatePartner(e.ctx, "acme", records.PartnerUpdate{Target: &tgt}); err != nil {
 		t.Fatal(err)
 	}
 	e.d = New(e.store.Pool(), Config{Sleep: func(ctx context.Context, d time.Duration) error {

@@ -46,6 +46,12 @@ type QueueConfig struct {
 	JobTimeout time.Duration
 	// TestOnly shortens River's start-up jitter (tests only).
 	TestOnly bool
+	// Other work run by the same River client (intake knows nothing of it):
+	// Register adds its workers, PeriodicJobs its periodic jobs, Queues its
+	// queues (worked only when Workers > 0).
+	Register     func(*river.Workers)
+	PeriodicJobs []*river.PeriodicJob
+	Queues       map[string]river.QueueConfig
 }
 
 // Queue runs envelope processing as River jobs on the payintake database.
@@ -77,6 +83,9 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &processWorker{in: in, m: m})
+	if cfg.Register != nil {
+		cfg.Register(workers)
+	}
 	rc := &river.Config{
 		Workers:              workers,
 		Logger:               slog.New(quietRiver{in.Log.Handler()}).With("component", "queue"),
@@ -87,6 +96,10 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 	}
 	if cfg.Workers > 0 {
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
+		for name, qc := range cfg.Queues {
+			rc.Queues[name] = qc
+		}
+		rc.PeriodicJobs = cfg.PeriodicJobs
 	}
 	c, err := river.NewClient(riverpgxv5.New(in.Store.Pool()), rc)
 	if err != nil {

@@ -17,14 +17,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riverqueue/river"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	outbound "github.com/payintake/payintake/dispatch"
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/intake/httpapi"
 	"github.com/payintake/payintake/records"
 	"github.com/payintake/payintake/review"
 )
+
+// dispatchWorkers is how many periods one serve process dispatches at once.
+const dispatchWorkers = 2
 
 // cmdServe runs the SFTP drop zone, the HTTP address (API, reviewers,
 // /metrics, /healthz, /readyz) and the workers that process envelopes.
@@ -47,7 +52,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("--workers %d: give a number from 0 to 256", *workers)
 	}
 	// A worker holds one connection for its transaction and reads the
-	// file's bytes on another.
+	// file's bytes on another. (A dispatch run also holds one, owning its
+	// period, and uses one more at a time: with the spare two, it can
+	// always go on.)
 	if need := 2**workers + 2; *maxConns < need {
 		return usagef("--db-max-conns %d is too small for --workers %d: give at least %d", *maxConns, *workers, need)
 	}
@@ -94,8 +101,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := intake.NewMetrics(reg)
 
+	// Outbound dispatch runs on the same River client, on a queue of its own.
+	disp := outbound.New(e.store.Pool(), outbound.Config{Log: log.With("component", "dispatch"), Metrics: outbound.NewMetrics(reg)})
 	queue, err := intake.NewQueue(e.intake, metrics, intake.QueueConfig{Workers: *workers,
-		JobTimeout: *jobTimeout})
+		JobTimeout: *jobTimeout, Register: func(w *river.Workers) { outbound.Register(w, disp) },
+		PeriodicJobs: outbound.PeriodicJobs(), Queues: map[string]river.QueueConfig{outbound.QueueName: {MaxWorkers: dispatchWorkers}}})
 	if err != nil {
 		return err
 	}
@@ -121,6 +131,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// their own go on reg (never the global default registry).
 	httpapi.Mount(ctx, mux, e.intake, dataDir, httpapi.WithEnqueue(queue.Enqueue)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
 	review.Mount(mux, e.store, log)
+	if *demo {
+		mountDemoVendor(mux)
+	}
 
 	sftpLn, err := net.Listen("tcp", *sftpAddr)
 	if err != nil {
@@ -140,7 +153,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *demo {
-		if err := setupDemo(ctx, e.store, dataDir, sftpLn.Addr(), hostKey.PublicKey(), stdout); err != nil {
+		err := setupDemo(ctx, e.store, dataDir, sftpLn.Addr(), hostKey.PublicKey(), stdout)
+		if err == nil {
+			err = setupDemoDispatch(ctx, e.store, httpLn.Addr(), stdout)
+		}
+		if err != nil {
 			sftpLn.Close()
 			httpLn.Close()
 			_ = queue.Stop(context.Background())
