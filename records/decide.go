@@ -122,16 +122,9 @@ var recordJSON = fieldsJSON("r")
 // or, for a held new natural key, creates the record, locked if its period
 // still is. It returns the exception as decided.
 func (s *Store) Decide(ctx context.Context, d Decision) (Exception, error) {
-	d.Reviewer = strings.TrimSpace(d.Reviewer)
-	if d.Reviewer == "" {
-		return Exception{}, errors.New("a decision needs the reviewer's name")
-	}
-	if d.Via == "" {
-		d.Via = ViaCLI
-	}
-	action, status := "reject", ExceptionRejected
-	if d.Approve {
-		action, status = "approve", ExceptionApproved
+	var err error
+	if d, err = d.normal(); err != nil {
+		return Exception{}, err
 	}
 	var partner string
 	if err := s.pool.QueryRow(ctx, `SELECT partner_id FROM exceptions WHERE id = $1`, d.ExceptionID).Scan(&partner); errors.Is(err, pgx.ErrNoRows) {
@@ -142,48 +135,15 @@ func (s *Store) Decide(ctx context.Context, d Decision) (Exception, error) {
 	if !InScope(d.Partners, partner) {
 		return Exception{}, fmt.Errorf("reviewer %s may not decide exceptions of partner %s: %w", d.Reviewer, partner, ErrForbidden)
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := partnerLock(ctx, tx, partner); err != nil {
 			return err
 		}
-		var (
-			cur          string
-			by           string
-			at           *time.Time
-			supersededBy int64
-			recordID     *int64
-		)
-		if err := tx.QueryRow(ctx, `SELECT status, coalesce(decided_by, ''), decided_at, coalesce(superseded_by, 0), record_id
-			FROM exceptions WHERE id = $1`, d.ExceptionID).Scan(&cur, &by, &at, &supersededBy, &recordID); err != nil {
-			return fmt.Errorf("read exception %d: %w", d.ExceptionID, err)
+		_, refused, err := decideLocked(ctx, tx, d, partner, []int64{d.ExceptionID})
+		if err == nil {
+			err = refused[d.ExceptionID]
 		}
-		if cur != ExceptionOpen {
-			de := &DecidedError{ID: d.ExceptionID, Status: cur, By: by, SupersededBy: supersededBy}
-			if at != nil {
-				de.At = *at
-			}
-			return de
-		}
-		if d.Approve {
-			if err := checkFresh(ctx, tx, d.ExceptionID, recordID); err != nil {
-				return err
-			}
-		}
-		tag, err := tx.Exec(ctx, `UPDATE exceptions SET status = $2, decided_by = $3, decided_at = now(), note = nullif($4, '')
-			WHERE id = $1 AND status = 'open'`, d.ExceptionID, status, d.Reviewer, strings.TrimSpace(d.Note))
-		if err != nil {
-			return fmt.Errorf("decide exception %d: %w", d.ExceptionID, err)
-		}
-		if tag.RowsAffected() == 0 { // cannot happen under the partner lock; kept as the last word
-			return &DecidedError{ID: d.ExceptionID, Status: "decided", By: "another reviewer", At: time.Now()}
-		}
-		if d.Approve {
-			if err := applyApproval(ctx, tx, d.ExceptionID, recordID, d.Reviewer); err != nil {
-				return err
-			}
-		}
-		return audit(ctx, tx, AuditEntry{Actor: d.Reviewer, Via: d.Via, Action: action,
-			ExceptionID: d.ExceptionID, PartnerID: partner, Detail: strings.TrimSpace(d.Note)})
+		return err
 	})
 	if err != nil {
 		return Exception{}, err
@@ -191,77 +151,180 @@ func (s *Store) Decide(ctx context.Context, d Decision) (Exception, error) {
 	return s.Exception(ctx, d.ExceptionID)
 }
 
-// checkFresh refuses an approval whose record moved on since the exception was raised.
-func checkFresh(ctx context.Context, tx pgx.Tx, id int64, recordID *int64) error {
-	if recordID == nil {
-		var rid int64
-		err := tx.QueryRow(ctx, `SELECT r.id FROM records r JOIN exceptions x ON x.partner_id = r.partner_id
-			AND x.employee_ref = r.employee_ref AND x.pay_period = r.pay_period AND x.component = r.component
-			WHERE x.id = $1`, id).Scan(&rid)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("check record of exception %d: %w", id, err)
-		}
-		return &StaleError{ID: id, RecordID: rid, NewKey: true}
+// normal trims a decision and fills its defaults, or says what is missing.
+func (d Decision) normal() (Decision, error) {
+	d.Reviewer = strings.TrimSpace(d.Reviewer)
+	if d.Reviewer == "" {
+		return d, errors.New("a decision needs the reviewer's name")
 	}
-	var same bool
-	var version int
-	if err := tx.QueryRow(ctx, `SELECT `+recordJSON+` = x.current, r.version
-		FROM exceptions x JOIN records r ON r.id = x.record_id WHERE x.id = $1`, id).Scan(&same, &version); err != nil {
-		return fmt.Errorf("check record of exception %d: %w", id, err)
+	if d.Via == "" {
+		d.Via = ViaCLI
 	}
-	if !same {
-		return &StaleError{ID: id, RecordID: *recordID, Version: version}
-	}
-	return nil
+	return d, nil
 }
 
-func applyApproval(ctx context.Context, tx pgx.Tx, id int64, recordID *int64, reviewer string) error {
-	if recordID == nil {
-		var rid int64
-		err := tx.QueryRow(ctx, `
-			INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,
-				pay_date, content_hash, last_seq, envelope_id, line, locked_reason, locked_at)
-			SELECT x.partner_id, x.employee_ref, x.pay_period, x.component, (x.proposed ->> 'amount')::numeric,
-				x.proposed ->> 'currency', nullif(x.proposed ->> 'hours', '')::numeric, nullif(x.proposed ->> 'rate', '')::numeric,
-				nullif(x.proposed ->> 'pay_date', '')::date, x.proposed_hash, e.seq, x.envelope_id, x.line,
-				pl.reason, CASE WHEN pl.reason IS NOT NULL THEN now() END
-			FROM exceptions x
-			LEFT JOIN envelopes e ON e.id = x.envelope_id
-			LEFT JOIN period_locks pl ON pl.partner_id = x.partner_id AND pl.pay_period = x.pay_period
-			WHERE x.id = $1
-			RETURNING id`, id).Scan(&rid)
-		if err != nil {
-			return fmt.Errorf("create the record of exception %d: %w", id, err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE exceptions SET record_id = $2 WHERE id = $1`, id, rid); err != nil {
-			return fmt.Errorf("link exception %d to its record: %w", id, err)
-		}
-		return nil
+// decideLocked decides the exceptions ids of partner inside tx, which holds
+// the partner lock, with a few set-based statements whatever their number.
+// Exceptions that cannot be decided (no longer open: *DecidedError; an
+// approval whose record moved on: *StaleError) are returned in refused,
+// before anything is written for them; every other one is decided, its
+// effect applied and audited. The review report of a submission whose last
+// open exception closes is written by a trigger on the UPDATE.
+func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, ids []int64) (decided []int64, refused map[int64]error, err error) {
+	action, status := "reject", ExceptionRejected
+	if d.Approve {
+		action, status = "approve", ExceptionApproved
 	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO record_history (record_id, version, amount, currency, hours, rate, pay_date, content_hash,
-			envelope_id, line, written_at, replaced_by)
-		SELECT r.id, r.version, r.amount, r.currency, r.hours, r.rate, r.pay_date, r.content_hash,
-			r.envelope_id, r.line, r.updated_at, format('exception %s approved by %s', $2::bigint, $3::text)
-		FROM records r WHERE r.id = $1`, *recordID, id, reviewer); err != nil {
-		return fmt.Errorf("keep the history of record %d: %w", *recordID, err)
-	}
-	tag, err := tx.Exec(ctx, `
-		UPDATE records r SET amount = (x.proposed ->> 'amount')::numeric, currency = x.proposed ->> 'currency',
-			hours = nullif(x.proposed ->> 'hours', '')::numeric, rate = nullif(x.proposed ->> 'rate', '')::numeric,
-			pay_date = nullif(x.proposed ->> 'pay_date', '')::date, content_hash = x.proposed_hash,
-			version = r.version + 1, last_seq = greatest(r.last_seq, e.seq),
-			envelope_id = x.envelope_id, line = x.line, updated_at = now()
-		FROM exceptions x LEFT JOIN envelopes e ON e.id = x.envelope_id
-		WHERE x.id = $1 AND r.id = x.record_id`, id)
+	refused = map[int64]error{}
+	rows, err := tx.Query(ctx, `SELECT id, status, coalesce(decided_by, ''), decided_at, coalesce(superseded_by, 0), record_id IS NULL
+		FROM exceptions WHERE id = ANY($1) ORDER BY id`, ids)
 	if err != nil {
-		return fmt.Errorf("apply exception %d to record %d: %w", id, *recordID, err)
+		return nil, nil, fmt.Errorf("read exceptions: %w", err)
 	}
-	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("apply exception %d: record %d is gone", id, *recordID)
+	var open, newKey []int64
+	for rows.Next() {
+		var (
+			id, supersededBy int64
+			cur, by          string
+			at               *time.Time
+			noRecord         bool
+		)
+		if err := rows.Scan(&id, &cur, &by, &at, &supersededBy, &noRecord); err != nil {
+			return nil, nil, fmt.Errorf("read exceptions: %w", err)
+		}
+		if cur != ExceptionOpen {
+			de := &DecidedError{ID: id, Status: cur, By: by, SupersededBy: supersededBy}
+			if at != nil {
+				de.At = *at
+			}
+			refused[id] = de
+			continue
+		}
+		open = append(open, id)
+		if noRecord {
+			newKey = append(newKey, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read exceptions: %w", err)
+	}
+	if d.Approve {
+		stale, err := staleOf(ctx, tx, open)
+		if err != nil {
+			return nil, nil, err
+		}
+		for id, se := range stale {
+			refused[id] = se
+		}
+		open = slices.DeleteFunc(open, func(id int64) bool { return stale[id] != nil })
+		newKey = slices.DeleteFunc(newKey, func(id int64) bool { return stale[id] != nil })
+	}
+	if len(open) == 0 {
+		return nil, refused, nil
+	}
+	tag, err := tx.Exec(ctx, `UPDATE exceptions SET status = $2, decided_by = $3, decided_at = now(), note = nullif($4, '')
+		WHERE id = ANY($1) AND status = 'open'`, open, status, d.Reviewer, strings.TrimSpace(d.Note))
+	if err != nil {
+		return nil, nil, fmt.Errorf("decide exceptions: %w", err)
+	}
+	if tag.RowsAffected() != int64(len(open)) { // cannot happen under the partner lock; kept as the last word
+		return nil, nil, fmt.Errorf("decide exceptions: %d of %d were still open; another reviewer decided at the same time, try again", tag.RowsAffected(), len(open))
+	}
+	if d.Approve {
+		if err := applyApproval(ctx, tx, open, newKey, d.Reviewer); err != nil {
+			return nil, nil, err
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO review_audit (actor, via, action, exception_id, partner_id, detail)
+		SELECT $2, $3, $4, id, $5, $6 FROM unnest($1::bigint[]) AS id ORDER BY id`,
+		open, d.Reviewer, d.Via, action, partner, strings.TrimSpace(d.Note)); err != nil {
+		return nil, nil, fmt.Errorf("write the review audit: %w", err)
+	}
+	return open, refused, nil
+}
+
+// staleOf finds, among open exceptions ids, those whose approval would
+// silently overwrite a change nobody reviewed against: the record's values
+// differ from the exception's "current" snapshot, or a record now exists for
+// a held new key.
+func staleOf(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*StaleError, error) {
+	stale := map[int64]*StaleError{}
+	rows, err := tx.Query(ctx, `
+		SELECT x.id, r.id, r.version, true FROM exceptions x
+		JOIN records r ON r.partner_id = x.partner_id AND r.employee_ref = x.employee_ref
+			AND r.pay_period = x.pay_period AND r.component = x.component
+		WHERE x.id = ANY($1) AND x.record_id IS NULL
+		UNION ALL
+		SELECT x.id, r.id, r.version, false FROM exceptions x JOIN records r ON r.id = x.record_id
+		WHERE x.id = ANY($1) AND `+recordJSON+` IS DISTINCT FROM x.current`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("check the records of exceptions: %w", err)
+	}
+	for rows.Next() {
+		var se StaleError
+		if err := rows.Scan(&se.ID, &se.RecordID, &se.Version, &se.NewKey); err != nil {
+			return nil, fmt.Errorf("check the records of exceptions: %w", err)
+		}
+		stale[se.ID] = &se
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("check the records of exceptions: %w", err)
+	}
+	return stale, nil
+}
+
+// applyApproval applies approved exceptions ids: a new version of each
+// existing record (the old one kept in history), and a record for each held
+// new key (newKey), locked if its period still is.
+func applyApproval(ctx context.Context, tx pgx.Tx, ids, newKey []int64, reviewer string) error {
+	existing := slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return slices.Contains(newKey, id) })
+	if len(existing) > 0 {
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO record_history (record_id, version, amount, currency, hours, rate, pay_date, content_hash,
+				envelope_id, line, written_at, replaced_by)
+			SELECT r.id, r.version, r.amount, r.currency, r.hours, r.rate, r.pay_date, r.content_hash,
+				r.envelope_id, r.line, r.updated_at, format('exception %s approved by %s', x.id, $2::text)
+			FROM exceptions x JOIN records r ON r.id = x.record_id WHERE x.id = ANY($1)`, existing, reviewer); err != nil {
+			return fmt.Errorf("keep the history of the approved records: %w", err)
+		}
+		tag, err := tx.Exec(ctx, `
+			UPDATE records r SET amount = (x.proposed ->> 'amount')::numeric, currency = x.proposed ->> 'currency',
+				hours = nullif(x.proposed ->> 'hours', '')::numeric, rate = nullif(x.proposed ->> 'rate', '')::numeric,
+				pay_date = nullif(x.proposed ->> 'pay_date', '')::date, content_hash = x.proposed_hash,
+				version = r.version + 1, last_seq = greatest(r.last_seq, e.seq),
+				envelope_id = x.envelope_id, line = x.line, updated_at = now()
+			FROM exceptions x LEFT JOIN envelopes e ON e.id = x.envelope_id
+			WHERE x.id = ANY($1) AND r.id = x.record_id`, existing)
+		if err != nil {
+			return fmt.Errorf("apply the approved exceptions: %w", err)
+		}
+		if tag.RowsAffected() != int64(len(existing)) {
+			return fmt.Errorf("apply the approved exceptions: %d of %d records are gone", int64(len(existing))-tag.RowsAffected(), len(existing))
+		}
+	}
+	if len(newKey) > 0 {
+		tag, err := tx.Exec(ctx, `
+			WITH created AS (
+				INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,
+					pay_date, content_hash, last_seq, envelope_id, line, locked_reason, locked_at)
+				SELECT x.partner_id, x.employee_ref, x.pay_period, x.component, (x.proposed ->> 'amount')::numeric,
+					x.proposed ->> 'currency', nullif(x.proposed ->> 'hours', '')::numeric, nullif(x.proposed ->> 'rate', '')::numeric,
+					nullif(x.proposed ->> 'pay_date', '')::date, x.proposed_hash, e.seq, x.envelope_id, x.line,
+					pl.reason, CASE WHEN pl.reason IS NOT NULL THEN now() END
+				FROM exceptions x
+				LEFT JOIN envelopes e ON e.id = x.envelope_id
+				LEFT JOIN period_locks pl ON pl.partner_id = x.partner_id AND pl.pay_period = x.pay_period
+				WHERE x.id = ANY($1)
+				RETURNING id, partner_id, employee_ref, pay_period, component)
+			UPDATE exceptions x SET record_id = c.id FROM created c
+			WHERE x.id = ANY($1) AND x.partner_id = c.partner_id AND x.employee_ref = c.employee_ref
+				AND x.pay_period = c.pay_period AND x.component = c.component`, newKey)
+		if err != nil {
+			return fmt.Errorf("create the records of the approved new keys: %w", err)
+		}
+		if tag.RowsAffected() != int64(len(newKey)) {
+			return fmt.Errorf("create the records of the approved new keys: %d of %d created", tag.RowsAffected(), len(newKey))
+		}
 	}
 	return nil
 }
@@ -314,16 +377,13 @@ func (s *Store) ExceptionDetail(ctx context.Context, id int64) (ExceptionDetail,
 	}
 	if x.Status == ExceptionOpen {
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			var rid *int64
-			if d.RecordID != 0 {
-				rid = &d.RecordID
+			stale, err := staleOf(ctx, tx, []int64{id})
+			if se := stale[id]; se != nil {
+				d.Stale = se.Error()
 			}
-			return checkFresh(ctx, tx, id, rid)
+			return err
 		})
-		var se *StaleError
-		if errors.As(err, &se) {
-			d.Stale = se.Error()
-		} else if err != nil {
+		if err != nil {
 			return d, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -104,8 +105,36 @@ type Exception struct {
 type ExceptionFilter struct {
 	Scope                   []string // a reviewer's partners; empty means all
 	Partner, Status, Period string
-	AfterID                 int64 // keyset pagination: only ids above this
-	Limit                   int   // 0 = no limit
+	File                    string // the submission's file name, exactly (case-insensitive)
+	Code                    string // record_locked, period_locked, unknown_employee
+	Component               string
+	Employee                string // employee_ref prefix (case-insensitive), or an exact employee_id
+	// MinChange and MaxChange bound the size of the amount change (proposed
+	// amount minus locked amount, or the proposed amount for a new record),
+	// as decimals, either sign counted by its absolute value.
+	MinChange, MaxChange string
+	AfterID              int64 // keyset pagination: only ids above this
+	Limit                int   // 0 = no limit
+}
+
+var plainDecimal = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+
+// Check reports a filter value that can never match, as a sentence for the user.
+func (f ExceptionFilter) Check() error {
+	for _, v := range []struct{ name, val string }{{"min change", f.MinChange}, {"max change", f.MaxChange}} {
+		if v.val == "" {
+			continue
+		}
+		if !plainDecimal.MatchString(strings.TrimSpace(v.val)) {
+			return fmt.Errorf("%s %q is not a decimal amount like 100 or 2500.00", v.name, v.val)
+		}
+	}
+	switch f.Code {
+	case "", "record_locked", "period_locked", "unknown_employee":
+	default:
+		return fmt.Errorf("code %q: use record_locked, period_locked or unknown_employee", f.Code)
+	}
+	return nil
 }
 
 func (f ExceptionFilter) args() []any {
@@ -113,12 +142,24 @@ func (f ExceptionFilter) args() []any {
 	if scope == nil {
 		scope = []string{}
 	}
-	return []any{scope, f.Partner, strings.ToUpper(strings.TrimSpace(f.Period))}
+	return []any{scope, f.Partner, strings.ToUpper(strings.TrimSpace(f.Period)), strings.TrimSpace(f.File), f.Code,
+		strings.ToUpper(strings.TrimSpace(f.Component)), strings.TrimSpace(f.Employee),
+		strings.TrimSpace(f.MinChange), strings.TrimSpace(f.MaxChange)}
 }
+
+// amountChange is an exception's amount change: proposed minus locked (the
+// proposed amount for a held new record).
+const amountChange = `((x.proposed ->> 'amount')::numeric - coalesce((x.current ->> 'amount')::numeric, 0))`
 
 // queueWhere is the filter of Exceptions and ExceptionCounts, on args().
 const queueWhere = `(cardinality($1::text[]) = 0 OR x.partner_id = ANY($1::text[]))
-	AND ($2 = '' OR x.partner_id = $2) AND ($3 = '' OR x.pay_period = $3)`
+	AND ($2 = '' OR x.partner_id = $2) AND ($3 = '' OR x.pay_period = $3)
+	AND ($4 = '' OR x.envelope_id IN (SELECT fe.id FROM envelopes fe WHERE fe.partner_id = x.partner_id AND lower(fe.file_name) = lower($4)))
+	AND ($5 = '' OR x.code = $5) AND ($6 = '' OR x.component = $6)
+	AND ($7 = '' OR starts_with(lower(x.employee_ref), lower($7)) OR EXISTS (SELECT 1 FROM employees m
+		WHERE m.partner_id = x.partner_id AND m.employee_ref = x.employee_ref AND m.employee_id = $7))
+	AND ($8 = '' OR abs(` + amountChange + `) >= $8::numeric)
+	AND ($9 = '' OR abs(` + amountChange + `) <= $9::numeric)`
 
 const exceptionColumns = `x.id, x.partner_id, x.employee_ref, x.pay_period, x.component, x.status, x.code,
 	x.current, x.proposed, x.differing, coalesce(x.envelope_id, 0), coalesce(e.file_name, ''), coalesce(x.line, 0),
@@ -141,8 +182,8 @@ func (s *Store) Exceptions(ctx context.Context, f ExceptionFilter) ([]Exception,
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+exceptionColumns+`
 		FROM exceptions x LEFT JOIN envelopes e ON e.id = x.envelope_id
-		WHERE `+queueWhere+` AND ($4 = '' OR x.status = $4) AND x.id > $5
-		ORDER BY x.id LIMIT $6`, append(f.args(), f.Status, f.AfterID, limit)...)
+		WHERE `+queueWhere+` AND ($10 = '' OR x.status = $10) AND x.id > $11
+		ORDER BY x.id LIMIT $12`, append(f.args(), f.Status, f.AfterID, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list exceptions: %w", err)
 	}

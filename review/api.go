@@ -3,11 +3,14 @@ package review
 // The JSON API, under /v1/review/:
 //
 //	POST /v1/review/token                          Basic auth → {"token", "expires_at"}
-//	GET  /v1/review/exceptions?partner=&period=&status=&after=&limit=
+//	GET  /v1/review/exceptions?partner=&period=&status=&file=&code=&component=&employee=&min_change=&max_change=&after=&limit=
 //	                                               → {"exceptions": [...], "counts": {...}, "next": URL|null}
 //	GET  /v1/review/exceptions/{id}                → the exception, its record, history, stale reason
 //	POST /v1/review/exceptions/{id}/approve        body {"note": "..."} (optional) → the decided exception
 //	POST /v1/review/exceptions/{id}/reject         idem
+//	POST /v1/review/bulk/approve                   body {"partner", "period", "file", "code", "component",
+//	POST /v1/review/bulk/reject                          "employee", "min_change", "max_change", "note", "dry_run"}
+//	                                               → {"status", "matched", "total_change", "decided", "refused", "dry_run"}
 //
 // Errors are RFC 7807 problem documents (application/problem+json), with
 // type "urn:payintake:problem:NAME": unauthenticated (401), forbidden (403),
@@ -39,6 +42,8 @@ func (s *Server) routesAPI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/review/exceptions/{id}", s.authAPI(s.apiShow))
 	mux.HandleFunc("POST /v1/review/exceptions/{id}/approve", s.authAPI(s.apiDecide(true)))
 	mux.HandleFunc("POST /v1/review/exceptions/{id}/reject", s.authAPI(s.apiDecide(false)))
+	mux.HandleFunc("POST /v1/review/bulk/approve", s.authAPI(s.apiBulk(true)))
+	mux.HandleFunc("POST /v1/review/bulk/reject", s.authAPI(s.apiBulk(false)))
 	mux.HandleFunc("/v1/review/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusNotFound, "not-found", "Not found",
 			"no such review endpoint: see GET /v1/review/exceptions", nil)
@@ -148,7 +153,13 @@ func (s *Server) apiToken(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiList(w http.ResponseWriter, r *http.Request, rv records.Reviewer) {
 	q := r.URL.Query()
-	f := records.ExceptionFilter{Scope: rv.Partners, Partner: q.Get("partner"), Period: q.Get("period"), Status: q.Get("status")}
+	f := records.ExceptionFilter{Scope: rv.Partners, Partner: q.Get("partner"), Period: q.Get("period"), Status: q.Get("status"),
+		File: q.Get("file"), Code: q.Get("code"), Component: q.Get("component"), Employee: q.Get("employee"),
+		MinChange: q.Get("min_change"), MaxChange: q.Get("max_change")}
+	if err := f.Check(); err != nil {
+		writeProblem(w, r, http.StatusBadRequest, "bad-request", "Bad filter", err.Error(), nil)
+		return
+	}
 	switch f.Status {
 	case "", records.ExceptionOpen, records.ExceptionApproved, records.ExceptionRejected, records.ExceptionSuperseded:
 	default:
@@ -259,27 +270,124 @@ func (s *Server) apiShow(w http.ResponseWriter, r *http.Request, rv records.Revi
 	}
 }
 
+// readBody decodes an optional JSON body into v; when it cannot, it has
+// answered with a problem and returns false. strict refuses unknown fields
+// (a misspelt filter must not widen a bulk decision).
+func readBody(w http.ResponseWriter, r *http.Request, v any, example string, strict bool) bool {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if err != nil {
+		writeProblem(w, r, http.StatusBadRequest, "bad-request", "Unreadable body", err.Error(), nil)
+		return false
+	}
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		return true
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		writeProblem(w, r, http.StatusUnsupportedMediaType, "bad-request", "JSON body expected",
+			"send Content-Type: application/json with a body like "+example, nil)
+		return false
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		writeProblem(w, r, http.StatusBadRequest, "bad-request", "Malformed JSON body",
+			fmt.Sprintf("the body is not JSON like %s: %v", example, err), nil)
+		return false
+	}
+	return true
+}
+
+// bulkBody is the body of POST /v1/review/bulk/{approve,reject}.
+type bulkBody struct {
+	Partner   string `json:"partner"`
+	Period    string `json:"period"`
+	File      string `json:"file"`
+	Code      string `json:"code"`
+	Component string `json:"component"`
+	Employee  string `json:"employee"`
+	MinChange string `json:"min_change"`
+	MaxChange string `json:"max_change"`
+	Note      string `json:"note"`
+	DryRun    bool   `json:"dry_run"`
+}
+
+func (b bulkBody) filter() records.ExceptionFilter {
+	return records.ExceptionFilter{Partner: b.Partner, Period: b.Period, File: b.File, Code: b.Code,
+		Component: b.Component, Employee: b.Employee, MinChange: b.MinChange, MaxChange: b.MaxChange}
+}
+
+// bulkAnswer is the answer of a bulk decision, in the API and the console.
+type bulkAnswer struct {
+	Status      string                   `json:"status"`
+	DryRun      bool                     `json:"dry_run"`
+	Matched     int                      `json:"matched"`
+	TotalChange []records.CurrencyAmount `json:"total_change"`
+	Decided     int                      `json:"decided"`
+	Refused     []records.Refusal        `json:"refused"`
+}
+
+// decideAll summarises a bulk decision and, unless dryRun, makes it.
+func (s *Server) decideAll(r *http.Request, b records.BulkDecision, dryRun bool) (bulkAnswer, error) {
+	ans := bulkAnswer{Status: records.ExceptionRejected, DryRun: dryRun, Refused: []records.Refusal{}}
+	if b.Approve {
+		ans.Status = records.ExceptionApproved
+	}
+	sum, err := s.Store.Summarize(r.Context(), b)
+	if err != nil {
+		return ans, err
+	}
+	ans.Matched, ans.TotalChange = sum.Count, sum.TotalChange
+	if dryRun {
+		return ans, nil
+	}
+	res, err := s.Store.DecideAll(r.Context(), b)
+	ans.Decided, ans.Refused = res.Decided, res.Refused
+	if err != nil {
+		return ans, err
+	}
+	s.Log.InfoContext(r.Context(), "review: bulk decision", "partner", b.Filter.Partner, "status", res.Status,
+		"decided", res.Decided, "refused", len(res.Refused), "batches", res.Batches, "reviewer", b.Reviewer, "via", b.Via)
+	return ans, nil
+}
+
+func (s *Server) apiBulk(approve bool) func(http.ResponseWriter, *http.Request, records.Reviewer) {
+	return func(w http.ResponseWriter, r *http.Request, rv records.Reviewer) {
+		var body bulkBody
+		if !readBody(w, r, &body, `{"partner": "acme", "file": "late.csv", "note": "why", "dry_run": true}`, true) {
+			return
+		}
+		if body.Partner == "" {
+			writeProblem(w, r, http.StatusBadRequest, "bad-request", "Partner required",
+				`a bulk decision decides the open exceptions of one partner: send {"partner": "ID", ...}`, nil)
+			return
+		}
+		if !records.InScope(rv.Partners, body.Partner) {
+			s.denied(w, r, rv, records.ViaAPI, 0, body.Partner)
+			return
+		}
+		if err := body.filter().Check(); err != nil {
+			writeProblem(w, r, http.StatusBadRequest, "bad-request", "Bad filter", err.Error(), nil)
+			return
+		}
+		ans, err := s.decideAll(r, records.BulkDecision{Filter: body.filter(), Approve: approve, Reviewer: rv.Name,
+			Note: body.Note, Via: records.ViaAPI, Partners: rv.Partners}, body.DryRun)
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ans)
+	}
+}
+
 func (s *Server) apiDecide(approve bool) func(http.ResponseWriter, *http.Request, records.Reviewer) {
 	return func(w http.ResponseWriter, r *http.Request, rv records.Reviewer) {
 		var body struct {
 			Note string `json:"note"`
 		}
-		raw, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-		if err != nil {
-			writeProblem(w, r, http.StatusBadRequest, "bad-request", "Unreadable body", err.Error(), nil)
+		if !readBody(w, r, &body, `{"note": "why"}`, false) {
 			return
-		}
-		if len(strings.TrimSpace(string(raw))) > 0 {
-			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-				writeProblem(w, r, http.StatusUnsupportedMediaType, "bad-request", "JSON body expected",
-					`send Content-Type: application/json with a body like {"note": "why"}`, nil)
-				return
-			}
-			if err := json.Unmarshal(raw, &body); err != nil {
-				writeProblem(w, r, http.StatusBadRequest, "bad-request", "Malformed JSON body",
-					fmt.Sprintf(`the body is not JSON like {"note": "why"}: %v`, err), nil)
-				return
-			}
 		}
 		d, ok := s.exceptionFor(w, r, rv, records.ViaAPI)
 		if !ok {

@@ -184,3 +184,100 @@ func TestBrowserReview(t *testing.T) {
 		t.Fatalf("untouched exception = %+v", d)
 	}
 }
+
+// TestBrowserBulkReview clears a late corrections file of 120 held rows in
+// one action from the console: filter the queue (it pages 50 at a time and
+// finds an employee), confirm with the count and the total change shown,
+// and see what was decided. With PAYINTAKE_SCREENSHOTS=DIR it writes
+// bulk-queue.png, bulk-confirm.png and bulk-done.png there.
+func TestBrowserBulkReview(t *testing.T) {
+	f := newFixture(t)
+	const n = 120
+	var first, late strings.Builder
+	first.WriteString(header)
+	late.WriteString(header)
+	for i := range n {
+		fmt.Fprintf(&first, "W%04d,2024-02,BASE,%d.00,EUR\n", i, 3000+i)
+		fmt.Fprintf(&late, "W%04d,2024-02,BASE,%d.00,EUR\n", i, 3010+i)
+	}
+	f.ingest("globex", "globex-2024-02.csv", first.String())
+	if _, err := f.store.LockPeriod(f.ctx, "globex", "2024-02", records.LockApproved, "payroll"); err != nil {
+		t.Fatal(err)
+	}
+	f.ingest("globex", "globex-2024-02-corrections.csv", late.String())
+	ts := serve(t, f)
+	ctx := browser(t)
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("read %s: %v", sel, err)
+		}
+		return s
+	}
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/review/queue"),
+		chromedp.WaitVisible(chromedp.CSS("#password")),
+		chromedp.SendKeys(chromedp.CSS("#name"), "alice"),
+		chromedp.SendKeys(chromedp.CSS("#password"), testPassword),
+		chromedp.Click(chromedp.CSS("button[type=submit].primary")),
+		chromedp.WaitVisible(chromedp.CSS("table.queue")),
+		// Search one employee.
+		chromedp.SendKeys(chromedp.CSS("#f-employee"), "W0042"),
+		chromedp.Click(chromedp.CSS("#filter")),
+		chromedp.WaitVisible(chromedp.CSS("#clear")), // only on the filtered page
+	)
+	if err != nil {
+		t.Fatalf("log in and search: %v", err)
+	}
+	if rows := text("table.queue tbody"); strings.Count(rows, "W00") != 1 || !strings.Contains(rows, "W0042") {
+		t.Fatalf("employee search shows %q", rows)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Clear(chromedp.CSS("#f-employee")),
+		chromedp.SetValue(chromedp.CSS("#f-partner"), "globex"),
+		chromedp.SendKeys(chromedp.CSS("#f-file"), "globex-2024-02-corrections.csv"),
+		chromedp.Click(chromedp.CSS("#filter")),
+		chromedp.WaitVisible(chromedp.CSS("#approve-all")),
+	)
+	if err != nil {
+		t.Fatalf("filter the queue: %v", err)
+	}
+	if bar := text(".bulkbar"); !strings.Contains(bar, "120 open exception(s) of globex match these filters (this page shows the first 50)") {
+		t.Fatalf("bulk bar = %q", bar)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.WaitVisible(chromedp.CSS("#next"))); err != nil {
+		t.Fatalf("no next page: %v", err)
+	}
+	screenshot(t, ctx, "bulk-queue.png")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#approve-all")), chromedp.WaitVisible(chromedp.CSS("#confirm"))); err != nil {
+		t.Fatalf("open the confirm page: %v", err)
+	}
+	if c, total := text("#count"), text("#total"); c != "120 open" || !strings.HasPrefix(total, "+1200.00 EUR") {
+		t.Fatalf("confirm page: count %q, total %q", c, total)
+	}
+	if n := f.count(`SELECT count(*) FROM exceptions WHERE partner_id = 'globex' AND status = 'open'`); n != 120 {
+		t.Fatalf("the confirm page decided something: %d open", n)
+	}
+	err = chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#note"), "February corrections confirmed by payroll"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "bulk-confirm.png")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#bulk-done"))); err != nil {
+		t.Fatalf("confirm: %v", err)
+	}
+	if msg := text(".flash.ok"); msg != "You approved 120 exception(s) of partner globex." {
+		t.Fatalf("after the bulk approve: %q", msg)
+	}
+	screenshot(t, ctx, "bulk-done.png")
+	if n := f.count(`SELECT count(*) FROM records WHERE partner_id = 'globex' AND pay_period = '2024-02' AND version = 2`); n != 120 {
+		t.Fatalf("%d records approved, want 120", n)
+	}
+	if n := f.count(`SELECT count(*) FROM review_audit WHERE via = 'console' AND action = 'approve' AND detail = 'February corrections confirmed by payroll'`); n != 120 {
+		t.Fatalf("%d audit rows, want 120", n)
+	}
+	if n := f.count(`SELECT count(*) FROM exceptions WHERE partner_id = 'acme' AND status = 'open'`); n != 3 {
+		t.Fatalf("acme's exceptions were touched: %d open", n)
+	}
+}

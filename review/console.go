@@ -3,7 +3,10 @@ package review
 // The web console, under /review/:
 //
 //	GET  /review/login, POST /review/login, POST /review/logout
-//	GET  /review/queue?status=&partner=&period=&after=   the queue, with counts per status
+//	GET  /review/queue?status=&partner=&period=&employee=&file=&code=&component=&min_change=&max_change=&after=
+//	                                                     the queue, with counts per status, 50 a page
+//	GET  /review/bulk?action=approve|reject&partner=&... confirm a bulk decision: count and total change
+//	POST /review/bulk                                    make it (action, the filters, expect, note, csrf)
 //	GET  /review/exceptions/{id}                         locked vs proposed, decision form, history, audit
 //	POST /review/exceptions/{id}/decide                  action=approve|reject, note, csrf
 //	GET  /review/static/style.css
@@ -51,6 +54,8 @@ var funcs = template.FuncMap{
 			return "record locked"
 		case "period_locked":
 			return "period closed"
+		case "unknown_employee":
+			return "unknown employee"
 		}
 		return code
 	},
@@ -60,8 +65,16 @@ var funcs = template.FuncMap{
 			return "the record is locked"
 		case "period_locked":
 			return "the pay period is closed"
+		case "unknown_employee":
+			return "the employee is not in the partner's employee mapping"
 		}
 		return code
+	},
+	"change": func(c records.CurrencyAmount) string {
+		if strings.HasPrefix(c.Amount, "-") {
+			return "−" + c.Amount[1:] + " " + c.Currency
+		}
+		return "+" + c.Amount + " " + c.Currency
 	},
 	"dash": func(s string) string {
 		if s == "" {
@@ -73,7 +86,7 @@ var funcs = template.FuncMap{
 
 var pages = func() map[string]*template.Template {
 	m := map[string]*template.Template{}
-	for _, name := range []string{"login", "queue", "exception", "error"} {
+	for _, name := range []string{"login", "queue", "exception", "error", "bulk"} {
 		m[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return m
@@ -102,6 +115,8 @@ func (s *Server) routesConsole(mux *http.ServeMux) {
 	mux.HandleFunc("GET /review/queue", s.authConsole(s.queuePage))
 	mux.HandleFunc("GET /review/exceptions/{id}", s.authConsole(s.exceptionPage))
 	mux.HandleFunc("POST /review/exceptions/{id}/decide", s.authConsole(s.decidePost))
+	mux.HandleFunc("GET /review/bulk", s.authConsole(s.bulkPage))
+	mux.HandleFunc("POST /review/bulk", s.authConsole(s.bulkPost))
 	mux.HandleFunc("/review/", func(w http.ResponseWriter, r *http.Request) {
 		s.consoleError(w, r, http.StatusNotFound, "There is no such page in the review console.")
 	})
@@ -240,32 +255,60 @@ type tab struct {
 }
 
 type queueView struct {
-	Status, Partner, Period string
-	Partners                []string
-	Tabs                    []tab
-	Items                   []records.Exception
-	Next                    string
-	First                   bool
+	Status   string
+	F        records.ExceptionFilter
+	Filtered bool
+	Partners []string
+	Codes    []string
+	Tabs     []tab
+	Items    []records.Exception
+	Next     string
+	FirstURL string
+	First    bool
+	Open     int // open exceptions matching the filters
+	Approve  string
+	Reject   string
 }
 
-func queueURL(status, partner, period string, after int64) string {
+// consoleFilter reads the queue's filters from a query or a form.
+func consoleFilter(q url.Values) records.ExceptionFilter {
+	return records.ExceptionFilter{Partner: q.Get("partner"), Period: strings.ToUpper(strings.TrimSpace(q.Get("period"))),
+		Employee: strings.TrimSpace(q.Get("employee")), File: strings.TrimSpace(q.Get("file")), Code: q.Get("code"),
+		Component: strings.ToUpper(strings.TrimSpace(q.Get("component"))),
+		MinChange: strings.TrimSpace(q.Get("min_change")), MaxChange: strings.TrimSpace(q.Get("max_change"))}
+}
+
+// filterValues is the inverse of consoleFilter: the non-empty filters.
+func filterValues(f records.ExceptionFilter) url.Values {
 	q := url.Values{}
+	for k, v := range map[string]string{"partner": f.Partner, "period": f.Period, "employee": f.Employee, "file": f.File,
+		"code": f.Code, "component": f.Component, "min_change": f.MinChange, "max_change": f.MaxChange} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
+}
+
+func queueURL(status string, f records.ExceptionFilter, after int64) string {
+	q := filterValues(f)
 	q.Set("status", status)
-	if partner != "" {
-		q.Set("partner", partner)
-	}
-	if period != "" {
-		q.Set("period", period)
-	}
 	if after > 0 {
 		q.Set("after", strconv.FormatInt(after, 10))
 	}
 	return "/review/queue?" + q.Encode()
 }
 
+func bulkURL(action string, f records.ExceptionFilter) string {
+	q := filterValues(f)
+	q.Set("action", action)
+	return "/review/bulk?" + q.Encode()
+}
+
 func (s *Server) queuePage(w http.ResponseWriter, r *http.Request, sess records.Session) {
 	q := r.URL.Query()
-	v := queueView{Status: q.Get("status"), Partner: q.Get("partner"), Period: strings.ToUpper(strings.TrimSpace(q.Get("period")))}
+	v := queueView{Status: q.Get("status"), F: consoleFilter(q), Codes: []string{"record_locked", "period_locked", "unknown_employee"}}
+	v.Filtered = len(filterValues(v.F)) > 0
 	if v.Status == "" {
 		v.Status = records.ExceptionOpen
 	}
@@ -275,14 +318,19 @@ func (s *Server) queuePage(w http.ResponseWriter, r *http.Request, sess records.
 		s.consoleError(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown status %q: choose open, approved, rejected, superseded or all.", v.Status))
 		return
 	}
-	if v.Partner != "" && !records.InScope(sess.Reviewer.Partners, v.Partner) {
-		s.denied(w, r, sess.Reviewer, records.ViaConsole, 0, v.Partner)
+	if err := v.F.Check(); err != nil {
+		s.consoleError(w, r, http.StatusBadRequest, "Bad filter: "+err.Error()+".")
+		return
+	}
+	if v.F.Partner != "" && !records.InScope(sess.Reviewer.Partners, v.F.Partner) {
+		s.denied(w, r, sess.Reviewer, records.ViaConsole, 0, v.F.Partner)
 		return
 	}
 	after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
 	v.First = after == 0
-	f := records.ExceptionFilter{Scope: sess.Reviewer.Partners, Partner: v.Partner, Period: v.Period,
-		AfterID: after, Limit: defaultPageSize + 1}
+	v.FirstURL = queueURL(v.Status, v.F, 0)
+	f := v.F
+	f.Scope, f.AfterID, f.Limit = sess.Reviewer.Partners, after, defaultPageSize+1
 	if v.Status != "all" {
 		f.Status = v.Status
 	}
@@ -294,7 +342,7 @@ func (s *Server) queuePage(w http.ResponseWriter, r *http.Request, sess records.
 	}
 	if len(items) > defaultPageSize {
 		items = items[:defaultPageSize]
-		v.Next = queueURL(v.Status, v.Partner, v.Period, items[len(items)-1].ID)
+		v.Next = queueURL(v.Status, v.F, items[len(items)-1].ID)
 	}
 	v.Items = items
 	counts, err := s.Store.ExceptionCounts(ctx, f)
@@ -303,8 +351,10 @@ func (s *Server) queuePage(w http.ResponseWriter, r *http.Request, sess records.
 		return
 	}
 	for _, st := range []string{records.ExceptionOpen, records.ExceptionApproved, records.ExceptionRejected, records.ExceptionSuperseded, "all"} {
-		v.Tabs = append(v.Tabs, tab{Label: st, URL: queueURL(st, v.Partner, v.Period, 0), Count: counts[st], Active: st == v.Status})
+		v.Tabs = append(v.Tabs, tab{Label: st, URL: queueURL(st, v.F, 0), Count: counts[st], Active: st == v.Status})
 	}
+	v.Open = counts[records.ExceptionOpen]
+	v.Approve, v.Reject = bulkURL("approve", v.F), bulkURL("reject", v.F)
 	if len(sess.Reviewer.Partners) > 0 {
 		v.Partners = sess.Reviewer.Partners
 	} else {
@@ -320,6 +370,92 @@ func (s *Server) queuePage(w http.ResponseWriter, r *http.Request, sess records.
 	p := basePage(sess, "Queue")
 	p.V = v
 	s.render(w, r, http.StatusOK, "queue", p)
+}
+
+type bulkView struct {
+	Action   string // approve, reject
+	F        records.ExceptionFilter
+	Hidden   map[string]string // the filters, as hidden form fields
+	Sum      records.Summary
+	Note     string
+	Done     *bulkAnswer
+	QueueURL string
+}
+
+// bulkRequest reads a bulk decision's action and filter; when they are not
+// usable it has answered and returns false.
+func (s *Server) bulkRequest(w http.ResponseWriter, r *http.Request, sess records.Session, q url.Values) (bulkView, records.BulkDecision, bool) {
+	v := bulkView{Action: q.Get("action"), F: consoleFilter(q), Hidden: map[string]string{}}
+	for k, vals := range filterValues(v.F) {
+		v.Hidden[k] = vals[0]
+	}
+	v.QueueURL = queueURL(records.ExceptionOpen, v.F, 0)
+	b := records.BulkDecision{Filter: v.F, Approve: v.Action == "approve", Reviewer: sess.Reviewer.Name,
+		Via: records.ViaConsole, Partners: sess.Reviewer.Partners}
+	switch {
+	case v.Action != "approve" && v.Action != "reject":
+		s.consoleError(w, r, http.StatusBadRequest, "Choose Approve all or Reject all from the queue.")
+	case v.F.Partner == "":
+		s.consoleError(w, r, http.StatusBadRequest, "Choose a partner in the queue first: a bulk decision decides the open exceptions of one partner.")
+	case !records.InScope(sess.Reviewer.Partners, v.F.Partner):
+		s.denied(w, r, sess.Reviewer, records.ViaConsole, 0, v.F.Partner)
+	case v.F.Check() != nil:
+		s.consoleError(w, r, http.StatusBadRequest, "Bad filter: "+v.F.Check().Error()+".")
+	default:
+		sum, err := s.Store.Summarize(r.Context(), b)
+		if err != nil {
+			s.consoleInternal(w, r, err)
+			return v, b, false
+		}
+		v.Sum = sum
+		return v, b, true
+	}
+	return v, b, false
+}
+
+func (s *Server) bulkPage(w http.ResponseWriter, r *http.Request, sess records.Session) {
+	v, _, ok := s.bulkRequest(w, r, sess, r.URL.Query())
+	if !ok {
+		return
+	}
+	p := basePage(sess, "Confirm "+v.Action)
+	p.V = v
+	s.render(w, r, http.StatusOK, "bulk", p)
+}
+
+func (s *Server) bulkPost(w http.ResponseWriter, r *http.Request, sess records.Session) {
+	if err := r.ParseForm(); err != nil {
+		s.consoleError(w, r, http.StatusBadRequest, "The form could not be read; go back to the queue and try again.")
+		return
+	}
+	v, b, ok := s.bulkRequest(w, r, sess, r.PostForm)
+	if !ok {
+		return
+	}
+	v.Note = r.PostFormValue("note")
+	b.Note = v.Note
+	p := basePage(sess, "Confirm "+v.Action)
+	// The set must be the one the reviewer confirmed: files may have arrived,
+	// or others decided, since the confirm page was shown.
+	if expect := r.PostFormValue("expect"); expect != strconv.Itoa(v.Sum.Count) {
+		p.Error = fmt.Sprintf("The matching exceptions changed since you opened this page (%s then, %d now). Check the new count and total, and confirm again.", expect, v.Sum.Count)
+		p.V = v
+		s.render(w, r, http.StatusConflict, "bulk", p)
+		return
+	}
+	ans, err := s.decideAll(r, b, false)
+	if err != nil {
+		s.consoleInternal(w, r, err)
+		return
+	}
+	v.Done = &ans
+	p.Title = "Bulk decision"
+	p.Flash = fmt.Sprintf("You %s %d exception(s) of partner %s.", ans.Status, ans.Decided, v.F.Partner)
+	if len(ans.Refused) > 0 {
+		p.Error = fmt.Sprintf("%d exception(s) could not be %s and stay open; they are listed below.", len(ans.Refused), ans.Status)
+	}
+	p.V = v
+	s.render(w, r, http.StatusOK, "bulk", p)
 }
 
 type fieldRow struct {

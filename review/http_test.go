@@ -385,3 +385,79 @@ func TestConsoleDecideAndCSRF(t *testing.T) {
 		t.Fatalf("%d CSRF refusals audited, want 3", n)
 	}
 }
+
+func TestAPIBulk(t *testing.T) {
+	f := newFixture(t)
+	ts := serve(t, f)
+	bulk := ts.URL + "/v1/review/bulk/"
+	r := call(t, "POST", bulk+"approve", basic("alice"), `{"partner": "acme", "min_change": "100", "dry_run": true}`)
+	if r.status != 200 || r.body["matched"] != float64(2) || r.body["decided"] != float64(0) || r.body["dry_run"] != true ||
+		fmt.Sprint(r.body["total_change"]) != "[map[amount:600.00 currency:USD]]" {
+		t.Fatalf("dry run: %d %s", r.status, r.raw)
+	}
+	if n := f.count(`SELECT count(*) FROM exceptions WHERE status = 'open'`); n != 3 {
+		t.Fatalf("the dry run decided: %d open", n)
+	}
+	r = call(t, "POST", bulk+"approve", basic("alice"), `{"partner": "acme", "min_change": "100", "note": "ticket 7"}`)
+	if r.status != 200 || r.body["decided"] != float64(2) || r.body["status"] != "approved" || len(r.body["refused"].([]any)) != 0 {
+		t.Fatalf("bulk approve: %d %s", r.status, r.raw)
+	}
+	if a := f.count(`SELECT count(*) FROM review_audit WHERE via = 'api' AND action = 'approve' AND detail = 'ticket 7'`); a != 2 {
+		t.Fatalf("%d audit rows, want 2", a)
+	}
+	wantProblem(t, call(t, "POST", bulk+"reject", basic("alice"), `{"period": "2024-01"}`), 400, "bad-request", "one partner")
+	wantProblem(t, call(t, "POST", bulk+"reject", basic("alice"), `{"partner": "acme", "employe": "E3"}`), 400, "bad-request", "unknown field")
+	wantProblem(t, call(t, "POST", bulk+"reject", basic("alice"), `{"partner": "acme", "code": "nope"}`), 400, "bad-request", "code")
+	wantProblem(t, call(t, "POST", bulk+"reject", basic("gina"), `{"partner": "acme"}`), 403, "forbidden", "may not review partner acme")
+	r = call(t, "POST", bulk+"reject", basic("alice"), `{"partner": "acme"}`)
+	if r.status != 200 || r.body["decided"] != float64(1) || r.body["status"] != "rejected" {
+		t.Fatalf("bulk reject: %d %s", r.status, r.raw)
+	}
+}
+
+func TestConsoleBulkConfirmsTheSetItShowed(t *testing.T) {
+	f := newFixture(t)
+	ts := serve(t, f)
+	c := newConsole(t, ts.URL)
+	if st := c.login("alice", testPassword); st != 303 {
+		t.Fatalf("login: %d", st)
+	}
+	st, _, body := c.do("GET", "/review/bulk?action=reject&partner=acme&code=record_locked", nil, nil)
+	if st != 200 || !strings.Contains(body, `<dd id="count"><b>2</b> open</dd>`) || !strings.Contains(body, "&#43;125.00 USD") {
+		t.Fatalf("confirm page: %d\n%s", st, body)
+	}
+	tok := csrfRE.FindStringSubmatch(body)[1]
+	form := url.Values{"csrf": {tok}, "action": {"reject"}, "partner": {"acme"}, "code": {"record_locked"}, "expect": {"2"}, "note": {"no"}}
+	// Meanwhile another reviewer decides one of them: the confirmed count no longer holds.
+	if _, err := f.decide(f.e1.ID, false, "bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	st, _, body = c.do("POST", "/review/bulk", form, nil)
+	if st != 409 || !strings.Contains(body, "changed since you opened this page (2 then, 1 now)") {
+		t.Fatalf("stale confirm: %d\n%s", st, body)
+	}
+	if n := f.count(`SELECT count(*) FROM exceptions WHERE status = 'open'`); n != 2 {
+		t.Fatalf("a stale confirm decided something: %d open", n)
+	}
+	form.Set("expect", "1")
+	form.Del("csrf")
+	if st, _, _ := c.do("POST", "/review/bulk", form, nil); st != 403 {
+		t.Fatalf("bulk without CSRF: %d", st)
+	}
+	form.Set("csrf", tok)
+	st, _, body = c.do("POST", "/review/bulk", form, nil)
+	if st != 200 || !strings.Contains(body, "You rejected 1 exception(s) of partner acme.") {
+		t.Fatalf("bulk reject: %d\n%s", st, body)
+	}
+	if d := f.exception(f.e3.ID); d.Status != "rejected" || d.Note != "no" || d.DecidedBy != "alice" {
+		t.Fatalf("e3 = %+v", d)
+	}
+	if st, _, _ := c.do("GET", "/review/bulk?action=approve", nil, nil); st != 400 {
+		t.Fatalf("bulk without a partner: %d", st)
+	}
+	g := newConsole(t, ts.URL)
+	g.login("gina", testPassword)
+	if st, _, _ := g.do("GET", "/review/bulk?action=approve&partner=acme", nil, nil); st != 403 {
+		t.Fatalf("gina bulk on acme: %d", st)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -181,6 +182,18 @@ func cmdReviewShow(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
+// bulkFilterFlags are the filter of a bulk decision, as flags.
+func bulkFilterFlags(fs *flag.FlagSet, f *records.ExceptionFilter) {
+	fs.StringVar(&f.Partner, "partner", "", "decide every open exception of this partner matching the filters below (instead of one EXCEPTION_ID)")
+	fs.StringVar(&f.Period, "period", "", "only this pay period")
+	fs.StringVar(&f.File, "file", "", "only exceptions held from this submitted file name")
+	fs.StringVar(&f.Code, "code", "", "only this code: record_locked, period_locked or unknown_employee")
+	fs.StringVar(&f.Component, "component", "", "only this pay component")
+	fs.StringVar(&f.Employee, "employee", "", "only employee refs starting with this, or this employee id")
+	fs.StringVar(&f.MinChange, "min-change", "", "only amount changes of at least this size (either sign)")
+	fs.StringVar(&f.MaxChange, "max-change", "", "only amount changes of at most this size (either sign)")
+}
+
 func cmdReviewDecide(ctx context.Context, approve bool, args []string, stdout, stderr io.Writer) error {
 	name := "review reject"
 	if approve {
@@ -189,13 +202,28 @@ func cmdReviewDecide(ctx context.Context, approve bool, args []string, stdout, s
 	fs, g := newFlagSet(name, stderr)
 	reviewer := fs.String("reviewer", "", "who decides (required; kept with the decision)")
 	note := fs.String("note", "", "why (kept, and shared with the partner in the review report)")
+	var f records.ExceptionFilter
+	bulkFilterFlags(fs, &f)
+	dryRun := fs.Bool("dry-run", false, "with --partner: print how many exceptions match and the total amount change, decide nothing")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	id, err := exceptionID(name, pos)
-	if err != nil {
-		return err
+	bulk := len(pos) == 0 && f.Partner != ""
+	var id int64
+	if !bulk {
+		if filtered(fs) || *dryRun {
+			if len(pos) > 0 {
+				return usagef("%s takes either one EXCEPTION_ID or filters with --partner ID, not both", name)
+			}
+			return usagef("%s: the filters decide every matching open exception of one partner: add --partner ID", name)
+		}
+		if id, err = exceptionID(name, pos); err != nil {
+			return err
+		}
+	}
+	if err := f.Check(); err != nil {
+		return usagef("%s: %v", name, err)
 	}
 	if strings.TrimSpace(*reviewer) == "" {
 		return usagef("%s needs --reviewer NAME", name)
@@ -212,12 +240,56 @@ func cmdReviewDecide(ctx context.Context, approve bool, args []string, stdout, s
 	} else if !errors.Is(err, records.ErrNotFound) {
 		return err
 	}
+	if bulk {
+		if err := e.needPartner(ctx, f.Partner); err != nil {
+			return err
+		}
+		return reviewDecideAll(ctx, e, records.BulkDecision{Filter: f, Approve: approve, Reviewer: *reviewer,
+			Note: *note, Via: records.ViaCLI, Partners: scope}, *dryRun, stdout)
+	}
 	x, err := e.store.Decide(ctx, records.Decision{ExceptionID: id, Approve: approve, Reviewer: *reviewer,
 		Note: *note, Via: records.ViaCLI, Partners: scope})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "exception %d %s by %s\n", x.ID, x.Status, x.DecidedBy)
+	return nil
+}
+
+// filtered reports whether any bulk filter flag was given.
+func filtered(fs *flag.FlagSet) bool {
+	set := false
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "partner", "period", "file", "code", "component", "employee", "min-change", "max-change":
+			set = true
+		}
+	})
+	return set
+}
+
+// reviewDecideAll prints what a bulk decision would do (dryRun) or does it,
+// listing each exception it had to leave open; some left open is a failure.
+func reviewDecideAll(ctx context.Context, e *env, b records.BulkDecision, dryRun bool, stdout io.Writer) error {
+	sum, err := e.store.Summarize(ctx, b)
+	if err != nil {
+		return err
+	}
+	if dryRun {
+		fmt.Fprintf(stdout, "dry run: %s; nothing decided\n", sum)
+		return nil
+	}
+	res, err := e.store.DecideAll(ctx, b)
+	for _, r := range res.Refused {
+		fmt.Fprintf(stdout, "exception %d left open (%s): %s\n", r.ExceptionID, r.Reason, r.Detail)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d exception(s) %s by %s\n", res.Decided, res.Status, strings.TrimSpace(b.Reviewer))
+	if len(res.Refused) > 0 {
+		return fmt.Errorf("%d matching exception(s) could not be %s and are listed above; decide them one by one (`payintake review show ID`)", len(res.Refused), res.Status)
+	}
 	return nil
 }
 

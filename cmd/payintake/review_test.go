@@ -168,3 +168,57 @@ func openStore(t *testing.T, url string) *records.Store {
 	t.Cleanup(st.Close)
 	return st
 }
+
+func TestReviewBulkCLI(t *testing.T) {
+	c := &cli{t: t, url: pgtest.New(t), dir: t.TempDir()}
+	c.ok("partner", "add", "acme")
+	hdr := "employee_ref,pay_period,component,amount,currency\n"
+	c.ok("ingest", "--partner", "acme", c.file("feb.csv", hdr+"E1,2024-02,BASE,1000.00,USD\nE2,2024-02,BASE,2000.00,USD\nE3,2024-02,BONUS,10.00,USD\n"))
+	c.ok("records", "lock", "--partner", "acme", "--period", "2024-02")
+	c.ok("ingest", "--partner", "acme", c.file("feb-late.csv", hdr+"E1,2024-02,BASE,1100.00,USD\nE2,2024-02,BASE,1950.00,USD\nE3,2024-02,BONUS,99.00,USD\n"))
+
+	out := c.ok("review", "approve", "--partner", "acme", "--component", "BASE", "--dry-run", "--reviewer", "alice")
+	if out != "dry run: 2 open exception(s), total amount change +50.00 USD; nothing decided\n" {
+		t.Fatalf("dry run: %q", out)
+	}
+	if n := len(openExceptions(t, c)); n != 3 {
+		t.Fatalf("the dry run decided something: %d open", n)
+	}
+	out = c.ok("review", "approve", "--partner", "acme", "--file", "feb-late.csv", "--component", "base", "--reviewer", "alice", "--note", "payroll ok")
+	if out != "2 exception(s) approved by alice\n" {
+		t.Fatalf("bulk approve: %q", out)
+	}
+	left := openExceptions(t, c)
+	if len(left) != 1 || left[0]["employee_ref"] != "E3" {
+		t.Fatalf("open after bulk approve: %v", left)
+	}
+	out = c.ok("review", "reject", "--partner", "acme", "--min-change", "50", "--reviewer", "bob")
+	if out != "1 exception(s) rejected by bob\n" {
+		t.Fatalf("bulk reject: %q", out)
+	}
+	if out := c.ok("review", "reject", "--partner", "acme", "--reviewer", "bob"); out != "0 exception(s) rejected by bob\n" {
+		t.Fatalf("nothing left: %q", out)
+	}
+	for _, bad := range [][]string{
+		{"review", "approve", "--period", "2024-02", "--reviewer", "a"},                      // filters without a partner
+		{"review", "approve", "7", "--partner", "acme", "--reviewer", "a"},                   // an id and filters
+		{"review", "approve", "--partner", "acme", "--min-change", "1e3", "--reviewer", "a"}, // not a plain decimal
+		{"review", "approve", "--partner", "acme"},                                           // no reviewer
+	} {
+		if code, _, errs := c.run(bad...); code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", bad, code, errs)
+		}
+	}
+	if code, _, errs := c.run("review", "approve", "--partner", "nope", "--reviewer", "a"); code != 1 || !strings.Contains(errs, "unknown partner") {
+		t.Errorf("unknown partner: %d %s", code, errs)
+	}
+}
+
+func openExceptions(t *testing.T, c *cli) []map[string]any {
+	t.Helper()
+	var xs []map[string]any
+	if err := json.Unmarshal([]byte(c.ok("review", "list", "--status", "open", "--format", "json")), &xs); err != nil {
+		t.Fatal(err)
+	}
+	return xs
+}
