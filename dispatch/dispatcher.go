@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payintake/payintake/backoff"
+	"github.com/payintake/payintake/internal/fault"
 )
 
 // Config tunes a Dispatcher; zero values take the defaults.
@@ -100,6 +101,26 @@ func (d *Dispatcher) gate(t Target) *gate {
 // ownerLockClass is the first key of the session advisory lock by which one
 // dispatcher owns a partner's period (records uses 7310 for partners).
 const ownerLockClass = 7311
+
+// owned reports whether some dispatcher owns a partner's period now.
+func (d *Dispatcher) owned(ctx context.Context, partner, period string) (bool, error) {
+	conn, err := d.st.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Release()
+	var got bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, ownerLockClass, partner+"/"+period).Scan(&got); err != nil {
+		return false, err
+	}
+	if got {
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, ownerLockClass, partner+"/"+period); err != nil {
+			_ = conn.Conn().Close(ctx)
+			return false, err
+		}
+	}
+	return !got, nil
+}
 
 // Dispatch runs (or resumes) the open runs of a partner's period until every
 // line is settled. The period is owned by this process meanwhile: a
@@ -268,7 +289,11 @@ func (s *sender) send(ctx context.Context, chunk []line) error {
 			s.g.begin()
 			defer s.g.end()
 		}
+		fault.Point(fault.DispatchBeforeSend)
 		status, hdr, respBody, sendErr := s.post(ctx, ck, body)
+		if sendErr == nil {
+			fault.Point(fault.DispatchAfterSend)
+		}
 		s.d.cfg.Metrics.requests.WithLabelValues(statusLabel(status)).Inc()
 		if sendErr != nil && ctx.Err() != nil {
 			return ctx.Err()

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/payintake/payintake/internal/fault"
 )
 
 // Run is the resume record of one run of a partner's period.
@@ -321,6 +323,7 @@ func (s *Store) record(ctx context.Context, run Run, outs []outcome, requeue boo
 			WHERE l.key = u.key AND l.state = 'pending'`, keys, states, statuses, details); err != nil {
 			return fmt.Errorf("update the ledger: %w", err)
 		}
+		fault.Point(fault.DispatchMidRecord)
 		// A key settled meanwhile by another run keeps its ledger state; the
 		// due line takes the ledger's state.
 		rows, err := tx.Query(ctx, `UPDATE dispatch_due d SET

@@ -8,16 +8,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 )
 
 // QueueName is the River queue dispatch jobs run on, apart from envelope
 // processing so that a long run never holds up files.
 const QueueName = "dispatch"
 
-// SweepEvery is how often serve looks for runs in progress that no job
-// holds: a run opened by a lock or an approval (the trigger wrote it in that
-// transaction; the run is the outbox) or one whose process died.
+// SweepEvery is how often serve looks for runs in progress that no
+// dispatcher owns: a run opened by a lock or an approval (the trigger wrote
+// it in that transaction; the run is the outbox) or one whose process died.
 const SweepEvery = 2 * time.Second
 
 // RunArgs is the job that dispatches a partner's period (all its runs in progress).
@@ -29,22 +28,12 @@ type RunArgs struct {
 // Kind names the job in River's tables.
 func (RunArgs) Kind() string { return "payintake_dispatch_run" }
 
-// InsertOpts: one job per period waiting or running at a time.
+// InsertOpts: at most one job per period per sweep interval. (Not one per
+// period while running: the job of a process that died stays "running"
+// until River rescues it, long after the sweep has found the period
+// unowned and queued it anew.)
 func (RunArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueName, MaxAttempts: 25, UniqueOpts: river.UniqueOpts{ByArgs: true,
-		ByState: []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-			rivertype.JobStateScheduled, rivertype.JobStateRetryable}}}
-}
-
-// SweepArgs is the periodic job that queues a RunArgs for every period with a run in progress.
-type SweepArgs struct{}
-
-// Kind names the job in River's tables.
-func (SweepArgs) Kind() string { return "payintake_dispatch_sweep" }
-
-// InsertOpts puts the sweep on the dispatch queue.
-func (SweepArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueName, MaxAttempts: 1}
+	return river.InsertOpts{Queue: QueueName, MaxAttempts: 25, UniqueOpts: river.UniqueOpts{ByArgs: true, ByPeriod: SweepEvery}}
 }
 
 // ArchiveArgs is the daily job that archives settled ledger rows older than 90 days.
@@ -59,15 +48,12 @@ func (ArchiveArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue
 // Register adds dispatch's workers to a River client's workers.
 func Register(w *river.Workers, d *Dispatcher) {
 	river.AddWorker(w, &runWorker{d: d})
-	river.AddWorker(w, &sweepWorker{d: d})
 	river.AddWorker(w, &archiveWorker{d: d, now: time.Now})
 }
 
-// PeriodicJobs are the sweep (every SweepEvery) and the daily archive.
+// PeriodicJobs is the daily archive (run by River's leader).
 func PeriodicJobs() []*river.PeriodicJob {
 	return []*river.PeriodicJob{
-		river.NewPeriodicJob(river.PeriodicInterval(SweepEvery),
-			func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil }, &river.PeriodicJobOpts{RunOnStart: true}),
 		river.NewPeriodicJob(river.PeriodicInterval(24*time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) { return ArchiveArgs{}, nil }, &river.PeriodicJobOpts{RunOnStart: true}),
 	}
@@ -93,13 +79,28 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	return err
 }
 
-type sweepWorker struct {
-	river.WorkerDefaults[SweepArgs]
-	d *Dispatcher
+// Sweep queues, every SweepEvery until ctx is done, a RunArgs job for every
+// period with a run in progress that no dispatcher owns: runs just opened by
+// a lock or an approval, and runs whose process died (resumed at once, not
+// when River rescues the dead process's job). Every serve process with
+// workers sweeps; a job that finds the period owned does nothing.
+func Sweep(ctx context.Context, d *Dispatcher, insert func(context.Context, river.JobArgs) error) {
+	t := time.NewTicker(SweepEvery)
+	defer t.Stop()
+	for {
+		if err := d.sweep(ctx, insert); err != nil && ctx.Err() == nil {
+			d.cfg.Log.ErrorContext(ctx, "dispatch sweep failed; trying again later", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
-func (w *sweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error {
-	rows, err := w.d.st.pool.Query(ctx, `SELECT DISTINCT partner_id, pay_period FROM dispatch_runs WHERE state = 'in_progress'`)
+func (d *Dispatcher) sweep(ctx context.Context, insert func(context.Context, river.JobArgs) error) error {
+	rows, err := d.st.pool.Query(ctx, `SELECT DISTINCT partner_id, pay_period FROM dispatch_runs WHERE state = 'in_progress'`)
 	if err != nil {
 		return fmt.Errorf("find runs in progress: %w", err)
 	}
@@ -108,9 +109,11 @@ func (w *sweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 	if _, err := pgx.ForEachRow(rows, []any{&a.Partner, &a.Period}, func() error { todo = append(todo, a); return nil }); err != nil {
 		return fmt.Errorf("find runs in progress: %w", err)
 	}
-	c := river.ClientFromContext[pgx.Tx](ctx)
 	for _, a := range todo {
-		if _, err := c.Insert(ctx, a, nil); err != nil {
+		if owned, err := d.owned(ctx, a.Partner, a.Period); err != nil || owned {
+			continue // being dispatched (or the database is away: next sweep)
+		}
+		if err := insert(ctx, a); err != nil {
 			return fmt.Errorf("queue the dispatch of period %s of partner %s: %w", a.Period, a.Partner, err)
 		}
 	}

@@ -143,6 +143,14 @@ func (q *Queue) Stop(ctx context.Context) error {
 	return nil
 }
 
+// Insert queues a job of other work registered on this client (QueueConfig.Register).
+func (q *Queue) Insert(ctx context.Context, args river.JobArgs) error {
+	if _, err := q.client.Insert(ctx, args, nil); err != nil {
+		return fmt.Errorf("queue a %s job: %w", args.Kind(), err)
+	}
+	return nil
+}
+
 // Enqueue is the records.AfterInsert hook that schedules processing of a new
 // envelope inside the transaction that records it.
 func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, env records.Envelope) error {

@@ -174,6 +174,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// (River alone would wait for its rescue, --job-timeout + 5m). The
 		// sweep ends with the servers, before the workers stop.
 		wg.Go(func() { queue.SweepOrphans(runCtx, e.store.Pool(), *orphanAfter) })
+		wg.Go(func() { outbound.Sweep(runCtx, disp, queue.Insert) })
 	}
 	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	wg.Go(func() {
