@@ -25,6 +25,9 @@ import (
 type Intake struct {
 	Store *records.Store
 	Log   *slog.Logger
+	// Metrics, when set, counts every envelope processed here, whatever
+	// the door (nil: not counted).
+	Metrics *Metrics
 }
 
 // New returns an Intake on store.
@@ -151,7 +154,8 @@ func (in *Intake) Process(ctx context.Context, id int64) (records.Envelope, erro
 	}
 	fault.Point(fault.AfterCommit)
 	if env.Applied {
-		in.Log.InfoContext(ctx, "envelope processed", "envelope", env.ID, "partner", env.PartnerID,
+		in.Metrics.processed(env, time.Since(start))
+		in.Log.InfoContext(ctx, "envelope processed", "envelope", env.ID, "door", env.Source, "partner", env.PartnerID,
 			"file", env.FileName, "status", env.Status, records.CountsAttr(env.Counts), "duration", time.Since(start))
 	}
 	return env, nil

@@ -27,6 +27,7 @@ type Metrics struct {
 	sessions      prometheus.Gauge
 	failures      prometheus.Counter
 	stuck         prometheus.Gauge
+	webhooks      *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not registered).
@@ -50,12 +51,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		envelopes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payintake_envelopes_total",
-			Help: "Envelopes by outcome: processed, replay, key_reuse, incomplete.",
+			Help: "Envelopes by source (sftp, http, cli: the ingest command) and outcome: processed, replay, key_reuse, incomplete.",
 		}, []string{"source", "outcome"}),
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payintake_rows_total",
-			Help: "Rows of processed envelopes by outcome (created, updated, unchanged, held, stale, rejected).",
-		}, []string{"outcome"}),
+			Help: "Rows of processed envelopes by source (sftp, http, cli) and outcome (created, updated, unchanged, held, stale, rejected).",
+		}, []string{"source", "outcome"}),
 		processing: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "payintake_envelope_processing_seconds",
 			Help:    "Time to process one envelope (normalise, classify, apply, build the result).",
@@ -82,8 +83,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "payintake_envelopes_stuck",
 			Help: "Received envelopes no longer retried: their job failed every attempt, or the sweep queued them again too often. They wait for an operator.",
 		}),
+		webhooks: newWebhookMetric(),
 	}
 	if reg != nil {
+		reg.MustRegister(m.webhooks)
 		reg.MustRegister(m.uploads, m.uploadBytes, m.downloads, m.downloadBytes, m.envelopes, m.rows,
 			m.processing, m.latency, m.logins, m.sessions, m.failures, m.stuck)
 	}
@@ -93,6 +96,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // received counts an upload that became an envelope (or a replay, or a key reuse).
 func (m *Metrics) received(env records.Envelope) {
 	m.uploads.WithLabelValues(string(uploadResult(env.Status))).Inc()
+	m.Received(env)
+}
+
+// Received counts an envelope of any door whose receipt decided its outcome
+// (a replay or a key reuse); the others are counted when processed.
+func (m *Metrics) Received(env records.Envelope) {
+	if m == nil {
+		return
+	}
 	if env.Status == records.StatusReplay || env.Status == records.StatusKeyReuse {
 		m.envelopes.WithLabelValues(env.Source, env.Status).Inc()
 	}
@@ -105,11 +117,15 @@ func uploadResult(status string) string {
 	return status
 }
 
-// processed counts an envelope that a worker processed.
+// processed counts an envelope that this process processed (by any door:
+// a worker, an HTTP request, the ingest command).
 func (m *Metrics) processed(env records.Envelope, took time.Duration) {
+	if m == nil {
+		return
+	}
 	m.envelopes.WithLabelValues(env.Source, env.Status).Inc()
 	for outcome, n := range env.Counts {
-		m.rows.WithLabelValues(outcome).Add(float64(n))
+		m.rows.WithLabelValues(env.Source, outcome).Add(float64(n))
 	}
 	m.processing.Observe(took.Seconds())
 	if !env.ReceivedAt.IsZero() {

@@ -81,6 +81,9 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 	if m == nil {
 		m = NewMetrics(nil)
 	}
+	if in.Metrics == nil {
+		in.Metrics = m // every door's processing counts on the queue's metrics
+	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &processWorker{in: in, m: m})
 	if cfg.Register != nil {
@@ -167,8 +170,7 @@ type processWorker struct {
 }
 
 func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) error {
-	start := time.Now()
-	env, err := w.in.Process(ctx, job.Args.EnvelopeID)
+	_, err := w.in.Process(ctx, job.Args.EnvelopeID) // counted by Process, once, by the call that applied it
 	if errors.Is(err, records.ErrBusy) {
 		// Another transaction is processing the envelope (an HTTP request,
 		// or a second job for it): it finishes it, and if it dies instead,
@@ -191,9 +193,6 @@ func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) e
 		w.in.Log.ErrorContext(ctx, "envelope processing failed; it will be retried", "envelope", job.Args.EnvelopeID,
 			"attempt", job.Attempt, "max_attempts", job.MaxAttempts, "retry_in", RetryDelay(job.Attempt), "err", err)
 		return err
-	}
-	if env.Applied {
-		w.m.processed(env, time.Since(start)) // not again for an envelope another job finished
 	}
 	return nil
 }

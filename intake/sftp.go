@@ -372,7 +372,7 @@ func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
 		log.Error("login without a verified partner key; closing")
 		return
 	}
-	log = log.With("partner", partner, "key", fp)
+	log = log.With("door", "sftp", "partner", partner, "key", fp)
 	s.m.logins.WithLabelValues("ok").Inc()
 	s.m.sessions.Inc()
 	defer s.m.sessions.Dec()

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+
+	"github.com/payintake/payintake/internal/observe"
 )
 
 // logFlags are --log-format and --log-level, taken by every command.
@@ -29,7 +31,7 @@ func (l *logFlags) register(fs *flag.FlagSet) {
 func (l *logFlags) handler(w io.Writer) slog.Handler {
 	opts := &slog.HandlerOptions{Level: l.level}
 	if l.format == "json" {
-		return slog.NewJSONHandler(w, opts)
+		return observe.Handler{Handler: slog.NewJSONHandler(w, opts)}
 	}
-	return slog.NewTextHandler(w, opts)
+	return observe.Handler{Handler: slog.NewTextHandler(w, opts)}
 }

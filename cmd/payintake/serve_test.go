@@ -135,7 +135,7 @@ func TestServeDemoWithOpenSSH(t *testing.T) {
 	for _, want := range []string{
 		`payintake_sftp_uploads_total{result="received"} 1`,
 		`payintake_envelopes_total{outcome="processed",source="sftp"} 1`,
-		`payintake_rows_total{outcome="created"} 8`,
+		`payintake_rows_total{outcome="created",source="sftp"} 8`,
 		`payintake_envelope_processing_seconds_count 1`,
 		`payintake_sftp_upload_bytes_total`,
 		`go_goroutines`,

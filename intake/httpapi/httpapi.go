@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/records"
 )
 
@@ -155,14 +156,13 @@ func (a *API) Register(mux *http.ServeMux) {
 	paths := http.NewServeMux() // a route's path, whatever the method
 	allow := map[string][]string{}
 	for _, rt := range routes {
-		h := rt.handler
-		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h(a, w, r) })
+		mux.HandleFunc(rt.method+" "+rt.path, a.observed(rt, rt.handler))
 		if allow[rt.path] == nil {
 			paths.HandleFunc(rt.path, http.NotFound)
 		}
 		allow[rt.path] = append(allow[rt.path], rt.method)
 	}
-	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/v1/", a.observed(route{path: "/v1/"}, func(_ *API, w http.ResponseWriter, r *http.Request) {
 		if _, p := paths.Handler(r); p != "" {
 			w.Header().Set("Allow", strings.Join(allow[p], ", "))
 			writeProblem(w, newProblem(http.StatusMethodNotAllowed, "method_not_allowed",
@@ -171,7 +171,7 @@ func (a *API) Register(mux *http.ServeMux) {
 		}
 		writeProblem(w, newProblem(http.StatusNotFound, "not_found",
 			fmt.Sprintf("there is no %s; the API is described at /v1/openapi.json", r.URL.Path)))
-	})
+	}))
 }
 
 // Handler returns a new mux with only the API on it.
@@ -285,6 +285,7 @@ func (a *API) auth(w http.ResponseWriter, r *http.Request) (string, bool) {
 		}
 		return deny("the API token is not valid or was revoked: check it, or ask for a new one")
 	}
+	observe.Note(r.Context(), slog.String("partner", partner))
 	return partner, true
 }
 

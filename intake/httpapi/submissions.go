@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/records"
 )
 
@@ -158,7 +159,7 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if claim.TakenOver {
-		a.log.InfoContext(ctx, "idempotency key taken over after its lease expired", "partner", partner, "key", norm)
+		a.log.InfoContext(ctx, "idempotency key taken over after its lease expired", "partner", partner, "key_hash", observe.KeyHash(key))
 	}
 
 	// The key is ours: keep the lease alive while we read and process.
@@ -192,6 +193,7 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 	}
 	a.log.InfoContext(ctx, "envelope received", "envelope", got.ID, "partner", partner, "file", got.FileName,
 		"status", got.Status, "bytes", got.Size, "source", "http")
+	a.in.Metrics.Received(got)
 	if got.Status == records.StatusKeyReuse {
 		// The submission key was taken by other bytes before this key's
 		// claim existed (the claim was reaped, or a file of that name came
@@ -222,7 +224,7 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 	if done, err := a.st.CompleteIdempotencyKey(ctx, partner, norm, owner, sum, resp); err != nil {
 		a.log.ErrorContext(ctx, "complete idempotency key", "err", err)
 	} else if !done {
-		a.log.WarnContext(ctx, "idempotency key was taken over while this request worked; the other holder completes it", "partner", partner, "key", norm)
+		a.log.WarnContext(ctx, "idempotency key was taken over while this request worked; the other holder completes it", "partner", partner, "key_hash", observe.KeyHash(key))
 	}
 	w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", out.ID))
 	if got.Status == records.StatusReplay {
@@ -256,6 +258,7 @@ func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key
 		if claim.Response.Status == http.StatusCreated && claim.Response.EnvelopeID != 0 {
 			w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", claim.Response.EnvelopeID))
 		}
+		a.in.Metrics.Received(records.Envelope{Source: "http", Status: records.StatusReplay})
 		writeResponse(w, claim.Response)
 		return
 	}
@@ -267,6 +270,7 @@ func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key
 		a.internal(w, r, "receive submission", err)
 		return
 	}
+	a.in.Metrics.Received(got)
 	writeProblem(w, keyReuse(got.ID))
 }
 
