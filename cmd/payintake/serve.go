@@ -161,6 +161,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			sftpLn.Close()
 			httpLn.Close()
 			_ = queue.Stop(context.Background())
+			if ctx.Err() != nil {
+				return nil // interrupted while setting up the demo
+			}
 			return err
 		}
 	}
