@@ -12,6 +12,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payintake/payintake/records"
 )
@@ -21,6 +23,9 @@ import (
 // never durable without its job, nor a job without its envelope.
 type ProcessArgs struct {
 	EnvelopeID int64 `json:"envelope_id"`
+	// Trace is the W3C trace context (traceparent) of the envelope's
+	// receipt, so its processing joins the same trace (empty when not traced).
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // Kind names the job in River's tables.
@@ -157,7 +162,12 @@ func (q *Queue) Insert(ctx context.Context, args river.JobArgs) error {
 // Enqueue is the records.AfterInsert hook that schedules processing of a new
 // envelope inside the transaction that records it.
 func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, env records.Envelope) error {
-	if _, err := q.client.InsertTx(ctx, tx, ProcessArgs{EnvelopeID: env.ID}, nil); err != nil {
+	args := ProcessArgs{EnvelopeID: env.ID}
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		args.Trace = map[string]string{}
+		propagation.TraceContext{}.Inject(ctx, propagation.MapCarrier(args.Trace))
+	}
+	if _, err := q.client.InsertTx(ctx, tx, args, nil); err != nil {
 		return fmt.Errorf("enqueue processing of envelope %d: %w", env.ID, err)
 	}
 	return nil
@@ -170,6 +180,9 @@ type processWorker struct {
 }
 
 func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) error {
+	if len(job.Args.Trace) > 0 {
+		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier(job.Args.Trace))
+	}
 	_, err := w.in.Process(ctx, job.Args.EnvelopeID) // counted by Process, once, by the call that applied it
 	if errors.Is(err, records.ErrBusy) {
 		// Another transaction is processing the envelope (an HTTP request,

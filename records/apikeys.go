@@ -66,8 +66,15 @@ func (s *Store) revokeAllButNewest(ctx context.Context, table, what, partner str
 // TokenPartner returns the partner an active API token belongs to, or ErrNotFound.
 func (s *Store) TokenPartner(ctx context.Context, token string) (string, error) {
 	var partner string
-	err := s.pool.QueryRow(ctx, `SELECT partner_id FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL`,
-		tokenHash(token)).Scan(&partner)
+	// last_used_at is written at most once a minute per token, so a busy
+	// partner's requests do not all write the same row.
+	err := s.pool.QueryRow(ctx, `WITH t AS (
+			SELECT id, partner_id, last_used_at FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL
+		), used AS (
+			UPDATE api_tokens a SET last_used_at = now() FROM t
+			WHERE a.id = t.id AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
+		)
+		SELECT partner_id FROM t`, tokenHash(token)).Scan(&partner)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("api token: %w", ErrNotFound)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
 	"hash/maphash"
 	"io"
 	"os"
@@ -183,12 +184,16 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	if err != nil {
 		return fmt.Errorf("savepoint: %w", err)
 	}
-	if _, err := sp.Exec(ctx, stageDDL); err != nil {
+	sctx, stage := startSpan(ctx, "stage")
+	if _, err := sp.Exec(sctx, stageDDL); err != nil {
+		EndSpan(stage, err)
 		return fmt.Errorf("create stage: %w", err)
 	}
-	src := newStageSource(ctx, pl.Rows)
-	err = copyText(ctx, sp.Conn(), "stage", stageColumns, src)
+	src := newStageSource(sctx, pl.Rows)
+	err = copyText(sctx, sp.Conn(), "stage", stageColumns, src)
 	src.close()
+	stage.SetAttributes(attribute.Int("payintake.rows", src.count), attribute.Int("payintake.rows_rejected", src.rejected))
+	EndSpan(stage, err)
 	var fr *FileReject
 	if err != nil && errors.As(src.err, &fr) {
 		if rbErr := sp.Rollback(ctx); rbErr != nil {
@@ -247,7 +252,32 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 // classifyAndApply classifies the staged rows and writes their effects
 // (classifySQL, then applySQL; the result file too when withResult), and
 // returns the count of rows per outcome.
-func classifyAndApply(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, hasSeq, withResult bool) (map[string]int, error) {
+func classifyAndApply(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, hasSeq, withResult bool) (_ map[string]int, err error) {
+	cctx, span := startSpan(ctx, "classify")
+	defer func() { EndSpan(span, err) }()
+	counts, err := classify(cctx, tx, args)
+	if err != nil {
+		return nil, err
+	}
+	span.End()
+	actx, span := startSpan(ctx, "apply")
+	for _, st := range applySQL {
+		if (st.needs != nil && !st.needs(counts, hasSeq)) || (st.result && !withResult) {
+			continue // no row has the outcome this statement writes
+		}
+		if st.result {
+			span.End()
+			actx, span = startSpan(ctx, "result") // the result statements come last
+		}
+		if _, err := tx.Exec(actx, st.sql, args); err != nil {
+			return nil, fmt.Errorf("apply rows: %w", err)
+		}
+	}
+	return counts, nil
+}
+
+// classify writes the staged rows' outcomes into classified and counts them.
+func classify(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (map[string]int, error) {
 	if _, err := tx.Exec(ctx, classifiedDDL); err != nil {
 		return nil, fmt.Errorf("create classified: %w", err)
 	}
@@ -269,14 +299,6 @@ func classifyAndApply(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, hasSeq
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("count outcomes: %w", err)
-	}
-	for _, st := range applySQL {
-		if (st.needs != nil && !st.needs(counts, hasSeq)) || (st.result && !withResult) {
-			continue // no row has the outcome this statement writes
-		}
-		if _, err := tx.Exec(ctx, st.sql, args); err != nil {
-			return nil, fmt.Errorf("apply rows: %w", err)
-		}
 	}
 	return counts, nil
 }

@@ -560,6 +560,35 @@ func (s *Store) SetReviewerPassword(ctx context.Context, name, passwordHash stri
 	})
 }
 
+// SetReviewerDisabled disables a reviewer account (ending all its sessions
+// in the same transaction, so nothing they hold works a moment longer) or
+// enables it again. It reports whether anything changed, or ErrNotFound.
+func (s *Store) SetReviewerDisabled(ctx context.Context, name string, disabled bool) (bool, error) {
+	var changed bool
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var was bool
+		err := tx.QueryRow(ctx, `SELECT disabled_at IS NOT NULL FROM reviewers WHERE name = $1 FOR UPDATE`, name).Scan(&was)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("reviewer %q: %w", name, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("read reviewer %q: %w", name, err)
+		}
+		changed = was != disabled
+		if _, err := tx.Exec(ctx, `UPDATE reviewers SET disabled_at = CASE WHEN $2 THEN coalesce(disabled_at, now()) END
+			WHERE name = $1`, name, disabled); err != nil {
+			return fmt.Errorf("update reviewer %q: %w", name, err)
+		}
+		if disabled {
+			if _, err := tx.Exec(ctx, `DELETE FROM reviewer_sessions WHERE reviewer = $1`, name); err != nil {
+				return fmt.Errorf("end sessions of reviewer %q: %w", name, err)
+			}
+		}
+		return nil
+	})
+	return changed, err
+}
+
 // ReviewerByName reads an active reviewer and their password hash, or ErrNotFound.
 func (s *Store) ReviewerByName(ctx context.Context, name string) (Reviewer, string, error) {
 	var r Reviewer

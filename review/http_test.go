@@ -2,6 +2,7 @@ package review
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -459,5 +460,45 @@ func TestConsoleBulkConfirmsTheSetItShowed(t *testing.T) {
 	g.login("gina", testPassword)
 	if st, _, _ := g.do("GET", "/review/bulk?action=approve&partner=acme", nil, nil); st != 403 {
 		t.Fatalf("gina bulk on acme: %d", st)
+	}
+}
+
+func TestDisabledReviewerStopsAtOnce(t *testing.T) {
+	f := newFixture(t)
+	ts := serve(t, f)
+	tok := call(t, "POST", ts.URL+"/v1/review/token", basic("alice"), "").body["token"].(string)
+	c := newConsole(t, ts.URL)
+	if st := c.login("alice", testPassword); st != 303 {
+		t.Fatalf("login: %d", st)
+	}
+	list := ts.URL + "/v1/review/exceptions"
+	if r := call(t, "GET", list, bearer(tok), ""); r.status != 200 {
+		t.Fatalf("token before disable: %d", r.status)
+	}
+	if changed, err := f.store.SetReviewerDisabled(f.ctx, "alice", true); err != nil || !changed {
+		t.Fatalf("disable: %v %v", changed, err)
+	}
+	wantProblem(t, call(t, "GET", list, bearer(tok), ""), 401, "unauthenticated", "unknown or expired")
+	wantProblem(t, call(t, "GET", list, basic("alice"), ""), 401, "unauthenticated", "wrong reviewer name or password")
+	if st, h, _ := c.do("GET", "/review/queue", nil, nil); st != 303 || !strings.HasPrefix(h.Get("Location"), "/review/login") {
+		t.Fatalf("console session after disable: %d %s", st, h.Get("Location"))
+	}
+	if st := c.login("alice", testPassword); st != 401 {
+		t.Fatalf("console login while disabled: %d", st)
+	}
+	if changed, err := f.store.SetReviewerDisabled(f.ctx, "alice", true); err != nil || changed {
+		t.Fatalf("disable twice: %v %v", changed, err)
+	}
+	if changed, err := f.store.SetReviewerDisabled(f.ctx, "alice", false); err != nil || !changed {
+		t.Fatalf("enable: %v %v", changed, err)
+	}
+	if st := c.login("alice", testPassword); st != 303 {
+		t.Fatalf("login after enable: %d", st)
+	}
+	if r := call(t, "GET", list, basic("alice"), ""); r.status != 200 {
+		t.Fatalf("basic after enable: %d", r.status)
+	}
+	if _, err := f.store.SetReviewerDisabled(f.ctx, "nobody", true); !errors.Is(err, records.ErrNotFound) {
+		t.Fatalf("disable an unknown reviewer: %v", err)
 	}
 }

@@ -239,6 +239,8 @@ func cmdReviewDecide(ctx context.Context, approve bool, args []string, stdout, s
 		scope = rv.Partners
 	} else if !errors.Is(err, records.ErrNotFound) {
 		return err
+	} else if err := notDisabled(ctx, e, *reviewer); err != nil {
+		return err
 	}
 	if bulk {
 		if err := e.needPartner(ctx, f.Partner); err != nil {
@@ -253,6 +255,20 @@ func cmdReviewDecide(ctx context.Context, approve bool, args []string, stdout, s
 		return err
 	}
 	fmt.Fprintf(stdout, "exception %d %s by %s\n", x.ID, x.Status, x.DecidedBy)
+	return nil
+}
+
+// notDisabled refuses a decision under the name of a disabled reviewer account.
+func notDisabled(ctx context.Context, e *env, name string) error {
+	rs, err := e.store.Reviewers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.Name == name && r.Disabled {
+			return fmt.Errorf("reviewer %s is disabled and cannot decide; `payintake reviewer enable %s` enables the account again", name, name)
+		}
+	}
 	return nil
 }
 
@@ -339,8 +355,12 @@ func cmdReviewer(ctx context.Context, sub string, args []string, stdout, stderr 
 		return cmdReviewerAdd(ctx, args, stdout, stderr, true)
 	case "list":
 		return cmdReviewerList(ctx, args, stdout, stderr)
+	case "disable":
+		return cmdReviewerDisable(ctx, args, stdout, stderr, true)
+	case "enable":
+		return cmdReviewerDisable(ctx, args, stdout, stderr, false)
 	}
-	return usagef("reviewer: unknown command %q (want add, list or password)", sub)
+	return usagef("reviewer: unknown command %q (want add, list, password, disable or enable)", sub)
 }
 
 // cmdReviewerAdd creates a reviewer (or, with reset, sets a new password).
@@ -416,6 +436,49 @@ func cmdReviewerAdd(ctx context.Context, args []string, stdout, stderr io.Writer
 	if generated {
 		fmt.Fprintln(stdout, "password (shown once):")
 		fmt.Fprintln(stdout, password)
+	}
+	return nil
+}
+
+// cmdReviewerDisable disables a reviewer account (their sessions and API
+// tokens stop working at once) or enables it again.
+func cmdReviewerDisable(ctx context.Context, args []string, stdout, stderr io.Writer, disable bool) error {
+	name, verb := "reviewer enable", "enabled"
+	if disable {
+		name, verb = "reviewer disable", "disabled"
+	}
+	fs, g := newFlagSet(name, stderr)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("%s takes one reviewer NAME", name)
+	}
+	e, err := g.open(ctx, g.logger(stderr), 2)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	changed, err := e.store.SetReviewerDisabled(ctx, pos[0], disable)
+	if errors.Is(err, records.ErrNotFound) {
+		return fmt.Errorf("there is no reviewer %s: `payintake reviewer list` shows the accounts", pos[0])
+	}
+	if err != nil {
+		return err
+	}
+	if !changed {
+		fmt.Fprintf(stdout, "reviewer %s was already %s\n", pos[0], verb)
+		return nil
+	}
+	action := "reviewer_" + strings.TrimSuffix(verb, "d")
+	if err := e.store.Audit(ctx, records.AuditEntry{Actor: envOr("USER", "operator"), Via: records.ViaCLI, Action: action, Detail: pos[0]}); err != nil {
+		return err
+	}
+	if disable {
+		fmt.Fprintf(stdout, "reviewer %s disabled: their sessions and API tokens stopped working; `payintake reviewer enable %s` lets them log in again\n", pos[0], pos[0])
+	} else {
+		fmt.Fprintf(stdout, "reviewer %s enabled: they can log in again\n", pos[0])
 	}
 	return nil
 }

@@ -222,3 +222,34 @@ func openExceptions(t *testing.T, c *cli) []map[string]any {
 	}
 	return xs
 }
+
+func TestReviewerDisableEnableCLI(t *testing.T) {
+	c := &cli{t: t, url: pgtest.New(t), dir: t.TempDir()}
+	c.ok("partner", "add", "acme")
+	c.ok("reviewer", "add", "dana", "--partners", "acme")
+	out := c.ok("reviewer", "disable", "dana")
+	if !strings.HasPrefix(out, "reviewer dana disabled: their sessions and API tokens stopped working") {
+		t.Fatalf("disable: %q", out)
+	}
+	if out := c.ok("reviewer", "disable", "dana"); out != "reviewer dana was already disabled\n" {
+		t.Fatalf("disable twice: %q", out)
+	}
+	if out := c.ok("reviewer", "list", "--format", "json"); !strings.Contains(out, `"disabled": true`) {
+		t.Fatalf("list: %s", out)
+	}
+	if code, _, errs := c.run("review", "approve", "--partner", "acme", "--reviewer", "dana"); code != 1 || !strings.Contains(errs, "reviewer dana is disabled") {
+		t.Fatalf("deciding as a disabled reviewer: %d %q", code, errs)
+	}
+	if out := c.ok("reviewer", "enable", "dana"); out != "reviewer dana enabled: they can log in again\n" {
+		t.Fatalf("enable: %q", out)
+	}
+	if out := c.ok("reviewer", "list", "--format", "json"); !strings.Contains(out, `"disabled": false`) {
+		t.Fatalf("list after enable: %s", out)
+	}
+	if code, _, errs := c.run("reviewer", "disable", "zed"); code != 1 || !strings.Contains(errs, "there is no reviewer zed") {
+		t.Fatalf("unknown reviewer: %d %q", code, errs)
+	}
+	if code, _, _ := c.run("reviewer", "disable"); code != 2 {
+		t.Fatalf("no name: %d", code)
+	}
+}

@@ -179,7 +179,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		wg.Go(func() { queue.SweepOrphans(runCtx, e.store.Pool(), *orphanAfter) })
 		wg.Go(func() { outbound.Sweep(runCtx, disp, queue.Insert) })
 	}
-	httpSrv := &http.Server{Handler: observeHTTP(mux, reg, log), ReadHeaderTimeout: 10 * time.Second}
+	httpSrv := &http.Server{Handler: observeHTTP(mux, reg, log, e.tracing), ReadHeaderTimeout: 10 * time.Second}
 	wg.Go(func() {
 		log.Info("http listening", "addr", httpLn.Addr().String())
 		if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -10,7 +10,18 @@ import (
 // submission API and prints it on its last line (it is shown once: only a
 // hash is stored). Earlier tokens keep working; `partner token ID
 // --revoke-old` revokes all but the newest, without issuing one.
+//
+// `partner token list ID` and `partner token revoke ID PREFIX` list and
+// revoke tokens one by one (token_list.go).
 func cmdPartnerToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "list":
+			return cmdPartnerTokenList(ctx, args[1:], stdout, stderr)
+		case "revoke":
+			return cmdPartnerTokenRevoke(ctx, args[1:], stdout, stderr)
+		}
+	}
 	return partnerCredential(ctx, "token", args, stdout, stderr, credential{
 		issue: func(e *env, id string) (string, error) { return e.store.IssueAPIToken(ctx, id) },
 		revokeOld: func(e *env, id string) (int64, error) {

@@ -143,7 +143,9 @@ type route struct {
 // routes are every route of the API; the OpenAPI document lists the same.
 var routes = []route{
 	{"POST", "/v1/submissions", (*API).postSubmission},
+	{"GET", "/v1/submissions", (*API).listSubmissions},
 	{"GET", "/v1/submissions/{id}", (*API).getSubmission},
+	{"GET", "/v1/submissions/{id}/rows", (*API).listRows},
 	{"GET", "/v1/submissions/{id}/result.csv", (*API).getResult},
 	{"POST", "/v1/webhooks/{partner}", (*API).postWebhook},
 	{"GET", "/v1/openapi.json", (*API).getOpenAPI},

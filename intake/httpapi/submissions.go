@@ -203,6 +203,11 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := a.st.Outcome(ctx, got)
+	if err == nil && got.Status == records.StatusReplay && out.FileName != name {
+		release()
+		writeProblem(w, nameMismatch(out, name))
+		return
+	}
 	if err == nil && out.Status == records.StatusReceived {
 		id := out.ID
 		out, err = a.process(ctx, id)
@@ -254,6 +259,17 @@ func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key
 	}
 	defer os.Remove(path)
 	if bytes.Equal(sum, claim.Fingerprint) {
+		if claim.Response.EnvelopeID != 0 {
+			first, err := a.st.Envelope(r.Context(), claim.Response.EnvelopeID)
+			if err != nil {
+				a.internal(w, r, "read submission", err)
+				return
+			}
+			if first.FileName != name {
+				writeProblem(w, nameMismatch(first, name))
+				return
+			}
+		}
 		w.Header().Set("Idempotent-Replayed", "true")
 		if claim.Response.Status == http.StatusCreated && claim.Response.EnvelopeID != 0 {
 			w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", claim.Response.EnvelopeID))
@@ -272,6 +288,17 @@ func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key
 	}
 	a.in.Metrics.Received(got)
 	writeProblem(w, keyReuse(got.ID))
+}
+
+// nameMismatch refuses a repeat of a submission (same key, same body) under
+// another ?name=: replaying the first answer would silently file the
+// partner's result under a name it did not ask for.
+func nameMismatch(first records.Envelope, name string) problem {
+	p := newProblem(http.StatusUnprocessableEntity, "idempotency_key_parameter_mismatch",
+		fmt.Sprintf("the parameter name differs: this Idempotency-Key was first used with name=%q and now with name=%q; nothing from this request was applied: repeat the request with name=%q to get its result, or send the new name under a new key", first.FileName, name, first.FileName))
+	p.Field = "name"
+	p.EnvelopeID = first.ID
+	return p
 }
 
 func keyReuse(envelope int64) problem {
@@ -377,14 +404,14 @@ func (a *API) envelopeOf(w http.ResponseWriter, r *http.Request) (env, out recor
 }
 
 func (a *API) getSubmission(w http.ResponseWriter, r *http.Request) {
-	env, out, ok := a.envelopeOf(w, r)
+	env, _, ok := a.envelopeOf(w, r)
 	if !ok {
 		return
 	}
-	info := submissionInfo{submission: newSubmission(env), Source: env.Source, ReceivedAt: env.ReceivedAt,
-		Size: env.Size, ReplayOf: env.ReplayOf}
-	if env.Status == records.StatusReplay {
-		info.Counts = newSubmission(out).Counts // a replay shares its original's outcome
+	info, err := a.info(r, env)
+	if err != nil {
+		a.internal(w, r, "read submission", err)
+		return
 	}
 	writeResponse(w, jsonResponse(http.StatusOK, info))
 }

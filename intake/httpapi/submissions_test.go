@@ -507,7 +507,7 @@ func TestUnknownRoutesAreProblems(t *testing.T) {
 	}{
 		{"GET", "/v1/nothing", http.StatusNotFound, "not_found", ""},
 		{"DELETE", "/v1/submissions/10", http.StatusMethodNotAllowed, "method_not_allowed", "GET"},
-		{"GET", "/v1/submissions", http.StatusMethodNotAllowed, "method_not_allowed", "POST"},
+		{"PUT", "/v1/submissions", http.StatusMethodNotAllowed, "method_not_allowed", "POST, GET"},
 	}
 	for _, c := range cases {
 		req, err := http.NewRequest(c.method, e.srv.URL+c.path, nil)

@@ -1,0 +1,132 @@
+package records
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// SubmissionFilter selects a partner's envelopes for Submissions.
+type SubmissionFilter struct {
+	Partner string
+	Status  string // envelope status; empty: any
+	Name    string // file name, compared case-insensitively; empty: any
+	Before  int64  // only envelopes with a smaller id (the cursor); 0: from the newest
+	Limit   int
+}
+
+// Submissions lists a partner's envelopes, newest first (by id: ids are
+// given in the order envelopes are recorded), at most f.Limit of them.
+func (s *Store) Submissions(ctx context.Context, f SubmissionFilter) ([]Envelope, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+envelopeColumns+` FROM envelopes
+		WHERE partner_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR lower(file_name) = lower($3))
+			AND ($4 = 0 OR id < $4)
+		ORDER BY id DESC LIMIT $5`, f.Partner, f.Status, f.Name, f.Before, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list submissions of partner %q: %w", f.Partner, err)
+	}
+	defer rows.Close()
+	var out []Envelope
+	for rows.Next() {
+		e, err := scanEnvelope(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list submissions of partner %q: %w", f.Partner, err)
+	}
+	return out, nil
+}
+
+// ResultRow is one row of a result file, as its cells say.
+type ResultRow struct {
+	Line        int    `json:"line"`
+	Row         int    `json:"row"`
+	Outcome     string `json:"outcome"`
+	EmployeeRef string `json:"employee_ref"`
+	PayPeriod   string `json:"pay_period"`
+	Component   string `json:"component"`
+	Amount      string `json:"amount"`
+	Currency    string `json:"currency"`
+	Code        string `json:"code"`
+	Field       string `json:"field"`
+	Message     string `json:"message"`
+}
+
+// resultRowsPerChunk is how many rows each stored result chunk holds (see
+// the result statement in applySQL: chunk n holds rows n*4096 to n*4096+4095).
+const resultRowsPerChunk = 4096
+
+// ResultRows reads the rows of the stored result of envelope id whose row
+// index is above after (-1 for the first page: a whole-file rejection is row 0), in order, keeping those keep accepts, until limit
+// are kept. more tells whether rows are left after the last one returned.
+// It reads only the result chunks from the one holding row after+1 on.
+func (s *Store) ResultRows(ctx context.Context, id int64, after, limit int, keep func(ResultRow) bool) (out []ResultRow, more bool, err error) {
+	rows, err := s.pool.Query(ctx, `SELECT data FROM envelope_results WHERE envelope_id = $1 AND n >= $2 ORDER BY n`,
+		id, (after+1)/resultRowsPerChunk)
+	if err != nil {
+		return nil, false, fmt.Errorf("read result of envelope %d: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		got, err := parseResultChunk(rows.RawValues()[0])
+		if err != nil {
+			return nil, false, fmt.Errorf("read result of envelope %d: %w", id, err)
+		}
+		for _, r := range got {
+			if r.Row <= after || !keep(r) {
+				continue
+			}
+			if len(out) == limit {
+				return out, true, nil
+			}
+			out = append(out, r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("read result of envelope %d: %w", id, err)
+	}
+	return out, false, nil
+}
+
+// parseResultChunk parses whole result lines (a chunk never splits a row),
+// skipping the header.
+func parseResultChunk(data []byte) ([]ResultRow, error) {
+	r := csv.NewReader(bytes.NewReader(data))
+	r.FieldsPerRecord = 11
+	var out []ResultRow
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("parse result: %w", err)
+		}
+		if rec[0] == "line" && rec[1] == "row" {
+			continue
+		}
+		line, err1 := strconv.Atoi(rec[0])
+		row, err2 := strconv.Atoi(rec[1])
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("parse result: line %q, row %q are not numbers", rec[0], rec[1])
+		}
+		out = append(out, ResultRow{Line: line, Row: row, Outcome: rec[2], EmployeeRef: rec[3], PayPeriod: rec[4],
+			Component: rec[5], Amount: rec[6], Currency: rec[7], Code: rec[8], Field: rec[9], Message: rec[10]})
+	}
+}
+
+// IsOutcome reports whether o is one of the row outcomes.
+func IsOutcome(o string) bool {
+	switch o {
+	case "created", "updated", "unchanged", "held", "stale", "rejected":
+		return true
+	}
+	return false
+}
