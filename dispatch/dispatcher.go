@@ -180,8 +180,9 @@ func (d *Dispatcher) run(ctx context.Context, r Run) (Run, error) {
 	s := &sender{d: d, t: t, token: token, run: r, g: d.gate(t), log: log,
 		prefix: []byte(`{"batch_key":` + string(appendJSONString(nil, r.BatchKey())) + `,"partner":` +
 			string(appendJSONString(nil, r.Partner)) + `,"pay_period":` + string(appendJSONString(nil, r.Period)) + `,"lines":[`)}
+	var from position
 	for {
-		lines, conflicts, settled, err := d.st.takePending(ctx, r, t.ChunkSize*d.cfg.ChunksPerPage)
+		lines, conflicts, settled, err := d.st.takePending(ctx, r, t.ChunkSize*d.cfg.ChunksPerPage, from)
 		if err != nil {
 			return r, err
 		}
@@ -196,8 +197,12 @@ func (d *Dispatcher) run(ctx context.Context, r Run) (Run, error) {
 			}
 		}
 		if len(lines) == 0 {
+			if len(conflicts) > 0 || settled > 0 {
+				continue // a page of lines settled without sending; more may follow
+			}
 			break
 		}
+		from = position{lines[len(lines)-1].round, lines[len(lines)-1].dueID}
 		for start := 0; start < len(lines); start += t.ChunkSize {
 			chunk := lines[start:min(start+t.ChunkSize, len(lines))]
 			if err := s.send(ctx, chunk); err != nil {

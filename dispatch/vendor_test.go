@@ -46,7 +46,7 @@ type answer struct {
 // vendor is a payroll vendor that pays each line key once and answers as
 // its script says (default: 200, pay everything).
 type vendor struct {
-	t   *testing.T
+	t   testing.TB
 	srv *httptest.Server
 
 	mu       sync.Mutex
@@ -57,7 +57,7 @@ type vendor struct {
 	maxIn    int
 }
 
-func newVendor(t *testing.T) *vendor {
+func newVendor(t testing.TB) *vendor {
 	v := &vendor{t: t, paid: map[string]int{}}
 	v.srv = httptest.NewServer(http.HandlerFunc(v.serve))
 	t.Cleanup(v.srv.Close)
@@ -153,7 +153,7 @@ func (v *vendor) paidKeys() map[string]int {
 
 // env is a database with partner acme, some records and a target on a fake vendor.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	store  *records.Store
 	in     *intake.Intake
@@ -174,7 +174,7 @@ func payroll(n int, period string) string {
 	return b.String()
 }
 
-func newEnv(t *testing.T, target Target) *env {
+func newEnv(t testing.TB, target Target) *env {
 	t.Helper()
 	e := &env{t: t, ctx: context.Background(), store: pgtest.Store(t)}
 	e.in = intake.New(e.store, nil)
