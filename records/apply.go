@@ -52,6 +52,11 @@ type Planner func(ctx context.Context, env Envelope, p Partner, body io.Reader) 
 // envelope right now. Wait for it (WaitDone) or try again later.
 var ErrBusy = errors.New("envelope is being processed by another worker")
 
+// ErrPartnerBusy is returned by ProcessIfPartnerFree when another
+// transaction holds the envelope's partner (processing another of its
+// files, a webhook, a decision): try again once it is done.
+var ErrPartnerBusy = errors.New("another transaction is writing this partner's records")
+
 // Process applies a received envelope in one transaction: the rows are
 // staged with COPY, classified against the stored records with set-based
 // SQL, applied (records, history, exceptions), and the result file is built
@@ -63,6 +68,18 @@ var ErrBusy = errors.New("envelope is being processed by another worker")
 // The envelope's bytes are first copied, over the same connection, to a
 // temporary file, so processing needs one connection and flat memory.
 func (s *Store) Process(ctx context.Context, id int64, plan Planner) (Envelope, error) {
+	return s.process(ctx, id, plan, false)
+}
+
+// ProcessIfPartnerFree is Process, except that when another transaction
+// holds the envelope's partner it returns ErrPartnerBusy at once instead of
+// waiting: a queue worker then takes another partner's file rather than
+// sitting idle behind this partner's lock.
+func (s *Store) ProcessIfPartnerFree(ctx context.Context, id int64, plan Planner) (Envelope, error) {
+	return s.process(ctx, id, plan, true)
+}
+
+func (s *Store) process(ctx context.Context, id int64, plan Planner, skipBusyPartner bool) (Envelope, error) {
 	var env Envelope
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
@@ -83,7 +100,11 @@ func (s *Store) Process(ctx context.Context, id int64, plan Planner) (Envelope, 
 			return nil
 		}
 		env.Applied = true // if this transaction commits
-		if err := partnerLock(ctx, tx, env.PartnerID); err != nil {
+		if skipBusyPartner {
+			if err := partnerTryLock(ctx, tx, env.PartnerID); err != nil {
+				return err
+			}
+		} else if err := partnerLock(ctx, tx, env.PartnerID); err != nil {
 			return err
 		}
 		p, err := scanPartner(tx.QueryRow(ctx, `SELECT `+partnerColumns+` FROM partners p WHERE p.id = $1`, env.PartnerID))
@@ -108,6 +129,9 @@ func (s *Store) Process(ctx context.Context, id int64, plan Planner) (Envelope, 
 		return s.apply(ctx, tx, &env, pl)
 	})
 	if err != nil {
+		if errors.Is(err, ErrPartnerBusy) {
+			return env, fmt.Errorf("process envelope %d: %w", id, err) // env says whose partner
+		}
 		return Envelope{}, fmt.Errorf("process envelope %d: %w", id, err)
 	}
 	return env, nil
@@ -228,6 +252,11 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 					SELECT key_hash FROM stage WHERE code IS NULL GROUP BY key_hash HAVING count(*) > 1)
 				GROUP BY employee_ref, pay_period, component HAVING count(*) > 1)`).Scan(&fileRejected); err != nil {
 				return fmt.Errorf("check duplicates: %w", err)
+			}
+		}
+		if !fileRejected {
+			if err := tx.QueryRow(ctx, employeeRejectsSQL, pgx.NamedArgs{"partner": env.PartnerID}).Scan(&fileRejected); err != nil {
+				return fmt.Errorf("check unknown employees: %w", err)
 			}
 		}
 	}

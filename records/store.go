@@ -120,6 +120,19 @@ func partnerLock(ctx context.Context, tx pgx.Tx, partner string) error {
 	return nil
 }
 
+// partnerTryLock takes the lock of partnerLock if it is free, and returns
+// ErrPartnerBusy if another transaction holds it.
+func partnerTryLock(ctx context.Context, tx pgx.Tx, partner string) error {
+	var got bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(7310, hashtext($1))`, partner).Scan(&got); err != nil {
+		return fmt.Errorf("lock partner %s: %w", partner, err)
+	}
+	if !got {
+		return ErrPartnerBusy
+	}
+	return nil
+}
+
 func newLocker() (lock.SessionLocker, error) {
 	l, err := lock.NewPostgresSessionLocker()
 	if err != nil {
