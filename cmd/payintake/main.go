@@ -41,7 +41,7 @@ commands:
   review list|show   list held exceptions, or show one with its record's history
   review approve|reject EXCEPTION_ID --reviewer NAME [--note TEXT]
   review approve|reject --partner ID [filters] [--dry-run] --reviewer NAME   decide every matching open exception
-  reviewer add|list|password|disable|enable   reviewer accounts for the review console and API
+  reviewer add|list|password|disable|enable|unlock   reviewer accounts for the review console and API
   target add|list    payroll vendors: target add NAME --url URL [--token-file FILE] [--rate-limit 10] ...
   dispatch           send a locked period to its vendor now: dispatch --partner ID --period P
   dispatch status|retry   runs and dead letters; retry sends dead letters again under the same keys
