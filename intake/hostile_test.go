@@ -198,3 +198,137 @@ func TestHostileFailingFileIsNotRetriedInALoop(t *testing.T) {
 		t.Errorf("failures recorded: %d, want 1", n)
 	}
 }
+
+// queueFixture runs a queue with workers on a fresh database with partners.
+func queueFixture(t *testing.T, workers int, partners ...string) (*fixture, *intake.Queue) {
+	t.Helper()
+	f := newFixture(t, records.Partner{ID: partners[0]})
+	for _, p := range partners[1:] {
+		if err := f.store.AddPartner(f.ctx, records.Partner{ID: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := intake.MigrateQueue(f.ctx, f.store.Pool()); err != nil {
+		t.Fatal(err)
+	}
+	q, err := intake.NewQueue(f.in, nil, intake.QueueConfig{Workers: workers, TestOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Start(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := q.Stop(ctx); err != nil {
+			t.Errorf("stop queue: %v", err)
+		}
+	})
+	return f, q
+}
+
+// receive records content as file name of partner and enqueues its processing.
+func (f *fixture) receive(q *intake.Queue, partner, name, content string) records.Envelope {
+	f.t.Helper()
+	path := filepath.Join(f.dir, partner+"-"+name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	env, err := f.store.Receive(f.ctx, records.Incoming{PartnerID: partner, FileName: name, Source: "test", Path: path}, q.Enqueue)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return env
+}
+
+func (f *fixture) waitDone(id int64, within time.Duration) (records.Envelope, time.Time) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(f.ctx, within)
+	defer cancel()
+	env, err := f.store.WaitDone(ctx, id, 5*time.Millisecond)
+	if err != nil {
+		f.t.Fatalf("envelope %d not processed within %v: %v", id, within, err)
+	}
+	return env, time.Now()
+}
+
+const smallFile = "employee_ref,pay_period,component,amount,currency\nE1,2026-11,BASE,75.00,USD\n"
+
+// While partner A's lock is held (a long file, a bulk decision) and four
+// of its files wait, partner B's file is processed at once: no worker sits
+// behind A's lock. Before, all four workers waited on A and B waited for
+// as long as A held its lock.
+func TestHostileBusyPartnerDoesNotHoldWorkers(t *testing.T) {
+	f, q := queueFixture(t, 4, "a", "b")
+	// Hold A's lock as a processing transaction would.
+	conn, err := f.store.Pool().Acquire(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(f.ctx, `SELECT pg_advisory_lock(7310, hashtext('a'))`); err != nil {
+		t.Fatal(err)
+	}
+	var as []records.Envelope
+	for i := range 4 {
+		as = append(as, f.receive(q, "a", fmt.Sprintf("a%d.csv", i), smallFile))
+	}
+	start := time.Now()
+	b := f.receive(q, "b", "b.csv", smallFile)
+	f.waitDone(b.ID, time.Minute) // never, if the workers wait on A's lock
+	bLatency := time.Since(start)
+	for _, a := range as {
+		if env, err := f.store.Envelope(f.ctx, a.ID); err != nil || env.Status != records.StatusReceived {
+			t.Fatalf("a file of A was processed while A's lock was held: %v %v", env.Status, err)
+		}
+	}
+	if _, err := conn.Exec(f.ctx, `SELECT pg_advisory_unlock(7310, hashtext('a'))`); err != nil {
+		t.Fatal(err)
+	}
+	release := time.Now()
+	for _, a := range as {
+		f.waitDone(a.ID, time.Minute)
+	}
+	t.Logf("SUMMARY partner A's lock held with 4 of its files queued, 4 workers: B's file done in %v; A's 4 files done %v after A's lock was released",
+		bLatency.Round(time.Millisecond), time.Since(release).Round(time.Millisecond))
+}
+
+// Four heavy files of partner A and one small file of partner B, 4
+// workers: B's result arrives before A's first heavy file is done, so B
+// waits for its own processing, not for A's.
+func TestHostileFairnessHeavyPartner(t *testing.T) {
+	f, q := queueFixture(t, 4, "a", "b")
+	heavy := oneKeyFile(40000)
+	var as []records.Envelope
+	for i := range 4 {
+		as = append(as, f.receive(q, "a", fmt.Sprintf("heavy%d.csv", i), heavy))
+	}
+	start := time.Now()
+	b := f.receive(q, "b", "b.csv", smallFile)
+	_, bDone := f.waitDone(b.ID, 2*time.Minute)
+	var aFirst time.Time
+	for _, a := range as {
+		_, done := f.waitDone(a.ID, 2*time.Minute)
+		if aFirst.IsZero() || done.Before(aFirst) {
+			aFirst = done
+		}
+	}
+	var aProc []float64
+	rows, err := f.store.Pool().Query(f.ctx, `SELECT extract(epoch FROM processed_at - received_at) FROM envelopes WHERE partner_id = 'a' ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s float64
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		aProc = append(aProc, s)
+	}
+	t.Logf("SUMMARY 4 heavy files of A (40,000 rows each) and 1 small file of B on 4 workers: B's result after %v, A's first after %v; A's files done %.1f s after receipt",
+		bDone.Sub(start).Round(time.Millisecond), aFirst.Sub(start).Round(time.Millisecond), aProc)
+	if !bDone.Before(aFirst) {
+		t.Errorf("B's result (%v) came after A's first heavy file (%v): B waited for A", bDone.Sub(start), aFirst.Sub(start))
+	}
+}

@@ -16,6 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/payintake/payintake/internal/fault"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
@@ -146,9 +149,31 @@ func FileSeq(pattern, name string) (*int64, error) {
 // Process applies a received envelope. It is idempotent: an envelope that
 // already has its outcome is returned unchanged.
 func (in *Intake) Process(ctx context.Context, id int64) (records.Envelope, error) {
+	return in.process(ctx, id, in.Store.Process)
+}
+
+// ProcessIfPartnerFree is Process, but returns records.ErrPartnerBusy at
+// once (the envelope's PartnerID set) when another transaction holds the
+// envelope's partner, rather than waiting for it.
+func (in *Intake) ProcessIfPartnerFree(ctx context.Context, id int64) (records.Envelope, error) {
+	return in.process(ctx, id, in.Store.ProcessIfPartnerFree)
+}
+
+func (in *Intake) process(ctx context.Context, id int64,
+	process func(context.Context, int64, records.Planner) (records.Envelope, error)) (env records.Envelope, err error) {
 	fault.Point(fault.AfterReceive)
 	start := time.Now()
-	env, err := in.Store.Process(fault.Processing(ctx), id, in.plan)
+	ctx, span := in.Store.Tracer().Start(ctx, "process", trace.WithAttributes(attribute.Int64("payintake.envelope_id", id)))
+	defer func() {
+		span.SetAttributes(attribute.String("payintake.status", env.Status), attribute.Bool("payintake.applied", env.Applied))
+		if errors.Is(err, records.ErrBusy) || errors.Is(err, records.ErrPartnerBusy) { // another transaction works: not a failure
+			span.SetAttributes(attribute.Bool("payintake.busy", true))
+			span.End()
+			return
+		}
+		records.EndSpan(span, err)
+	}()
+	env, err = process(fault.Processing(ctx), id, in.plan)
 	if err != nil {
 		return env, err
 	}

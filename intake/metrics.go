@@ -27,6 +27,7 @@ type Metrics struct {
 	sessions      prometheus.Gauge
 	failures      prometheus.Counter
 	stuck         prometheus.Gauge
+	partnerBusy   prometheus.Counter
 	webhooks      *prometheus.CounterVec
 }
 
@@ -83,12 +84,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "payintake_envelopes_stuck",
 			Help: "Received envelopes no longer retried: their job failed every attempt, or the sweep queued them again too often. They wait for an operator.",
 		}),
+		partnerBusy: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "payintake_jobs_put_back_total",
+			Help: "Processing jobs put back because their partner was busy with another file (the worker took another partner's file instead).",
+		}),
 		webhooks: newWebhookMetric(),
 	}
 	if reg != nil {
 		reg.MustRegister(m.webhooks)
 		reg.MustRegister(m.uploads, m.uploadBytes, m.downloads, m.downloadBytes, m.envelopes, m.rows,
-			m.processing, m.latency, m.logins, m.sessions, m.failures, m.stuck)
+			m.processing, m.latency, m.logins, m.sessions, m.failures, m.stuck, m.partnerBusy)
 	}
 	return m
 }

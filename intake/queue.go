@@ -12,6 +12,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payintake/payintake/records"
 )
@@ -21,6 +23,9 @@ import (
 // never durable without its job, nor a job without its envelope.
 type ProcessArgs struct {
 	EnvelopeID int64 `json:"envelope_id"`
+	// Trace is the W3C trace context (traceparent) of the envelope's
+	// receipt, so its processing joins the same trace (empty when not traced).
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // Kind names the job in River's tables.
@@ -79,7 +84,8 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 		in.Metrics = m // every door's processing counts on the queue's metrics
 	}
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &processWorker{in: in, m: m})
+	w := &processWorker{in: in, m: m}
+	river.AddWorker(workers, w)
 	rc := &river.Config{
 		Workers:              workers,
 		Logger:               slog.New(quietRiver{in.Log.Handler()}).With("component", "queue"),
@@ -87,6 +93,9 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 		RescueStuckJobsAfter: orDefault(cfg.JobTimeout, defaultJobTimeout) + rescueMargin,
 		MaxAttempts:          defaultMaxAttempts,
 		TestOnly:             cfg.TestOnly,
+		// A job put back or woken (see partnerBusySnooze) is found within
+		// this; River's default is 1 s.
+		FetchPollInterval: 200 * time.Millisecond,
 	}
 	if cfg.Workers > 0 {
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
@@ -95,6 +104,7 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job queue: %w", err)
 	}
+	w.client = c
 	return &Queue{client: c, workers: cfg.Workers, log: in.Log, m: m}, nil
 }
 
@@ -136,7 +146,12 @@ func (q *Queue) Stop(ctx context.Context) error {
 // Enqueue is the records.AfterInsert hook that schedules processing of a new
 // envelope inside the transaction that records it.
 func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, env records.Envelope) error {
-	if _, err := q.client.InsertTx(ctx, tx, ProcessArgs{EnvelopeID: env.ID}, nil); err != nil {
+	args := ProcessArgs{EnvelopeID: env.ID}
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		args.Trace = map[string]string{}
+		propagation.TraceContext{}.Inject(ctx, propagation.MapCarrier(args.Trace))
+	}
+	if _, err := q.client.InsertTx(ctx, tx, args, nil); err != nil {
 		return fmt.Errorf("enqueue processing of envelope %d: %w", env.ID, err)
 	}
 	return nil
@@ -144,12 +159,40 @@ func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, env records.Envelope) er
 
 type processWorker struct {
 	river.WorkerDefaults[ProcessArgs]
-	in *Intake
-	m  *Metrics
+	in     *Intake
+	m      *Metrics
+	client *river.Client[pgx.Tx]
 }
 
+// Fairness between partners. A partner's files are applied one at a time
+// (its advisory lock), so a worker that took a file of a partner whose
+// other file is being applied would only sit idle while other partners'
+// files wait. Instead it puts the job back (snoozed, which does not count
+// as an attempt) and takes the next one: one partner occupies one worker
+// however many files it sends. When a partner's file is done, the worker
+// wakes that partner's next waiting job at once; the snooze (snoozeDelay) is
+// the fallback when that wake-up is missed or the lock was held by something
+// else (a webhook, a decision, an HTTP submission processed in its request).
+const (
+	partnerBusySnooze    = 250 * time.Millisecond
+	partnerBusySnoozeMax = 4 * time.Second
+)
+
 func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) error {
-	_, err := w.in.Process(ctx, job.Args.EnvelopeID) // counted by Process, once, by the call that applied it
+	if len(job.Args.Trace) > 0 {
+		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier(job.Args.Trace))
+	}
+	env, err := w.in.ProcessIfPartnerFree(ctx, job.Args.EnvelopeID) // counted by Process, once, by the call that applied it
+	if errors.Is(err, records.ErrPartnerBusy) {
+		w.m.partnerBusy.Inc()
+		d := w.snoozeDelay(ctx, env.PartnerID, job.Args.EnvelopeID)
+		w.in.Log.DebugContext(ctx, "partner busy with another file; job put back", "envelope", job.Args.EnvelopeID,
+			"partner", env.PartnerID, "retry_in", d)
+		return river.JobSnooze(d)
+	}
+	if err == nil {
+		defer w.wakeNext(ctx, env.PartnerID)
+	}
 	if errors.Is(err, records.ErrBusy) {
 		// Another transaction is processing the envelope (an HTTP request,
 		// or a second job for it): it finishes it, and if it dies instead,
@@ -174,6 +217,48 @@ func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) e
 		return err
 	}
 	return nil
+}
+
+// aheadSQL counts (up to 16) the partner's files received before this one
+// and still waiting.
+const aheadSQL = `SELECT count(*) FROM (SELECT 1 FROM envelopes
+	WHERE status = 'received' AND partner_id = $1 AND id < $2 LIMIT 16) a`
+
+// snoozeDelay is how long a job of a busy partner is put back: the
+// partner's oldest waiting file is tried again every partnerBusySnooze, each
+// later one partnerBusySnooze longer per file ahead of it, at most
+// partnerBusySnoozeMax. A busy partner's queue so costs about one try per
+// partnerBusySnooze, however many files it holds.
+func (w *processWorker) snoozeDelay(ctx context.Context, partner string, id int64) time.Duration {
+	var ahead int
+	if err := w.in.Store.Pool().QueryRow(ctx, aheadSQL, partner, id).Scan(&ahead); err != nil {
+		return partnerBusySnoozeMax
+	}
+	return min(partnerBusySnooze*time.Duration(1+ahead), partnerBusySnoozeMax)
+}
+
+// nextWaitingSQL finds the oldest job of a partner put back because the
+// partner was busy.
+const nextWaitingSQL = `
+	SELECT j.id FROM river_job j JOIN envelopes e ON e.id = (j.args->>'envelope_id')::bigint
+	WHERE j.kind = 'payintake_process_envelope' AND j.state IN ('available', 'scheduled')
+	  AND j.scheduled_at > now() AND e.partner_id = $1 AND e.status = 'received'
+	ORDER BY e.id
+	LIMIT 1`
+
+// wakeNext makes the partner's oldest put-back job available now.
+func (w *processWorker) wakeNext(ctx context.Context, partner string) {
+	var id int64
+	err := w.in.Store.Pool().QueryRow(ctx, nextWaitingSQL, partner).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return
+	}
+	if err == nil {
+		_, err = w.client.JobRetry(ctx, id)
+	}
+	if err != nil && ctx.Err() == nil {
+		w.in.Log.WarnContext(ctx, "could not wake the partner's next file; it starts after its snooze", "partner", partner, "err", err)
+	}
 }
 
 // NextRetry spaces a failed envelope's retries out: retryDelay after the

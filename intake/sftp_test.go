@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"net"
@@ -103,6 +104,7 @@ type zoneOpts struct {
 	maxFileSize int64
 	loginDelay  time.Duration
 	resume      time.Duration // SFTPConfig.ResumeWindow
+	tracing     trace.TracerProvider
 }
 
 func newDropZone(t testing.TB, o zoneOpts) *dropZone {
@@ -112,7 +114,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	if url == "" {
 		url = pgtest.New(t)
 	}
-	st, err := records.Open(ctx, url, records.Options{MaxConns: 20})
+	st, err := records.Open(ctx, url, records.Options{MaxConns: 20, TracerProvider: o.tracing})
 	if err != nil {
 		t.Fatal(err)
 	}

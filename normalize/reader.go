@@ -147,7 +147,11 @@ func detectDelimiter(head []byte) rune {
 }
 
 // canonicalColumn maps a header cell to a canonical field name, "" if unknown.
-func canonicalColumn(h string) string {
+func canonicalColumn(h string) string { return matchColumn(h, FieldNames[:]) }
+
+// matchColumn maps a header cell to one of names, ignoring case, surrounding
+// spaces and '_', '-', ' ' differences; "" if none matches.
+func matchColumn(h string, names []string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
 		if r == '_' || r == '-' || r == ' ' {
@@ -156,7 +160,7 @@ func canonicalColumn(h string) string {
 		b.WriteRune(r)
 	}
 	key := b.String()
-	for _, f := range FieldNames {
+	for _, f := range names {
 		if strings.ReplaceAll(f, "_", "") == key {
 			return f
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
 	"hash/maphash"
 	"io"
 	"os"
@@ -51,6 +52,11 @@ type Planner func(ctx context.Context, env Envelope, p Partner, body io.Reader) 
 // envelope right now. Wait for it (WaitDone) or try again later.
 var ErrBusy = errors.New("envelope is being processed by another worker")
 
+// ErrPartnerBusy is returned by ProcessIfPartnerFree when another
+// transaction holds the envelope's partner (processing another of its
+// files, a webhook, a decision): try again once it is done.
+var ErrPartnerBusy = errors.New("another transaction is writing this partner's records")
+
 // Process applies a received envelope in one transaction: the rows are
 // staged with COPY, classified against the stored records with set-based
 // SQL, applied (records, history, exceptions), and the result file is built
@@ -62,6 +68,18 @@ var ErrBusy = errors.New("envelope is being processed by another worker")
 // The envelope's bytes are first copied, over the same connection, to a
 // temporary file, so processing needs one connection and flat memory.
 func (s *Store) Process(ctx context.Context, id int64, plan Planner) (Envelope, error) {
+	return s.process(ctx, id, plan, false)
+}
+
+// ProcessIfPartnerFree is Process, except that when another transaction
+// holds the envelope's partner it returns ErrPartnerBusy at once instead of
+// waiting: a queue worker then takes another partner's file rather than
+// sitting idle behind this partner's lock.
+func (s *Store) ProcessIfPartnerFree(ctx context.Context, id int64, plan Planner) (Envelope, error) {
+	return s.process(ctx, id, plan, true)
+}
+
+func (s *Store) process(ctx context.Context, id int64, plan Planner, skipBusyPartner bool) (Envelope, error) {
 	var env Envelope
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
@@ -82,7 +100,11 @@ func (s *Store) Process(ctx context.Context, id int64, plan Planner) (Envelope, 
 			return nil
 		}
 		env.Applied = true // if this transaction commits
-		if err := partnerLock(ctx, tx, env.PartnerID); err != nil {
+		if skipBusyPartner {
+			if err := partnerTryLock(ctx, tx, env.PartnerID); err != nil {
+				return err
+			}
+		} else if err := partnerLock(ctx, tx, env.PartnerID); err != nil {
 			return err
 		}
 		p, err := scanPartner(tx.QueryRow(ctx, `SELECT `+partnerColumns+` FROM partners p WHERE p.id = $1`, env.PartnerID))
@@ -107,6 +129,9 @@ func (s *Store) Process(ctx context.Context, id int64, plan Planner) (Envelope, 
 		return s.apply(ctx, tx, &env, pl)
 	})
 	if err != nil {
+		if errors.Is(err, ErrPartnerBusy) {
+			return env, fmt.Errorf("process envelope %d: %w", id, err) // env says whose partner
+		}
 		return Envelope{}, fmt.Errorf("process envelope %d: %w", id, err)
 	}
 	return env, nil
@@ -183,12 +208,16 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	if err != nil {
 		return fmt.Errorf("savepoint: %w", err)
 	}
-	if _, err := sp.Exec(ctx, stageDDL); err != nil {
+	sctx, stage := startSpan(ctx, "stage")
+	if _, err := sp.Exec(sctx, stageDDL); err != nil {
+		EndSpan(stage, err)
 		return fmt.Errorf("create stage: %w", err)
 	}
-	src := newStageSource(ctx, pl.Rows)
-	err = copyText(ctx, sp.Conn(), "stage", stageColumns, src)
+	src := newStageSource(sctx, pl.Rows)
+	err = copyText(sctx, sp.Conn(), "stage", stageColumns, src)
 	src.close()
+	stage.SetAttributes(attribute.Int("payintake.rows", src.count), attribute.Int("payintake.rows_rejected", src.rejected))
+	EndSpan(stage, err)
 	var fr *FileReject
 	if err != nil && errors.As(src.err, &fr) {
 		if rbErr := sp.Rollback(ctx); rbErr != nil {
@@ -225,6 +254,11 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 				return fmt.Errorf("check duplicates: %w", err)
 			}
 		}
+		if !fileRejected {
+			if err := tx.QueryRow(ctx, employeeRejectsSQL, pgx.NamedArgs{"partner": env.PartnerID}).Scan(&fileRejected); err != nil {
+				return fmt.Errorf("check unknown employees: %w", err)
+			}
+		}
 	}
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID,
 		"by": fmt.Sprintf("envelope %d", env.ID), "file_rejected": fileRejected, "header": ResultHeader}
@@ -247,7 +281,32 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 // classifyAndApply classifies the staged rows and writes their effects
 // (classifySQL, then applySQL; the result file too when withResult), and
 // returns the count of rows per outcome.
-func classifyAndApply(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, hasSeq, withResult bool) (map[string]int, error) {
+func classifyAndApply(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, hasSeq, withResult bool) (_ map[string]int, err error) {
+	cctx, span := startSpan(ctx, "classify")
+	defer func() { EndSpan(span, err) }()
+	counts, err := classify(cctx, tx, args)
+	if err != nil {
+		return nil, err
+	}
+	span.End()
+	actx, span := startSpan(ctx, "apply")
+	for _, st := range applySQL {
+		if (st.needs != nil && !st.needs(counts, hasSeq)) || (st.result && !withResult) {
+			continue // no row has the outcome this statement writes
+		}
+		if st.result {
+			span.End()
+			actx, span = startSpan(ctx, "result") // the result statements come last
+		}
+		if _, err := tx.Exec(actx, st.sql, args); err != nil {
+			return nil, fmt.Errorf("apply rows: %w", err)
+		}
+	}
+	return counts, nil
+}
+
+// classify writes the staged rows' outcomes into classified and counts them.
+func classify(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (map[string]int, error) {
 	if _, err := tx.Exec(ctx, classifiedDDL); err != nil {
 		return nil, fmt.Errorf("create classified: %w", err)
 	}
@@ -269,14 +328,6 @@ func classifyAndApply(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, hasSeq
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("count outcomes: %w", err)
-	}
-	for _, st := range applySQL {
-		if (st.needs != nil && !st.needs(counts, hasSeq)) || (st.result && !withResult) {
-			continue // no row has the outcome this statement writes
-		}
-		if _, err := tx.Exec(ctx, st.sql, args); err != nil {
-			return nil, fmt.Errorf("apply rows: %w", err)
-		}
 	}
 	return counts, nil
 }

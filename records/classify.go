@@ -7,17 +7,49 @@ package records
 // webhook), @by (what writes: "envelope N" or "webhook ID"), @file_rejected,
 // @header. A webhook's row has line and row_no 0, stored as NULL.
 
-// classifySQL decides every row's outcome against the stored records, in the
-// order of SPEC.md: invalid, duplicate in file, file rejected (all-or-nothing),
-// new key (created, or held if the period is closed), identical content
-// (unchanged), older sequence (stale), locked record or closed period (held),
-// else updated.
+// CodeUnknownEmployee is the code of a row whose employee_ref has no
+// employee mapping, rejected or held by the partner's --unknown-employee.
+const CodeUnknownEmployee = "unknown_employee"
+
 // dupLinesShown is how many lines of a duplicate group its message names.
 const dupLinesShown = "5"
 
+// employeeCTE is "emp": each distinct employee_ref of the valid staged
+// rows, with its mapped employee_id (NULL when none) and its kind: NULL
+// when mapped or when the partner creates mappings (--unknown-employee
+// create); else employee_taken (the id it would derive belongs to another
+// employee: rejected), unknown_rejected or unknown_held by the partner's
+// policy. Per distinct reference, so the derived id is computed once per
+// unmapped employee, not once per row.
+const employeeCTE = `emp AS (
+	SELECT u.employee_ref, em.employee_id,
+		CASE
+			WHEN em.employee_ref IS NOT NULL THEN NULL
+			WHEN EXISTS (SELECT 1 FROM employees t WHERE t.employee_id = derived_employee_id(@partner, u.employee_ref)) THEN 'employee_taken'
+			WHEN pol.policy = 'reject' THEN 'unknown_rejected'
+			WHEN pol.policy = 'hold' THEN 'unknown_held'
+		END AS kind
+	FROM (SELECT DISTINCT employee_ref FROM stage WHERE code IS NULL) u
+	CROSS JOIN (SELECT unknown_employee AS policy FROM partners WHERE id = @partner) pol
+	LEFT JOIN employees em ON em.partner_id = @partner AND em.employee_ref = u.employee_ref
+)`
+
+// employeeRejectsSQL tells whether any staged row is rejected for its
+// employee (an all-or-nothing file is then rejected whole).
+const employeeRejectsSQL = `WITH ` + employeeCTE + `
+SELECT EXISTS (SELECT 1 FROM emp WHERE kind IN ('employee_taken', 'unknown_rejected'))`
+
+// classifySQL decides every row's outcome against the stored records, in the
+// order of SPEC.md: invalid, duplicate in file, employee unknown and
+// rejected (or its derived id taken), file rejected (all-or-nothing),
+// employee unknown and held, new key (created, or held if the period is
+// closed), identical content (unchanged), older sequence (stale), locked
+// record or closed period (held), else updated. A record's employee_ref
+// always has a mapping (migration 00030), so the employee checks only ever
+// meet new keys.
 const classifySQL = `
 INSERT INTO classified
-WITH dup_keys AS (
+WITH ` + employeeCTE + `, dup_keys AS (
 	SELECT key_hash FROM stage WHERE code IS NULL GROUP BY key_hash HAVING count(*) > 1
 ), dup AS (
 	-- The keys that repeat: a cheap aggregate over key_hash finds the few
@@ -31,10 +63,13 @@ WITH dup_keys AS (
 	GROUP BY employee_ref, pay_period, component HAVING count(*) > 1
 ), k AS (
 	SELECT s.*, r.id AS record_id, r.last_seq, r.locked_reason, pl.reason AS period_reason, d.lines AS dup_lines, d.n AS dup_n,
+		e.employee_id AS mapped_id, e.kind AS employee_kind,
 		CASE
 			WHEN s.code IS NOT NULL THEN 'invalid'
 			WHEN d.lines IS NOT NULL THEN 'duplicate'
+			WHEN e.kind IN ('employee_taken', 'unknown_rejected') THEN e.kind
 			WHEN @file_rejected::boolean THEN 'file_rejected'
+			WHEN e.kind = 'unknown_held' THEN 'unknown_held'
 			WHEN r.id IS NULL AND pl.reason IS NOT NULL THEN 'period_locked'
 			WHEN r.id IS NULL THEN 'created'
 			WHEN r.content_hash = s.content_hash THEN 'unchanged'
@@ -44,6 +79,7 @@ WITH dup_keys AS (
 			ELSE 'updated'
 		END AS kind
 	FROM stage s
+	LEFT JOIN emp e ON s.code IS NULL AND e.employee_ref = s.employee_ref
 	LEFT JOIN records r ON s.code IS NULL AND r.partner_id = @partner
 		AND r.employee_ref = s.employee_ref AND r.pay_period = s.pay_period AND r.component = s.component
 	LEFT JOIN period_locks pl ON s.code IS NULL AND pl.partner_id = @partner AND pl.pay_period = s.pay_period
@@ -53,16 +89,22 @@ WITH dup_keys AS (
 	SELECT k.*,
 		CASE kind
 			WHEN 'invalid' THEN 'rejected' WHEN 'duplicate' THEN 'rejected' WHEN 'file_rejected' THEN 'rejected'
-			WHEN 'period_locked' THEN 'held' WHEN 'record_locked' THEN 'held'
+			WHEN 'employee_taken' THEN 'rejected' WHEN 'unknown_rejected' THEN 'rejected'
+			WHEN 'period_locked' THEN 'held' WHEN 'record_locked' THEN 'held' WHEN 'unknown_held' THEN 'held'
 			ELSE kind
 		END AS outcome,
 		CASE kind
 			WHEN 'invalid' THEN code WHEN 'duplicate' THEN 'duplicate_key_in_file' WHEN 'file_rejected' THEN 'file_rejected'
 			WHEN 'period_locked' THEN 'period_locked' WHEN 'record_locked' THEN 'record_locked' WHEN 'stale' THEN 'superseded'
+			WHEN 'employee_taken' THEN 'unknown_employee' WHEN 'unknown_rejected' THEN 'unknown_employee'
+			WHEN 'unknown_held' THEN 'unknown_employee'
 		END AS out_code,
-		CASE kind WHEN 'invalid' THEN field END AS out_field,
+		CASE WHEN kind = 'invalid' THEN field WHEN kind = employee_kind THEN 'employee_ref' END AS out_field,
 		CASE kind
 			WHEN 'invalid' THEN message
+			WHEN 'unknown_rejected' THEN format('employee %s is not onboarded (no employee_id is mapped to this reference) and unknown employees are rejected, so this row was not applied: ask the platform to onboard the employee (payintake employees import), then send the row again in a new file', employee_ref)
+			WHEN 'employee_taken' THEN format('employee %s is not onboarded and the id it would be given (%s) already belongs to another employee, so this row was not applied: ask the platform to onboard the employee with its own employee_id (payintake employees import), then send the row again in a new file', employee_ref, derived_employee_id(@partner, employee_ref))
+			WHEN 'unknown_held' THEN format('employee %s is not onboarded (no employee_id is mapped to this reference), so this row was not applied; it is held as an exception for a reviewer, whose approval onboards the employee and applies the row: do not resend it', employee_ref)
 			WHEN 'duplicate' THEN CASE WHEN dup_n <= ` + dupLinesShown + ` THEN
 				format('employee %s, period %s, component %s appears on lines %s of this file, so none of these rows was applied: send one row per employee, period and component in a new file', employee_ref, pay_period, component, dup_lines)
 			ELSE
@@ -76,7 +118,7 @@ WITH dup_keys AS (
 	FROM k
 )
 SELECT row_no, line, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
-	content_hash, record_id, outcome, out_code,
+	content_hash, record_id, outcome, out_code, mapped_id, out_message,
 	-- The row's line of the result file, without its line break.
 	concat(line, ',', row_no, ',', outcome, ',',
 		coalesce(out_csv, concat_ws(',', csv_field(coalesce(d_employee_ref, employee_ref)),
@@ -92,7 +134,9 @@ const classifiedDDL = `CREATE TEMP TABLE classified (
 	employee_ref text, pay_period text, component text,
 	amount numeric, currency text, hours numeric, rate numeric, pay_date date,
 	content_hash bytea, record_id bigint,
-	outcome text NOT NULL, code text, result_line text NOT NULL
+	outcome text NOT NULL, code text,
+	employee_id text, -- the mapped employee_id; NULL for a reference not (yet) mapped
+	message text, result_line text NOT NULL
 ) ON COMMIT DROP`
 
 // fieldsJSON is the SQL for the object of the eight normalised fields of the
@@ -143,6 +187,16 @@ var applySQL = []applyStatement{
 	FROM classified c
 	WHERE @seq::bigint IS NOT NULL AND c.record_id = r.id AND c.outcome = 'unchanged'
 		AND (r.last_seq IS NULL OR r.last_seq < @seq::bigint)`},
+
+	// An unknown employee of a created row is onboarded with the derived id
+	// (--unknown-employee create; the other policies never create a row of
+	// an unmapped reference). Before the records, which reference it.
+	{needs: created, sql: `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+	-- DISTINCT in the C collation: a byte comparison, not the locale's
+	-- (the same references either way).
+	SELECT @partner, ref, derived_employee_id(@partner, ref), 'derived'
+	FROM (SELECT DISTINCT employee_ref COLLATE "C" AS ref FROM classified WHERE outcome = 'created' AND employee_id IS NULL) u
+	ON CONFLICT (partner_id, employee_ref) DO NOTHING`},
 
 	{needs: created, sql: `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,
 		pay_date, content_hash, last_seq, envelope_id, line)

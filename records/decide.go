@@ -303,6 +303,16 @@ func applyApproval(ctx context.Context, tx pgx.Tx, ids, newKey []int64, reviewer
 		}
 	}
 	if len(newKey) > 0 {
+		// A held new key may be of an employee not onboarded yet (code
+		// unknown_employee, or a closed period under --unknown-employee
+		// create): approving onboards it with the derived id, unless a
+		// mapping was imported meanwhile. Before the records, which need it.
+		if _, err := tx.Exec(ctx, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+			SELECT DISTINCT partner_id, employee_ref, derived_employee_id(partner_id, employee_ref), 'derived'
+			FROM exceptions WHERE id = ANY($1)
+			ON CONFLICT (partner_id, employee_ref) DO NOTHING`, newKey); err != nil {
+			return fmt.Errorf("onboard the employees of the approved new keys: %w", err)
+		}
 		tag, err := tx.Exec(ctx, `
 			WITH created AS (
 				INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,

@@ -7,6 +7,8 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"os"
 	"strings"
@@ -91,6 +93,18 @@ type AfterInsert func(ctx context.Context, tx pgx.Tx, env Envelope) error
 // Concurrent Receives of one key are decided by the submissions primary key:
 // the second waits for the first to commit and then sees it.
 func (s *Store) Receive(ctx context.Context, in Incoming, after AfterInsert) (Envelope, error) {
+	// One trace per envelope starts here (or under an HTTP request's span);
+	// after carries it on to the processing job.
+	ctx, span := s.tracer.Start(ctx, "receive", trace.WithAttributes(
+		attribute.String("payintake.partner", in.PartnerID), attribute.String("payintake.source", in.Source)))
+	env, err := s.receive(ctx, in, after)
+	span.SetAttributes(attribute.Int64("payintake.envelope_id", env.ID), attribute.String("payintake.status", env.Status),
+		attribute.Int64("payintake.bytes", env.Size))
+	EndSpan(span, err)
+	return env, err
+}
+
+func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (Envelope, error) {
 	sum, size := in.SHA256, in.Size
 	if len(sum) == 0 {
 		var err error

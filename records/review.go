@@ -49,6 +49,7 @@ type Record struct {
 	ID           int64     `json:"id"`
 	PartnerID    string    `json:"partner"`
 	EmployeeRef  string    `json:"employee_ref"`
+	EmployeeID   string    `json:"employee_id"` // from the employee mapping every record has
 	PayPeriod    string    `json:"pay_period"`
 	Component    string    `json:"component"`
 	Amount       string    `json:"amount"`
@@ -65,11 +66,12 @@ type Record struct {
 func (s *Store) FindRecord(ctx context.Context, partner, employee, period, component string) (Record, error) {
 	var r Record
 	err := s.pool.QueryRow(ctx, `
-		SELECT id, partner_id, employee_ref, pay_period, component, amount::text, currency,
-			coalesce(hours::text, ''), coalesce(rate::text, ''), coalesce(pay_date::text, ''),
-			version, coalesce(locked_reason, ''), updated_at
-		FROM records WHERE partner_id = $1 AND employee_ref = $2 AND pay_period = $3 AND component = $4`,
-		partner, employee, period, component).Scan(&r.ID, &r.PartnerID, &r.EmployeeRef, &r.PayPeriod, &r.Component,
+		SELECT r.id, r.partner_id, r.employee_ref, e.employee_id, r.pay_period, r.component, r.amount::text, r.currency,
+			coalesce(r.hours::text, ''), coalesce(r.rate::text, ''), coalesce(r.pay_date::text, ''),
+			r.version, coalesce(r.locked_reason, ''), r.updated_at
+		FROM records r JOIN employees e ON e.partner_id = r.partner_id AND e.employee_ref = r.employee_ref
+		WHERE r.partner_id = $1 AND r.employee_ref = $2 AND r.pay_period = $3 AND r.component = $4`,
+		partner, employee, period, component).Scan(&r.ID, &r.PartnerID, &r.EmployeeRef, &r.EmployeeID, &r.PayPeriod, &r.Component,
 		&r.Amount, &r.Currency, &r.Hours, &r.Rate, &r.PayDate, &r.Version, &r.LockedReason, &r.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("record %s/%s/%s: %w", employee, period, component, ErrNotFound)
@@ -82,23 +84,26 @@ func (s *Store) FindRecord(ctx context.Context, partner, employee, period, compo
 
 // Exception is a change held for a reviewer.
 type Exception struct {
-	ID          int64             `json:"id"`
-	PartnerID   string            `json:"partner"`
-	EmployeeRef string            `json:"employee_ref"`
-	PayPeriod   string            `json:"pay_period"`
-	Component   string            `json:"component"`
-	Status      string            `json:"status"`
-	Code        string            `json:"code"`
-	Current     map[string]string `json:"current"`
-	Proposed    map[string]string `json:"proposed"`
-	Differing   []string          `json:"differing"`
-	EnvelopeID  int64             `json:"envelope_id"`
-	File        string            `json:"file"`
-	Line        int               `json:"line"`
-	CreatedAt   time.Time         `json:"created_at"`
-	DecidedBy   string            `json:"decided_by,omitempty"`
-	DecidedAt   *time.Time        `json:"decided_at,omitempty"`
-	Note        string            `json:"note,omitempty"`
+	ID          int64  `json:"id"`
+	PartnerID   string `json:"partner"`
+	EmployeeRef string `json:"employee_ref"`
+	// EmployeeID is the employee's mapped id, or for one not onboarded yet
+	// the derived id an approval would give it.
+	EmployeeID string            `json:"employee_id"`
+	PayPeriod  string            `json:"pay_period"`
+	Component  string            `json:"component"`
+	Status     string            `json:"status"`
+	Code       string            `json:"code"`
+	Current    map[string]string `json:"current"`
+	Proposed   map[string]string `json:"proposed"`
+	Differing  []string          `json:"differing"`
+	EnvelopeID int64             `json:"envelope_id"`
+	File       string            `json:"file"`
+	Line       int               `json:"line"`
+	CreatedAt  time.Time         `json:"created_at"`
+	DecidedBy  string            `json:"decided_by,omitempty"`
+	DecidedAt  *time.Time        `json:"decided_at,omitempty"`
+	Note       string            `json:"note,omitempty"`
 }
 
 // ExceptionFilter narrows Exceptions. Empty fields match everything.
@@ -161,13 +166,15 @@ const queueWhere = `(cardinality($1::text[]) = 0 OR x.partner_id = ANY($1::text[
 	AND ($8 = '' OR abs(` + amountChange + `) >= $8::numeric)
 	AND ($9 = '' OR abs(` + amountChange + `) <= $9::numeric)`
 
-const exceptionColumns = `x.id, x.partner_id, x.employee_ref, x.pay_period, x.component, x.status, x.code,
+const exceptionColumns = `x.id, x.partner_id, x.employee_ref,
+	coalesce((SELECT em.employee_id FROM employees em WHERE em.partner_id = x.partner_id AND em.employee_ref = x.employee_ref),
+		derived_employee_id(x.partner_id, x.employee_ref)), x.pay_period, x.component, x.status, x.code,
 	x.current, x.proposed, x.differing, coalesce(x.envelope_id, 0), coalesce(e.file_name, ''), coalesce(x.line, 0),
 	x.created_at, coalesce(x.decided_by, ''), x.decided_at, coalesce(x.note, '')`
 
 func scanException(row pgx.Row) (Exception, error) {
 	var x Exception
-	err := row.Scan(&x.ID, &x.PartnerID, &x.EmployeeRef, &x.PayPeriod, &x.Component, &x.Status, &x.Code,
+	err := row.Scan(&x.ID, &x.PartnerID, &x.EmployeeRef, &x.EmployeeID, &x.PayPeriod, &x.Component, &x.Status, &x.Code,
 		&x.Current, &x.Proposed, &x.Differing, &x.EnvelopeID, &x.File, &x.Line,
 		&x.CreatedAt, &x.DecidedBy, &x.DecidedAt, &x.Note)
 	return x, err

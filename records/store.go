@@ -19,8 +19,9 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/payintake/payintake/internal/fault"
 	"github.com/payintake/payintake/migrations"
 )
 
@@ -32,6 +33,7 @@ type Store struct {
 	pool     *pgxpool.Pool
 	log      *slog.Logger
 	spoolDir string
+	tracer   trace.Tracer
 }
 
 // Options tune Open.
@@ -42,6 +44,9 @@ type Options struct {
 	// SpoolDir holds temporary copies of envelopes being processed; empty
 	// means the system temp dir.
 	SpoolDir string
+	// TracerProvider, when set, traces each envelope from its receipt to
+	// its result, with the SQL statements as child spans (nil: no tracing).
+	TracerProvider trace.TracerProvider
 }
 
 // Open connects to the database at url. It does not migrate; call Migrate first.
@@ -53,9 +58,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
-	if fault.Enabled() { // crash tests only: PAYINTAKE_FAULT
-		cfg.ConnConfig.Tracer = fault.Tracer{}
-	}
+	cfg.ConnConfig.Tracer = queryTracer(opts.TracerProvider)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
@@ -68,7 +71,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir}, nil
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName)}, nil
 }
 
 // Pool gives the underlying connection pool (for the job queue and tests).
@@ -109,6 +116,19 @@ func migrate(ctx context.Context, db *sql.DB) error {
 func partnerLock(ctx context.Context, tx pgx.Tx, partner string) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7310, hashtext($1))`, partner); err != nil {
 		return fmt.Errorf("lock partner %s: %w", partner, err)
+	}
+	return nil
+}
+
+// partnerTryLock takes the lock of partnerLock if it is free, and returns
+// ErrPartnerBusy if another transaction holds it.
+func partnerTryLock(ctx context.Context, tx pgx.Tx, partner string) error {
+	var got bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(7310, hashtext($1))`, partner).Scan(&got); err != nil {
+		return fmt.Errorf("lock partner %s: %w", partner, err)
+	}
+	if !got {
+		return ErrPartnerBusy
 	}
 	return nil
 }

@@ -79,11 +79,14 @@ type WebhookResult struct {
 	Invalid     *WebhookInvalid // set when the body was refused
 	EntityID    string
 	Version     int64
-	Outcome     string // created, updated, unchanged, held, stale
-	Code        string // record_locked, period_locked, superseded, or ""
+	Outcome     string // created, updated, unchanged, held, stale, rejected (unknown_employee)
+	Code        string // record_locked, period_locked, superseded, unknown_employee, or ""
 	Message     string
 	RecordID    int64
 	ExceptionID int64
+	// EmployeeID is the employee's id: the mapped one, or for a held
+	// unknown employee the one approval would give; "" when rejected or stale.
+	EmployeeID string
 }
 
 // WebhookAnswer is the response to a delivery.
@@ -256,15 +259,18 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 	}
 	var recID *int64
 	var recLock, periodLock *string
+	var message string
 	err = tx.QueryRow(ctx, `
-		SELECT c.outcome, coalesce(c.code, ''), r.id, r.locked_reason, pl.reason, coalesce(x.id, 0)
+		SELECT c.outcome, coalesce(c.code, ''), coalesce(c.message, ''), r.id, r.locked_reason, pl.reason, coalesce(x.id, 0),
+			CASE WHEN c.outcome <> 'rejected' THEN coalesce(em.employee_id, derived_employee_id($1, c.employee_ref)) ELSE '' END
 		FROM classified c
+		LEFT JOIN employees em ON em.partner_id = $1 AND em.employee_ref = c.employee_ref
 		LEFT JOIN records r ON r.partner_id = $1 AND r.employee_ref = c.employee_ref
 			AND r.pay_period = c.pay_period AND r.component = c.component
 		LEFT JOIN period_locks pl ON pl.partner_id = $1 AND pl.pay_period = c.pay_period
 		LEFT JOIN exceptions x ON x.status = 'open' AND x.partner_id = $1 AND x.employee_ref = c.employee_ref
 			AND x.pay_period = c.pay_period AND x.component = c.component`, partner).
-		Scan(&res.Outcome, &res.Code, &recID, &recLock, &periodLock, &res.ExceptionID)
+		Scan(&res.Outcome, &res.Code, &message, &recID, &recLock, &periodLock, &res.ExceptionID, &res.EmployeeID)
 	if err != nil {
 		return res, fmt.Errorf("read outcome: %w", err)
 	}
@@ -273,10 +279,20 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 	}
 	if res.Outcome != "held" {
 		res.ExceptionID = 0
-	} else if res.Code == "record_locked" {
+	}
+	switch {
+	case res.Code == CodeUnknownEmployee:
+		res.Message = message
+	case res.Outcome != "held":
+	case res.Code == "record_locked":
 		res.Message = fmt.Sprintf("this record is locked (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it", *recLock)
-	} else {
+	default:
 		res.Message = fmt.Sprintf("pay period %s is closed (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it", r.PayPeriod, *periodLock)
+	}
+	if res.Outcome == "rejected" {
+		// Nothing was applied or held: the same version may come again once
+		// the employee is onboarded.
+		return res, nil
 	}
 
 	var rec *int64

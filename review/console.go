@@ -55,7 +55,7 @@ var funcs = template.FuncMap{
 		case "period_locked":
 			return "period closed"
 		case "unknown_employee":
-			return "unknown employee"
+			return "employee not onboarded"
 		}
 		return code
 	},
@@ -66,7 +66,7 @@ var funcs = template.FuncMap{
 		case "period_locked":
 			return "the pay period is closed"
 		case "unknown_employee":
-			return "the employee is not in the partner's employee mapping"
+			return "the employee is not onboarded (approving onboards them with the employee_id shown)"
 		}
 		return code
 	},

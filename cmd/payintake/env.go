@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/pgserver"
 	"github.com/payintake/payintake/records"
 )
@@ -82,6 +84,10 @@ type env struct {
 	server *pgserver.Server
 	store  *records.Store
 	intake *intake.Intake
+	// tracing is OpenTelemetry's tracer provider: a no-op one unless the
+	// OTEL_EXPORTER_OTLP_* environment turns tracing on.
+	tracing     trace.TracerProvider
+	stopTracing func(context.Context) error
 }
 
 // logger is a command's logger: silent unless --verbose (serve always
@@ -102,6 +108,11 @@ func (g *globals) alwaysLogger(stderr io.Writer) *slog.Logger {
 // applies migrations.
 func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*env, error) {
 	e := &env{g: g, log: log}
+	tp, stopTracing, err := observe.NewTracerProvider(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.tracing, e.stopTracing = tp, stopTracing
 	url := g.databaseURL
 	if url == "" {
 		dir, err := filepath.Abs(g.dataDir)
@@ -127,7 +138,7 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 		e.close()
 		return nil, err
 	}
-	st, err := records.Open(ctx, url, records.Options{MaxConns: maxConns, Logger: log})
+	st, err := records.Open(ctx, url, records.Options{MaxConns: maxConns, Logger: log, TracerProvider: e.tracing})
 	if err != nil {
 		e.close()
 		return nil, err
@@ -144,6 +155,13 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 }
 
 func (e *env) close() {
+	if e.stopTracing != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := e.stopTracing(ctx); err != nil {
+			e.log.Warn("flush the last trace spans", "err", err)
+		}
+		cancel()
+	}
 	if e.store != nil {
 		e.store.Close()
 	}

@@ -33,6 +33,7 @@ commands:
   serve              run the SFTP drop zone, the HTTP API and the workers
   migrate            apply database migrations
   partner add|set|list|key|token|webhook-secret   (partner set ID --FLAG VALUE changes a setting)
+  employees import|list   the employee mapping: employees import --partner ID FILE (employee_ref,employee_id[,name])
   ingest             process files as if uploaded: ingest --partner ID FILE...
   bench              measure ingest throughput against the database's own COPY + upsert
   records lock       lock a pay period: records lock --partner ID --period PERIOD
@@ -135,6 +136,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return cmdRecordsUnlock(ctx, r, stdout, stderr)
 		}
 		return usagef("records: unknown command %q (want lock or unlock)", s)
+	case "employees":
+		s, r := sub()
+		return cmdEmployees(ctx, s, r, stdout, stderr)
 	case "review":
 		s, r := sub()
 		return cmdReview(ctx, s, r, stdout, stderr)

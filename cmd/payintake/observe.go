@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/internal/observe"
@@ -33,6 +34,7 @@ func metricsHandler(reg *prometheus.Registry) http.Handler {
 
 // observeHTTP wraps serve's whole HTTP handler: every request is counted by
 // route, method and status, timed, logged once and given a request id.
-func observeHTTP(h http.Handler, reg prometheus.Registerer, log *slog.Logger) http.Handler {
-	return observe.Middleware(h, observe.NewHTTPMetrics(reg), log)
+// With tracing on, each request is a span too.
+func observeHTTP(h http.Handler, reg prometheus.Registerer, log *slog.Logger, tp trace.TracerProvider) http.Handler {
+	return observe.Middleware(h, observe.NewHTTPMetrics(reg), log, tp)
 }

@@ -65,10 +65,10 @@ func cmdReviewList(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return usagef("--status %q: use open, approved, rejected or superseded", f.Status)
 		},
 		fetch:  func(e *env) ([]records.Exception, error) { return e.store.Exceptions(ctx, f) },
-		header: "ID\tSTATUS\tCODE\tPARTNER\tEMPLOYEE\tPERIOD\tCOMPONENT\tCURRENT\tPROPOSED\tFILE:LINE",
+		header: "ID\tSTATUS\tCODE\tPARTNER\tEMPLOYEE\tEMPLOYEE_ID\tPERIOD\tCOMPONENT\tCURRENT\tPROPOSED\tFILE:LINE",
 		row: func(tw io.Writer, x records.Exception) {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s:%d\n", x.ID, x.Status, x.Code, x.PartnerID,
-				x.EmployeeRef, x.PayPeriod, x.Component, money(x.Current), money(x.Proposed), x.File, x.Line)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s:%d\n", x.ID, x.Status, x.Code, x.PartnerID,
+				x.EmployeeRef, x.EmployeeID, x.PayPeriod, x.Component, money(x.Current), money(x.Proposed), x.File, x.Line)
 		},
 	})
 }
@@ -133,7 +133,7 @@ func cmdReviewShow(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return writeJSON(stdout, d)
 	}
 	fmt.Fprintf(stdout, "exception %d: %s (%s)\n", d.ID, d.Status, d.Code)
-	fmt.Fprintf(stdout, "partner %s, employee %s, period %s, component %s\n", d.PartnerID, d.EmployeeRef, d.PayPeriod, d.Component)
+	fmt.Fprintf(stdout, "partner %s, employee %s (employee_id %s), period %s, component %s\n", d.PartnerID, d.EmployeeRef, d.EmployeeID, d.PayPeriod, d.Component)
 	fmt.Fprintf(stdout, "from %s line %d (envelope %d), held %s\n", d.File, d.Line, d.EnvelopeID, d.CreatedAt.UTC().Format(time.RFC3339))
 	if d.DecidedAt != nil {
 		fmt.Fprintf(stdout, "decided by %s at %s", orDash(d.DecidedBy), d.DecidedAt.UTC().Format(time.RFC3339))

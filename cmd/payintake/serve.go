@@ -158,7 +158,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// sweep ends with the servers, before the workers stop.
 		wg.Go(func() { queue.SweepOrphans(runCtx, e.store.Pool(), *orphanAfter) })
 	}
-	httpSrv := &http.Server{Handler: observeHTTP(mux, reg, log), ReadHeaderTimeout: 10 * time.Second}
+	httpSrv := &http.Server{Handler: observeHTTP(mux, reg, log, e.tracing), ReadHeaderTimeout: 10 * time.Second}
 	wg.Go(func() {
 		log.Info("http listening", "addr", httpLn.Addr().String())
 		if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -31,7 +31,7 @@ func observedEnv(t *testing.T) (e *tenv, reg *prometheus.Registry, text, js *loc
 	e.api.in.Metrics = intake.NewMetrics(reg)
 	e.api.in.Log, e.api.log = log, log
 	e.srv.Close()
-	e.srv = httptest.NewServer(observe.Middleware(e.api.Handler(), observe.NewHTTPMetrics(reg), log))
+	e.srv = httptest.NewServer(observe.Middleware(e.api.Handler(), observe.NewHTTPMetrics(reg), log, nil))
 	t.Cleanup(e.srv.Close)
 	return e, reg, text, js
 }

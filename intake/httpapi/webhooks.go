@@ -30,6 +30,7 @@ type webhookAnswer struct {
 	EntityID    string `json:"entity_id"`
 	Message     string `json:"message,omitempty"`
 	ExceptionID int64  `json:"exception_id,omitempty"`
+	EmployeeID  string `json:"employee_id,omitempty"`
 }
 
 func (a *API) postWebhook(w http.ResponseWriter, r *http.Request) {
@@ -96,7 +97,7 @@ func renderWebhook(res records.WebhookResult) records.IdemResponse {
 		return p.response()
 	}
 	return jsonResponse(http.StatusOK, webhookAnswer{Outcome: res.Outcome, Code: res.Code, Version: res.Version,
-		EntityID: res.EntityID, Message: res.Message, ExceptionID: res.ExceptionID})
+		EntityID: res.EntityID, Message: res.Message, ExceptionID: res.ExceptionID, EmployeeID: res.EmployeeID})
 }
 
 // verifyWebhook checks the Standard Webhooks signature: webhook-signature

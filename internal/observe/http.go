@@ -14,6 +14,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // RequestIDHeader carries the request id: a sane one sent by the client is
@@ -54,15 +59,26 @@ func NewHTTPMetrics(reg prometheus.Registerer) *HTTPMetrics {
 // (Note). Requests of no interest to an operator — a successful /metrics
 // scrape or health check, a static file — are logged at debug; refusals
 // (4xx) at warn, failures (5xx) at error, the rest at info.
-func Middleware(next http.Handler, m *HTTPMetrics, log *slog.Logger) http.Handler {
+//
+// With a tracer provider (nil: none), each request is also a server span
+// named by its method and route, continuing a client's W3C traceparent;
+// what the request does (an envelope's receipt and processing) are its
+// children, and its log lines carry its trace_id.
+func Middleware(next http.Handler, m *HTTPMetrics, log *slog.Logger, tp trace.TracerProvider) http.Handler {
 	if m == nil {
 		m = NewHTTPMetrics(nil)
 	}
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	tracer := tp.Tracer("github.com/payintake/payintake/internal/observe")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		req := &request{id: requestID(r.Header.Get(RequestIDHeader))}
 		w.Header().Set(RequestIDHeader, req.id)
-		ctx := context.WithValue(r.Context(), requestKey{}, req)
+		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := tracer.Start(ctx, "HTTP "+r.Method, trace.WithSpanKind(trace.SpanKindServer))
+		ctx = context.WithValue(ctx, requestKey{}, req)
 		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
@@ -80,6 +96,13 @@ func Middleware(next http.Handler, m *HTTPMetrics, log *slog.Logger) http.Handle
 				}
 				defer panic(v)
 			}
+			span.SetName(method + " " + route)
+			span.SetAttributes(attribute.String("http.request.method", method), attribute.String("http.route", route),
+				attribute.Int("http.response.status_code", status), attribute.String("payintake.request_id", req.id))
+			if status >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(status))
+			}
+			span.End()
 			m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 			m.duration.WithLabelValues(route, method).Observe(took.Seconds())
 			notes := req.attrs()

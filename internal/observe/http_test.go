@@ -22,7 +22,7 @@ func TestMiddlewareLabelsAreRoutesNotPaths(t *testing.T) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {})
 	reg := prometheus.NewRegistry()
 	var logs bytes.Buffer
-	h := Middleware(mux, NewHTTPMetrics(reg), slog.New(slog.NewTextHandler(&logs, nil)))
+	h := Middleware(mux, NewHTTPMetrics(reg), slog.New(slog.NewTextHandler(&logs, nil)), nil)
 
 	for _, c := range []struct{ method, path, reqID string }{
 		{"GET", "/v1/things/123", "abc-1"},

@@ -1,0 +1,105 @@
+package intake_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// TestUploadIsOneTrace uploads one file over SFTP with tracing on and
+// checks the span tree: the receipt at the upload's close is the root, the
+// processing in the River job joins it through the job's arguments, and the
+// stages of processing are its children with their SQL statements (from
+// otelpgx, beside the crash-test tracer when that is on) below them.
+func TestUploadIsOneTrace(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	z := newDropZone(t, zoneOpts{tracing: tp})
+	c := z.login("acme", z.partner("acme"))
+	put(t, c, "/inbox/payroll-2026-11.csv", []byte(payroll))
+	waitResult(t, c, "payroll-2026-11.result.csv")
+
+	// The job's span ends just after the result commits: wait for it.
+	var spans tracetest.SpanStubs
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		spans = exp.GetSpans()
+		done := false
+		for _, s := range spans {
+			done = done || s.Name == "process" && attr(s, "payintake.applied") == "true"
+		}
+		if done || time.Now().After(deadline) {
+			break
+		}
+	}
+	byID := map[string]tracetest.SpanStub{}
+	var receive, process *tracetest.SpanStub
+	for i, s := range spans {
+		byID[s.SpanContext.SpanID().String()] = s
+		switch s.Name {
+		case "receive":
+			receive = &spans[i]
+		case "process":
+			if attr(s, "payintake.applied") == "true" {
+				process = &spans[i]
+			}
+		}
+	}
+	var names []string
+	for _, s := range spans {
+		names = append(names, s.Name+"<"+byID[s.Parent.SpanID().String()].Name)
+	}
+	if receive == nil || process == nil {
+		t.Fatalf("no receive or process span: %v", names)
+	}
+	if receive.Parent.IsValid() || attr(*receive, "payintake.source") != "sftp" || attr(*receive, "payintake.partner") != "acme" {
+		t.Errorf("receive is not the root span of an sftp upload: %+v", receive)
+	}
+	if process.SpanContext.TraceID() != receive.SpanContext.TraceID() || process.Parent.SpanID() != receive.SpanContext.SpanID() {
+		t.Errorf("process is not a child of receive in its trace: %v", names)
+	}
+	children := map[string]tracetest.SpanStub{}
+	for _, s := range spans {
+		if s.Parent.SpanID() == process.SpanContext.SpanID() {
+			children[s.Name] = s
+		}
+	}
+	for _, stage := range []string{"stage", "classify", "apply", "result"} {
+		st, ok := children[stage]
+		if !ok {
+			t.Errorf("no %s span under process: %v", stage, names)
+			continue
+		}
+		sql := 0
+		for _, s := range spans {
+			if s.Parent.SpanID() == st.SpanContext.SpanID() && attr(s, "db.query.text")+attr(s, "db.statement") != "" {
+				sql++
+			}
+		}
+		if sql == 0 {
+			t.Errorf("no SQL statement span under %s: %v", stage, names)
+		}
+	}
+	if got := attr(children["stage"], "payintake.rows"); got != "3" {
+		t.Errorf("stage rows = %q, want 3", got)
+	}
+	// Everything of the upload is in its one trace.
+	for _, s := range spans {
+		if s.SpanContext.TraceID() != receive.SpanContext.TraceID() && strings.HasPrefix(s.Name, "receive") {
+			t.Errorf("a second receive trace: %v", names)
+		}
+	}
+}
+
+func attr(s tracetest.SpanStub, key string) string {
+	for _, a := range s.Attributes {
+		if string(a.Key) == key {
+			return a.Value.Emit()
+		}
+	}
+	return ""
+}
