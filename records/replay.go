@@ -383,3 +383,47 @@ func (s *Store) WriteLatestResult(ctx context.Context, id int64, latest map[int]
 	}
 	return nil
 }
+
+// ReplayPlan is a replay file's legs and the submission they replay.
+type ReplayPlan struct {
+	Of   Envelope // the submission (its outcome envelope)
+	Legs []Leg
+}
+
+// applyReplayFile applies a replay file (envelope env, locked, partner
+// locked) as one replay of plan.Of keyed by the file's submission key: its
+// result file is the replay's result. A file naming rows that may not be
+// replayed is rejected whole (row_not_replayable) and applies nothing.
+func (s *Store) applyReplayFile(ctx context.Context, tx pgx.Tx, env *Envelope, plan ReplayPlan) error {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	res, err := s.replay(ctx, sp, ReplayRequest{PartnerID: env.PartnerID, Of: plan.Of, Key: env.Key, Source: env.Source,
+		Body: []byte{}, Legs: plan.Legs}, env.SHA256)
+	var nr *NotReplayableError
+	if errors.As(err, &nr) {
+		if rbErr := sp.Rollback(ctx); rbErr != nil {
+			return fmt.Errorf("roll back replay: %w", rbErr)
+		}
+		return s.fileResult(ctx, tx, env, FileReject{Code: "row_not_replayable", Field: "row", Message: nr.Error()}, StatusProcessed)
+	}
+	if err != nil {
+		return err
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return fmt.Errorf("release savepoint: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE replays SET counts = $2, result = $3 WHERE id = $1`, res.ID, res.Counts, res.Result); err != nil {
+		return fmt.Errorf("store replay result: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO envelope_results (envelope_id, n, data) VALUES ($1, 0, $2)`, env.ID, res.Result); err != nil {
+		return fmt.Errorf("store result: %w", err)
+	}
+	env.Status, env.Counts, env.ResultSize = StatusProcessed, res.Counts, int64(len(res.Result))
+	if _, err := tx.Exec(ctx, `UPDATE envelopes SET status = 'processed', counts = $2, result_size = $3, processed_at = now() WHERE id = $1`,
+		env.ID, env.Counts, env.ResultSize); err != nil {
+		return fmt.Errorf("close envelope: %w", err)
+	}
+	return nil
+}
