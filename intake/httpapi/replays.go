@@ -128,7 +128,7 @@ func (a *API) postReplay(w http.ResponseWriter, r *http.Request) {
 // are invalid is staged as a rejected row (it gets its outcome); a body
 // that is not this shape, or money as a JSON number, is refused whole.
 func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *problem) {
-	bad := func(field, code, detail string) ([]records.Leg, *problem) {
+	bad := func(code, field, detail string) ([]records.Leg, *problem) {
 		p := newProblem(http.StatusUnprocessableEntity, code, detail+"; nothing was applied")
 		p.Field = field
 		return nil, &p
@@ -139,24 +139,24 @@ func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *problem) {
 		Rows []map[string]json.RawMessage `json:"rows"`
 	}
 	if err := dec.Decode(&doc); err != nil {
-		return bad("", "invalid_json", `the body is not a JSON object {"rows": [{"row": N, "employee_ref": ..., "amount": "12.50", ...}]}`)
+		return bad("invalid_json", "", `the body is not a JSON object {"rows": [{"row": N, "employee_ref": ..., "amount": "12.50", ...}]}`)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return bad("", "invalid_json", "the body has data after its JSON object")
+		return bad("invalid_json", "", "the body has data after its JSON object")
 	}
 	if len(doc.Rows) == 0 || len(doc.Rows) > maxReplayLegs {
-		return bad("rows", "invalid_rows", fmt.Sprintf("rows must list 1 to %d corrected rows", maxReplayLegs))
+		return bad("invalid_rows", "rows", fmt.Sprintf("rows must list 1 to %d corrected rows", maxReplayLegs))
 	}
 	legs := make([]records.Leg, 0, len(doc.Rows))
 	for i, m := range doc.Rows {
 		at := fmt.Sprintf("rows[%d]", i)
 		n, err := strconv.Atoi(string(bytes.TrimSpace(m["row"])))
 		if err != nil || n < 1 {
-			return bad(at+".row", "invalid_row", at+".row must be the row index (a JSON integer from 1) of the submission's row this corrects")
+			return bad("invalid_row", at+".row", at+".row must be the row index (a JSON integer from 1) of the submission's row this corrects")
 		}
 		raw, invalid := jsonRawRow(m)
 		if invalid != nil {
-			return bad(at+"."+invalid.Field, invalid.Code, at+": "+invalid.Message)
+			return bad(invalid.Code, at+"."+invalid.Field, at+": "+invalid.Message)
 		}
 		rec, disp, rowErr := normalize.Normalize(raw, s)
 		row := normalize.Row{Index: n, Record: rec, Display: disp}
