@@ -113,9 +113,22 @@ func (s *Server) authAPI(h func(http.ResponseWriter, *http.Request, records.Revi
 // loginAPI checks a reviewer's name and password for the API; when they do
 // not log in, it has answered (401, or 500) and returns false.
 func (s *Server) loginAPI(w http.ResponseWriter, r *http.Request, name, pw string) (records.Reviewer, bool) {
-	rv, err := s.login(r.Context(), name, pw, records.ViaAPI, false)
+	rv, err := s.login(r.Context(), name, pw, clientAddress(r), records.ViaAPI, false)
 	if errors.Is(err, errBadCredentials) {
 		unauthorized(w, r, "wrong reviewer name or password")
+		return rv, false
+	}
+	var le *lockedError
+	if errors.As(err, &le) {
+		w.Header().Set("Retry-After", retryAfter(err))
+		writeProblem(w, r, http.StatusTooManyRequests, "login-locked", "Too many failed logins",
+			"too many failed logins for this name or from this address: wait for the time in Retry-After (it doubles with each further failure), or ask an operator to run `payintake reviewer unlock NAME`", nil)
+		return rv, false
+	}
+	if errors.Is(err, errBusy) {
+		w.Header().Set("Retry-After", retryAfter(err))
+		writeProblem(w, r, http.StatusServiceUnavailable, "login-busy", "Too many logins at once",
+			"the server is checking other logins right now: try again in a second, or use a bearer token from POST /v1/review/token instead of HTTP Basic on every request", nil)
 		return rv, false
 	}
 	if err != nil {

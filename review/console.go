@@ -213,10 +213,24 @@ func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	name := strings.TrimSpace(r.PostFormValue("name"))
 	next := safeNext(r.PostFormValue("next"))
-	rv, err := s.login(r.Context(), name, r.PostFormValue("password"), records.ViaConsole, true)
+	rv, err := s.login(r.Context(), name, r.PostFormValue("password"), clientAddress(r), records.ViaConsole, true)
 	if errors.Is(err, errBadCredentials) {
 		s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Log in",
 			Error: "Wrong name or password.", V: loginView{Name: name, Next: next}})
+		return
+	}
+	var le *lockedError
+	if errors.As(err, &le) {
+		w.Header().Set("Retry-After", retryAfter(err))
+		s.render(w, r, http.StatusTooManyRequests, "login", page{Title: "Log in",
+			Error: "Too many failed logins for this name or from this address. Wait " + retryAfter(err) +
+				" seconds and try again, or ask an operator to unlock your account.", V: loginView{Name: name, Next: next}})
+		return
+	}
+	if errors.Is(err, errBusy) {
+		w.Header().Set("Retry-After", retryAfter(err))
+		s.render(w, r, http.StatusServiceUnavailable, "login", page{Title: "Log in",
+			Error: "The server is busy checking other logins. Try again in a moment.", V: loginView{Name: name, Next: next}})
 		return
 	}
 	if err != nil {

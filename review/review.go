@@ -32,7 +32,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"log/slog"
+	"math"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +53,47 @@ type Server struct {
 	SecureCookies bool
 
 	handler http.Handler
+	// hashing holds one token per password check that may run at once.
+	hashing chan struct{}
+}
+
+// Password checks are costly on purpose (argon2id: 19 MiB and tens of
+// milliseconds each), so they are rationed: at most hashSlots run at once
+// in a process, whoever asks (known names, unknown names, console, API), and
+// a login that cannot get a slot within hashWait is answered 503 with
+// Retry-After. Memory so stays bounded however many logins arrive at once.
+const (
+	hashSlots = 2
+	hashWait  = 2 * time.Second
+)
+
+// errBusy: every password-check slot stayed taken for hashWait.
+var errBusy = errors.New("too many logins at once")
+
+// lockedError: the account name or the client address is locked after
+// failed logins, until Until.
+type lockedError struct{ Until time.Time }
+
+func (e *lockedError) Error() string { return "locked after failed logins" }
+
+// retryAfter is the Retry-After value (whole seconds, at least 1) for a
+// login refused with errBusy or a *lockedError.
+func retryAfter(err error) string {
+	var le *lockedError
+	if errors.As(err, &le) {
+		return strconv.Itoa(max(1, int(math.Ceil(time.Until(le.Until).Seconds()))))
+	}
+	return "1"
+}
+
+// clientAddress is the address failed logins are counted against: the
+// connection's IP (no proxy header is trusted).
+func clientAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // New returns a Server on store.
@@ -57,7 +101,7 @@ func New(store *records.Store, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{Store: store, Log: log, SessionTTL: 12 * time.Hour}
+	s := &Server{Store: store, Log: log, SessionTTL: 12 * time.Hour, hashing: make(chan struct{}, hashSlots)}
 	mux := http.NewServeMux()
 	s.routesAPI(mux)
 	s.routesConsole(mux)
@@ -102,21 +146,47 @@ var errBadCredentials = errors.New("wrong reviewer name or password")
 // unknown name as for a wrong password. Failures are always audited;
 // successes when auditOK (a console login or a token, not every Basic-auth
 // API call).
-func (s *Server) login(ctx context.Context, name, password, via string, auditOK bool) (records.Reviewer, error) {
+func (s *Server) login(ctx context.Context, name, password, address, via string, auditOK bool) (records.Reviewer, error) {
+	var rv records.Reviewer
+	// A locked name or address is refused before any password is checked,
+	// so a storm of guesses costs one small query each.
+	until, err := s.Store.LoginLockedUntil(ctx, name, address)
+	if err != nil {
+		return rv, err
+	}
+	if !until.IsZero() {
+		s.audit(ctx, records.AuditEntry{Actor: name, Via: via, Action: "login_locked", Detail: address})
+		return rv, &lockedError{Until: until}
+	}
+	wait, cancel := context.WithTimeout(ctx, hashWait)
+	defer cancel()
+	select {
+	case s.hashing <- struct{}{}:
+	case <-wait.Done():
+		return rv, errBusy
+	}
 	rv, hash, err := s.Store.ReviewerByName(ctx, name)
 	if err != nil && !errors.Is(err, records.ErrNotFound) {
+		<-s.hashing
 		return rv, err
 	}
 	if errors.Is(err, records.ErrNotFound) {
-		hash = dummyHash
+		hash = dummyHash // an unknown name costs what a known one does
 	}
 	ok, cerr := CheckPassword(hash, password)
+	<-s.hashing
 	if cerr != nil {
 		return rv, cerr
 	}
 	if err != nil || !ok {
-		s.audit(ctx, records.AuditEntry{Actor: name, Via: via, Action: "login_failed"})
+		s.audit(ctx, records.AuditEntry{Actor: name, Via: via, Action: "login_failed", Detail: address})
+		if _, ferr := s.Store.RecordLoginFailure(ctx, name, address); ferr != nil {
+			return rv, ferr
+		}
 		return rv, errBadCredentials
+	}
+	if err := s.Store.ClearLoginFailures(ctx, name, address); err != nil {
+		return rv, err
 	}
 	if auditOK {
 		s.audit(ctx, records.AuditEntry{Actor: name, Via: via, Action: "login"})

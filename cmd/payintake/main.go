@@ -41,7 +41,7 @@ commands:
   review list|show   list held exceptions, or show one with its record's history
   review approve|reject EXCEPTION_ID --reviewer NAME [--note TEXT]
   review approve|reject --partner ID [filters] [--dry-run] --reviewer NAME   decide every matching open exception
-  reviewer add|list|password|disable|enable   reviewer accounts for the review console and API
+  reviewer add|list|password|disable|enable|unlock   reviewer accounts for the review console and API
 
 every command takes --data-dir DIR (PAYINTAKE_DATA_DIR), --database-url URL (PAYINTAKE_DATABASE_URL),
 --log-format text|json and --log-level debug|info|warn|error (serve logs always; other commands with --verbose)

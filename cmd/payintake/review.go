@@ -359,8 +359,10 @@ func cmdReviewer(ctx context.Context, sub string, args []string, stdout, stderr 
 		return cmdReviewerDisable(ctx, args, stdout, stderr, true)
 	case "enable":
 		return cmdReviewerDisable(ctx, args, stdout, stderr, false)
+	case "unlock":
+		return cmdReviewerUnlock(ctx, args, stdout, stderr)
 	}
-	return usagef("reviewer: unknown command %q (want add, list, password, disable or enable)", sub)
+	return usagef("reviewer: unknown command %q (want add, list, password, disable, enable or unlock)", sub)
 }
 
 // cmdReviewerAdd creates a reviewer (or, with reset, sets a new password).
@@ -496,4 +498,40 @@ func cmdReviewerList(ctx context.Context, args []string, stdout, stderr io.Write
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", r.Name, ps, r.CreatedAt.UTC().Format(time.RFC3339), r.Disabled)
 		},
 	})
+}
+
+// cmdReviewerUnlock lifts the lock that failed logins put on a reviewer
+// name (or, with --address, on a client address).
+func cmdReviewerUnlock(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, g := newFlagSet("reviewer unlock", stderr)
+	address := fs.String("address", "", "unlock this client IP address instead of a reviewer NAME")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	scope, key := "account", ""
+	switch {
+	case *address != "" && len(pos) == 0:
+		scope, key = "address", *address
+	case *address == "" && len(pos) == 1:
+		key = pos[0]
+	default:
+		return usagef("reviewer unlock takes one reviewer NAME, or --address IP")
+	}
+	e, err := g.open(ctx, g.logger(stderr), 2)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	had, err := e.store.UnlockLogin(ctx, scope, key)
+	if err != nil {
+		return err
+	}
+	_ = e.store.Audit(ctx, records.AuditEntry{Actor: envOr("USER", "operator"), Via: records.ViaCLI, Action: "login_unlock", Detail: scope + " " + key})
+	if !had {
+		fmt.Fprintf(stdout, "%s %s had no failed logins: nothing to unlock\n", scope, key)
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s %s unlocked: its failed logins are forgotten\n", scope, key)
+	return nil
 }

@@ -149,6 +149,8 @@ var routes = []route{
 	{"GET", "/v1/submissions/{id}/result.csv", (*API).getResult},
 	{"POST", "/v1/webhooks/{partner}", (*API).postWebhook},
 	{"GET", "/v1/openapi.json", (*API).getOpenAPI},
+	{"GET", "/v1/problems", (*API).getProblems},
+	{"GET", ProblemBase + "{code}", (*API).getProblems},
 }
 
 // Register adds the API's routes to mux, and answers every other request
@@ -242,7 +244,7 @@ type problem struct {
 }
 
 func newProblem(status int, code, detail string) problem {
-	return problem{Type: "urn:payintake:problem:" + code, Title: http.StatusText(status), Status: status, Detail: detail, Code: code}
+	return problem{Type: ProblemBase + code, Title: http.StatusText(status), Status: status, Detail: detail, Code: code}
 }
 
 func (p problem) response() records.IdemResponse {

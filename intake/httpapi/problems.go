@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"html/template"
+	"net/http"
+	"strings"
+)
+
+// ProblemBase is where problem types point: every problem document's type
+// is ProblemBase + its code (a reference relative to the server), and
+// GET there explains the code and what to do; GET /v1/problems lists all.
+const ProblemBase = "/v1/problems/"
+
+// problemDoc explains one code of the API's problem documents.
+type problemDoc struct {
+	Code   string
+	Status string // the HTTP status(es) it comes with
+	Means  string
+	Do     string
+}
+
+// problemDocs is the one vocabulary of the codes the API answers with: its
+// own, the webhook body's and the row codes a quarantined webhook can carry
+// (the same codes as in result files). TestProblemCodesDocumented keeps it
+// complete.
+var problemDocs = []problemDoc{
+	{"unauthorized", "401", "The API token is missing, malformed, unknown or revoked.", "Send the partner's token as `Authorization: Bearer TOKEN`; an operator issues one with `payintake partner token ID`."},
+	{"idempotency_key_missing", "400", "A submission came without an Idempotency-Key header.", "Send a key unique to the submission (for example a UUID) and the same key on every retry of it."},
+	{"idempotency_key_malformed", "400", "The Idempotency-Key is empty, repeated, too long (over 255 characters), badly quoted or not printable ASCII.", "Send exactly one key of 1 to 255 printable ASCII characters."},
+	{"idempotency_key_in_progress", "409", "Another request with this Idempotency-Key is still being processed.", "Retry after the Retry-After seconds with the same key and body: you then get its result."},
+	{"idempotency_key_reuse", "422", "The Idempotency-Key was already used with a different body. Nothing was applied; the body is kept for audit.", "Send a new submission under a new key, or resend the original body unchanged."},
+	{"idempotency_key_parameter_mismatch", "422", "The Idempotency-Key was already used for a request with other parameters.", "Repeat the original request exactly, or use a new key for a new request."},
+	{"invalid_name", "400", "The ?name= of a submission is missing or not a plain file name.", "Give the file's name (at most 255 bytes, no slashes or control characters); it names the result and is checked against the agreed file pattern."},
+	{"body_too_large", "413", "The body is larger than the server accepts (64 MiB for a submission, 1 MiB for a webhook).", "Split the payroll run into several submissions; send one pay-line change per webhook."},
+	{"body_unreadable", "400", "The body could not be read to its end (the connection broke or was too slow).", "Send the request again with the same Idempotency-Key or webhook-id."},
+	{"not_found", "404", "There is no such resource for your partner account (another partner's submissions do not exist for you).", "Check the id or path; the API is described at /v1/openapi.json."},
+	{"method_not_allowed", "405", "The path exists but not with this method.", "Use one of the methods in the Allow header."},
+	{"not_ready", "409", "The submission has no result yet.", "Retry after the Retry-After seconds."},
+	{"invalid_cursor", "400", "The cursor of a listing is not one the server gave.", "Start the listing again without a cursor and follow the next links."},
+	{"invalid_limit", "400", "The limit of a listing is not a whole number in range.", "Give a limit from 1 to the documented maximum."},
+	{"invalid_status", "400", "The status filter of a listing is not a known status.", "Use one of the statuses in the API description."},
+	{"invalid_outcome", "400", "The outcome filter of a listing is not a known row outcome.", "Use created, updated, unchanged, held, stale or rejected."},
+	{"internal_error", "500", "The server could not complete the request (for example the database was unreachable). Nothing half-done is kept.", "Retry later with the same Idempotency-Key or webhook-id; if it persists, tell the operator the X-Request-Id."},
+	{"signature_missing", "401", "A webhook came without webhook-id, webhook-timestamp or webhook-signature. Nothing was stored.", "Sign every delivery per Standard Webhooks with a secret from `payintake partner webhook-secret ID`."},
+	{"signature_invalid", "401", "No webhook-signature matches the body with an active secret of the partner. Nothing was stored.", "Sign `id.timestamp.body` with HMAC-SHA256 and the current secret; check that the body is sent byte for byte as signed."},
+	{"timestamp_invalid", "401", "webhook-timestamp is not Unix seconds. Nothing was stored.", "Send the signing time as whole Unix seconds."},
+	{"timestamp_out_of_tolerance", "401", "webhook-timestamp is more than 5 minutes from the server's clock (a replayed or delayed message, or a wrong clock). Nothing was stored.", "Sign again at sending time, and keep the sender's clock in sync (NTP)."},
+	{"invalid_webhook_id", "400", "The webhook-id is longer than 255 bytes.", "Use a shorter, unique id per message."},
+	{"webhook_id_reuse", "422", "The webhook-id was already delivered with a different body. Nothing was applied; the body is kept for audit.", "Give every new message its own webhook-id; a redelivery sends the same body."},
+	{"invalid_json", "422", "The webhook body is not one JSON object (or a field is not valid JSON). Quarantined, nothing applied.", "Send one JSON object per delivery."},
+	{"invalid_type", "422", "A webhook field has the wrong JSON type. Quarantined, nothing applied.", "Send the pay-line fields as JSON strings (version as an integer)."},
+	{"money_not_string", "422", "amount or rate is a JSON number. Money is never converted from a number, to avoid rounding. Quarantined, nothing applied.", "Send money as a JSON string such as \"2150.00\"."},
+	{"invalid_entity_id", "422", "entity_id is longer than 255 bytes. Quarantined, nothing applied.", "Use the sender's id of the pay line, at most 255 bytes."},
+	{"invalid_version", "422", "version is not a non-negative JSON integer. Quarantined, nothing applied.", "Send the pay line's version as an integer that grows with every change."},
+	{"missing_value", "422", "A required value is missing (field says which). In a file this rejects the row.", "Send the value."},
+	{"mangled_identifier", "422", "employee_ref looks like spreadsheet scientific notation (1.23E+05): the real id was lost.", "Export the id as text and send it again."},
+	{"invalid_identifier", "422", "employee_ref has characters that are not allowed.", "Send the employee reference as agreed."},
+	{"invalid_amount", "422", "amount is not a decimal amount (exponents and other forms are refused).", "Send a plain decimal such as 1234.50."},
+	{"invalid_rate", "422", "rate is not a decimal number.", "Send a plain decimal."},
+	{"invalid_hours", "422", "hours is not a decimal number.", "Send a plain decimal."},
+	{"too_many_decimals", "422", "The amount has more decimals than its currency allows; it is never rounded.", "Send the exact amount with at most the currency's decimals."},
+	{"invalid_currency", "422", "currency is not a 3-letter ISO 4217 code.", "Send a code such as USD or EUR."},
+	{"currency_mismatch", "422", "A value's currency symbol or code differs from the row's currency.", "Make the amount and the currency agree."},
+	{"invalid_date", "422", "pay_date is not ISO YYYY-MM-DD nor the partner's agreed date format; dates are never guessed.", "Send YYYY-MM-DD."},
+	{"too_many_cells", "422", "A CSV row has more non-empty cells than the header has columns.", "Fix the row's delimiters or quoting."},
+	{"malformed_row", "422", "A CSV row could not be read (quoting).", "Fix the row's quoting."},
+}
+
+var problemsPage = template.Must(template.New("problems").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>payintake problem codes</title></head>
+<body><h1>payintake problem codes</h1>
+<p>Every error of the payintake API is an RFC 9457 problem document (<code>application/problem+json</code>)
+whose <code>type</code> is this page's address followed by its <code>code</code>. The same codes appear in
+result files, webhook answers and the server's logs.</p>
+{{range .}}<section id="{{.Code}}"><h2><a href="/v1/problems/{{.Code}}">{{.Code}}</a> <small>(HTTP {{.Status}})</small></h2>
+<p><b>What it means:</b> {{.Means}}</p><p><b>What to do:</b> {{.Do}}</p></section>
+{{end}}</body></html>
+`))
+
+// getProblems serves GET /v1/problems (every code) and
+// GET /v1/problems/{code} (one code; 404 for an unknown one).
+func (a *API) getProblems(w http.ResponseWriter, r *http.Request) {
+	docs := problemDocs
+	if code := r.PathValue("code"); code != "" {
+		docs = nil
+		for _, d := range problemDocs {
+			if d.Code == code {
+				docs = []problemDoc{d}
+			}
+		}
+		if docs == nil {
+			writeProblem(w, newProblem(http.StatusNotFound, "not_found", "there is no problem code "+strings.ToValidUTF8(code, "")+"; every code is listed at /v1/problems"))
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = problemsPage.Execute(w, docs)
+}
