@@ -60,6 +60,9 @@ func (in *Intake) replayPlan(ctx context.Context, env records.Envelope, p record
 	if err != nil {
 		return pl, err
 	}
+	if IsReplayFile(of.FileName) {
+		return reject("not_replayable", "", fmt.Sprintf("%s is the result of a replay file; nothing was applied: replay the rows of the submission it corrects", target))
+	}
 	if of.Status != records.StatusProcessed {
 		return reject("not_replayable", "", fmt.Sprintf("%s is not the result of a processed submission (status %s), so it has no rows to replay; nothing was applied", target, of.Status))
 	}

@@ -73,6 +73,10 @@ func (a *API) postReplay(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		writeProblem(w, newProblem(http.StatusConflict, "not_ready", "this submission has no result yet; replay its rows once it has one"))
 		return
+	case intake.IsReplayFile(out.FileName):
+		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "not_replayable",
+			fmt.Sprintf("submission %d is itself a replay file (%s); nothing was applied: replay the rows of the submission it corrects", env.ID, out.FileName)))
+		return
 	case out.Status != records.StatusProcessed:
 		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "not_replayable",
 			fmt.Sprintf("submission %d was not processed (status %s), so it has no rows to replay: send the file as a new submission", env.ID, out.Status)))

@@ -180,3 +180,20 @@ func TestReplayLegConcurrent(t *testing.T) {
 		t.Fatalf("record %+v", got)
 	}
 }
+
+// A replay file's envelope is not a submission to replay: its rows are
+// legs of the submission it corrects, keyed by that submission.
+func TestReplayOfAReplayFileRefused(t *testing.T) {
+	e := newEnv(t, Config{})
+	submissionID(t, e.submit("acme", "march.csv", "march.csv", csvRows("E1,2026-03,BASE,x,USD")))
+	rf := submissionID(t, e.submit("acme", "march.replay.csv", "march.replay.csv",
+		"row,employee_ref,pay_period,component,amount,currency\n1,E1,2026-03,BASE,y,USD\n"))
+	rows, _ := listRowsPage(t, e.get("acme", fmt.Sprintf("/v1/submissions/%d/rows", rf)))
+	if len(rows) != 1 || rows[0].Row != 1 || rows[0].Code != "invalid_amount" {
+		t.Fatalf("replay file rows %+v", rows)
+	}
+	wantProblem(t, e.replay("acme", rf, "k", legs(leg(1, "E1", "5.00"))), http.StatusUnprocessableEntity, "not_replayable")
+	if n := e.count(`SELECT count(*) FROM records`); n != 0 {
+		t.Fatalf("%d records", n)
+	}
+}
