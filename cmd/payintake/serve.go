@@ -16,15 +16,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/riverqueue/river"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	outbound "github.com/payintake/payintake/dispatch"
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/intake/httpapi"
 	"github.com/payintake/payintake/records"
 	"github.com/payintake/payintake/review"
 	samplefiles "github.com/payintake/payintake/sample-files"
 )
+
+// dispatchWorkers is how many periods one serve process dispatches at once.
+const dispatchWorkers = 2
 
 // cmdServe runs the SFTP drop zone, the HTTP address (API, reviewers,
 // /metrics, /healthz, /readyz) and the workers that process envelopes.
@@ -50,7 +55,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("--workers %d: give a number from 0 to 256", *workers)
 	}
 	// A worker holds one connection for its transaction and reads the
-	// file's bytes on another.
+	// file's bytes on another. (A dispatch run also holds one, owning its
+	// period, and uses one more at a time: with the spare two, it can
+	// always go on.)
 	if need := 2**workers + 2; *maxConns < need {
 		return usagef("--db-max-conns %d is too small for --workers %d: give at least %d", *maxConns, *workers, need)
 	}
@@ -101,8 +108,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	metrics := intake.NewMetrics(reg)
 	registerDBMetrics(reg, e.store.Pool())
 
+	// Outbound dispatch runs on the same River client, on a queue of its own.
+	disp := outbound.New(e.store.Pool(), outbound.Config{Log: log.With("component", "dispatch"), Metrics: outbound.NewMetrics(reg)})
 	queue, err := intake.NewQueue(e.intake, metrics, intake.QueueConfig{Workers: *workers,
-		JobTimeout: *jobTimeout})
+		JobTimeout: *jobTimeout, Register: func(w *river.Workers) { outbound.Register(w, disp) },
+		PeriodicJobs: outbound.PeriodicJobs(), Queues: map[string]river.QueueConfig{outbound.QueueName: {MaxWorkers: dispatchWorkers}}})
 	if err != nil {
 		return err
 	}
@@ -129,6 +139,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// their own go on reg (never the global default registry).
 	httpapi.Mount(ctx, mux, e.intake, dataDir, httpapi.WithEnqueue(queue.Enqueue)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
 	review.Mount(mux, e.store, log)
+	if *demo {
+		mountDemoVendor(mux)
+	}
 
 	sftpLn, err := net.Listen("tcp", *sftpAddr)
 	if err != nil {
@@ -168,6 +181,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// (River alone would wait for its rescue, --job-timeout + 5m). The
 		// sweep ends with the servers, before the workers stop.
 		wg.Go(func() { queue.SweepOrphans(runCtx, e.store.Pool(), *orphanAfter) })
+		wg.Go(func() { outbound.Sweep(runCtx, disp, queue.Insert) })
 	}
 	httpSrv := &http.Server{Handler: observeHTTP(mux, reg, log, e.tracing), ReadHeaderTimeout: 10 * time.Second}
 	wg.Go(func() {
@@ -234,6 +248,7 @@ type demo struct {
 	e        *env
 	dir      string // DATA_DIR/demo
 	sftpAddr net.Addr
+	httpAddr net.Addr
 	httpURL  string // http://127.0.0.1:PORT
 	hostKey  ssh.PublicKey
 	out      io.Writer
@@ -254,12 +269,13 @@ func demoSteps() []demoStep {
 		{"reviewer", demoReviewer},
 		{"http api", demoAPI},
 		{"webhook", demoWebhook},
+		{"vendor target", func(ctx context.Context, d *demo) error { return setupDemoDispatch(ctx, d.e.store, d.httpAddr, d.out) }},
 	}
 }
 
 // setupDemo runs the demo steps in order and prints what each one offers.
 func setupDemo(ctx context.Context, e *env, dataDir string, sftpAddr, httpAddr net.Addr, hostKey ssh.PublicKey, stdout io.Writer) error {
-	d := &demo{e: e, dir: filepath.Join(dataDir, "demo"), sftpAddr: sftpAddr, httpURL: "http://" + loopback(httpAddr.String()),
+	d := &demo{e: e, dir: filepath.Join(dataDir, "demo"), sftpAddr: sftpAddr, httpAddr: httpAddr, httpURL: "http://" + loopback(httpAddr.String()),
 		hostKey: hostKey, out: stdout}
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", d.dir, err)
