@@ -15,6 +15,10 @@ import (
 func cmdPartnerTokenList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, g := newFlagSet("partner token list", stderr)
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && isHelp(args[0]) {
+			formatFlag(fs)
+			return helpError{fs}
+		}
 		return usagef("use: partner token list ID [--format json]")
 	}
 	id := args[0]
