@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -187,7 +186,7 @@ func (pf *partnerFlags) update(id string) (records.PartnerUpdate, error) {
 }
 
 func checkPartnerID(id string) error {
-	if !regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`).MatchString(id) {
+	if !records.ValidPartnerID(id) {
 		return usagef("partner ID %q must be lowercase letters, digits, '.', '_' or '-' (at most 63)", id)
 	}
 	return nil
