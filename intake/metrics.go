@@ -27,6 +27,8 @@ type Metrics struct {
 	sessions      prometheus.Gauge
 	failures      prometheus.Counter
 	stuck         prometheus.Gauge
+	idleClosed    prometheus.Counter
+	loginsClosed  *prometheus.CounterVec
 	partnerBusy   prometheus.Counter
 	webhooks      *prometheus.CounterVec
 }
@@ -70,7 +72,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		logins: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payintake_sftp_logins_total",
-			Help: "SSH logins by result (ok, failed, unavailable: refused because keys could not be checked).",
+			Help: "SSH logins by result (ok, failed, unavailable: refused because keys could not be checked, too_many_sessions: the partner had --sftp-max-sessions open).",
 		}, []string{"result"}),
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "payintake_sftp_connections",
@@ -84,6 +86,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "payintake_envelopes_stuck",
 			Help: "Received envelopes no longer retried: their job failed every attempt, or the sweep queued them again too often. They wait for an operator.",
 		}),
+		idleClosed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "payintake_sftp_idle_closed_total",
+			Help: "Logged-in SSH connections closed after --sftp-idle-timeout without traffic.",
+		}),
+		loginsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payintake_sftp_prelogin_closed_total",
+			Help: "Connections closed before login by the pre-login bounds: reason silent (sent nothing), evicted (a newer connection from the address needed the slot of an idle one), full (no slot within the wait).",
+		}, []string{"reason"}),
 		partnerBusy: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "payintake_jobs_put_back_total",
 			Help: "Processing jobs put back because their partner was busy with another file (the worker took another partner's file instead).",
@@ -93,7 +103,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.webhooks)
 		reg.MustRegister(m.uploads, m.uploadBytes, m.downloads, m.downloadBytes, m.envelopes, m.rows,
-			m.processing, m.latency, m.logins, m.sessions, m.failures, m.stuck, m.partnerBusy)
+			m.processing, m.latency, m.logins, m.sessions, m.failures, m.stuck, m.idleClosed, m.loginsClosed,
+			m.partnerBusy)
 	}
 	return m
 }

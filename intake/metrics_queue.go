@@ -15,11 +15,12 @@ type queueCollector struct {
 	pool                  *pgxpool.Pool
 	timeout               time.Duration
 	waiting, oldest, jobs *prometheus.Desc
+	ready                 *prometheus.Desc
 }
 
 // NewQueueCollector reports, at scrape time, the received envelopes waiting
-// for processing, the age of the oldest of them, and the processing jobs by
-// state; each scrape's queries are cancelled after timeout (the scrape then
+// for processing, the age of the oldest of them, the processing jobs by
+// state, and whether the database answered (payintake_ready); each scrape's queries are cancelled after timeout (the scrape then
 // reports an error for these metrics and the others as usual).
 func NewQueueCollector(pool *pgxpool.Pool, timeout time.Duration) prometheus.Collector {
 	return &queueCollector{
@@ -28,6 +29,8 @@ func NewQueueCollector(pool *pgxpool.Pool, timeout time.Duration) prometheus.Col
 			"Received envelopes not processed yet (their result is not available).", nil, nil),
 		oldest: prometheus.NewDesc("payintake_oldest_waiting_envelope_age_seconds",
 			"Age of the oldest received envelope not processed yet; 0 when none waits.", nil, nil),
+		ready: prometheus.NewDesc("payintake_ready",
+			"1 when the database answered this scrape's queries in time (what /readyz checks), else 0.", nil, nil),
 		jobs: prometheus.NewDesc("payintake_processing_jobs",
 			"Envelope processing jobs in the queue by state (available, scheduled, running, retryable).", []string{"state"}, nil),
 	}
@@ -37,6 +40,7 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.waiting
 	ch <- c.oldest
 	ch <- c.jobs
+	ch <- c.ready
 }
 
 var jobStates = []string{"available", "scheduled", "running", "retryable"}
@@ -48,7 +52,10 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	var age float64
 	err := c.pool.QueryRow(ctx, `SELECT count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(received_at)), 0)::float8
 		FROM envelopes WHERE status = 'received'`).Scan(&waiting, &age)
+	ready := 1.0
+	defer func() { ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, ready) }()
 	if err != nil {
+		ready = 0
 		err = fmt.Errorf("count waiting envelopes: %w", err)
 		ch <- prometheus.NewInvalidMetric(c.waiting, err)
 		ch <- prometheus.NewInvalidMetric(c.oldest, err)
@@ -74,6 +81,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if err != nil {
+		ready = 0
 		ch <- prometheus.NewInvalidMetric(c.jobs, fmt.Errorf("count processing jobs: %w", err))
 		return
 	}

@@ -66,13 +66,26 @@ func TestQueueCollector(t *testing.T) {
 	if age := got["payintake_oldest_waiting_envelope_age_seconds"]; age < 600 || age > 700 {
 		t.Errorf("oldest waiting age %v s, want about 600", age)
 	}
+	if got["payintake_ready"] != 1 {
+		t.Errorf("payintake_ready %v, want 1", got["payintake_ready"])
+	}
 	if got["payintake_processing_jobs/available"] != 1 || got["payintake_processing_jobs/running"] != 0 {
 		t.Errorf("processing jobs %v: want 1 available", got)
 	}
 
 	slow := prometheus.NewRegistry()
 	slow.MustRegister(intake.NewQueueCollector(f.store.Pool(), time.Nanosecond))
-	if _, err := slow.Gather(); err == nil || !strings.Contains(err.Error(), "waiting envelopes") {
+	mfs, err = slow.Gather()
+	if err == nil || !strings.Contains(err.Error(), "waiting envelopes") {
 		t.Errorf("a scrape past its timeout: %v, want an error", err)
+	}
+	readyShown := false
+	for _, mf := range mfs {
+		if mf.GetName() == "payintake_ready" {
+			readyShown = mf.GetMetric()[0].GetGauge().GetValue() == 0
+		}
+	}
+	if !readyShown {
+		t.Error("payintake_ready is not 0 when the database did not answer")
 	}
 }

@@ -59,7 +59,21 @@ type SFTPConfig struct {
 	// InboxWindow is how long a received file stays visible in /inbox (stat,
 	// listing) after it arrived. 0 means DefaultInboxWindow.
 	InboxWindow time.Duration
+	// IdleTimeout closes a logged-in connection on which nothing has been
+	// sent or received for this long while the server is not working for it.
+	// 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxSessions bounds the logged-in connections of one partner to this
+	// server; more are refused at login with a message. 0 means
+	// DefaultMaxSessions.
+	MaxSessions int
 }
+
+// Defaults of the session bounds.
+const (
+	DefaultIdleTimeout = 10 * time.Minute
+	DefaultMaxSessions = 32
+)
 
 // DefaultInboxWindow is how long /inbox shows a received file.
 const DefaultInboxWindow = 7 * 24 * time.Hour
@@ -72,6 +86,7 @@ type SFTPServer struct {
 	log     *slog.Logger
 	m       *Metrics
 	limiter *loginLimiter
+	gate    *loginGate
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -81,6 +96,9 @@ type SFTPServer struct {
 	// Lock order: imu before a pending's mu.
 	imu   sync.Mutex
 	inbox map[string]map[string]*pending
+
+	smu      sync.Mutex
+	sessions map[string]int // logged-in connections per partner
 }
 
 // NewSFTPServer checks cfg and prepares the spool folder.
@@ -106,6 +124,12 @@ func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
 	if cfg.InboxWindow <= 0 {
 		cfg.InboxWindow = DefaultInboxWindow
 	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -118,9 +142,11 @@ func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
 	return &SFTPServer{
 		cfg: cfg, log: cfg.Log, m: cfg.Metrics,
 		limiter: &loginLimiter{base: cfg.LoginDelay, max: cfg.MaxLoginDelay, window: loginFailureWindow,
-			m: map[string]*failures{}, pending: map[string]int{}},
-		conns: map[net.Conn]struct{}{},
-		inbox: map[string]map[string]*pending{},
+			m: map[string]*failures{}},
+		gate:     newLoginGate(func(reason string) { cfg.Metrics.loginsClosed.WithLabelValues(reason).Inc() }),
+		conns:    map[net.Conn]struct{}{},
+		inbox:    map[string]map[string]*pending{},
+		sessions: map[string]int{},
 	}, nil
 }
 
@@ -228,8 +254,12 @@ type authState struct {
 	failures int
 	// unavailable: a login refused only because keys could not be checked.
 	unavailable bool
-	offered     []string
-	lastErr     error
+	// capped: a login refused because the partner has MaxSessions already.
+	capped bool
+	// session: the partner whose session slot this connection holds.
+	session string
+	offered []string
+	lastErr error
 }
 
 var errKeyNotAllowed = errors.New("public key not authorised for this partner")
@@ -239,8 +269,36 @@ var errKeyNotAllowed = errors.New("public key not authorised for this partner")
 // is not counted as a failed login, and the client is told why.
 var errKeyCheckUnavailable = errors.New("key check unavailable")
 
+// errTooManySessions is a login refused because the partner already has
+// MaxSessions connections to this server.
+var errTooManySessions = errors.New("too many sessions")
+
+// takeSession reserves one of the partner's session slots.
+func (s *SFTPServer) takeSession(partner string) bool {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.sessions[partner] >= s.cfg.MaxSessions {
+		return false
+	}
+	s.sessions[partner]++
+	return true
+}
+
+func (s *SFTPServer) releaseSession(partner string) {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.sessions[partner]--; s.sessions[partner] <= 0 {
+		delete(s.sessions, partner)
+	}
+}
+
 func (s *SFTPServer) serverConfig(ctx context.Context, st *authState) *ssh.ServerConfig {
 	check := func(user, fp string) error {
+		if !records.ValidPartnerID(user) {
+			// Malformed input (invalid UTF-8, odd characters, too long) is an
+			// unknown partner: the same answer and delay, no database call.
+			return errKeyNotAllowed
+		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		ok, err := s.cfg.Store.KeyAllowed(cctx, user, fp)
@@ -255,7 +313,7 @@ func (s *SFTPServer) serverConfig(ctx context.Context, st *authState) *ssh.Serve
 		return nil
 	}
 	cfg := &ssh.ServerConfig{
-		ServerVersion: "SSH-2.0-payintake",
+		ServerVersion: serverVersion,
 		MaxAuthTries:  6,
 		// Only filters offered keys, so a client with several keys does not
 		// sign with ones that cannot work. Nothing is granted here.
@@ -281,6 +339,15 @@ func (s *SFTPServer) serverConfig(ctx context.Context, st *authState) *ssh.Serve
 			if err := check(c.User(), fp); err != nil {
 				return nil, err
 			}
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			if st.session == "" {
+				if !s.takeSession(c.User()) {
+					return nil, &ssh.BannerError{Err: errTooManySessions,
+						Message: fmt.Sprintf("payintake: partner %s already has %d sessions open on this server (the most allowed); nothing was received: close some (or lower your client's parallel connections) and try again\n", c.User(), s.cfg.MaxSessions)}
+				}
+				st.session = c.User()
+			}
 			perms.Extensions[extPartner] = c.User()
 			return perms, nil
 		},
@@ -290,6 +357,10 @@ func (s *SFTPServer) serverConfig(ctx context.Context, st *authState) *ssh.Serve
 			st.user = c.User()
 			if errors.Is(err, errKeyCheckUnavailable) {
 				st.unavailable = true
+				return
+			}
+			if errors.Is(err, errTooManySessions) {
+				st.capped = true
 				return
 			}
 			if err == nil || method == "none" {
@@ -332,26 +403,43 @@ func remoteIP(c net.Conn) string {
 func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
 	ip := remoteIP(c)
 	log := s.log.With("conn", newConnID(), "remote", c.RemoteAddr().String())
-	if !s.limiter.enter(ctx, ip) {
-		log.Warn("too many connections logging in at once from this address for too long; closed")
+	bc := newBannerConn(c)
+	if !s.gate.hello(bc, ip) {
+		log.Debug("connection closed before it sent anything")
+		return
+	}
+	if !s.gate.enter(ctx, ip) {
+		log.Warn("too many connections logging in at once from this address (or in all) for too long; closed")
 		return
 	}
 	entered := true
 	leave := func() {
 		if entered {
-			s.limiter.leave(ip)
+			s.gate.leave(ip)
 			entered = false
 		}
 	}
 	defer leave()
 	st := &authState{ip: ip}
+	defer func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.session != "" {
+			s.releaseSession(st.session)
+		}
+	}()
+	ic := &idleConn{Conn: bc}
+	ic.touch()
 	_ = c.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	sconn, chans, reqs, err := ssh.NewServerConn(c, s.serverConfig(ctx, st))
+	sconn, chans, reqs, err := ssh.NewServerConn(ic, s.serverConfig(ctx, st))
 	if err != nil {
 		st.mu.Lock()
-		failed, offered, last, user, unavailable := st.failures, st.offered, st.lastErr, st.user, st.unavailable
+		failed, offered, last, user, unavailable, capped := st.failures, st.offered, st.lastErr, st.user, st.unavailable, st.capped
 		st.mu.Unlock()
-		if unavailable && failed == 0 {
+		if capped && failed == 0 {
+			s.m.logins.WithLabelValues("too_many_sessions").Inc()
+			log.Warn("login refused: the partner has the most sessions allowed open", "user", user, "max_sessions", s.cfg.MaxSessions)
+		} else if unavailable && failed == 0 {
 			s.m.logins.WithLabelValues("unavailable").Inc()
 			log.Warn("login refused: partner keys cannot be checked (database unreachable)", "user", user)
 		} else if failed > 0 {
@@ -380,6 +468,7 @@ func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
 	log.Info("logged in", "client", string(sconn.ClientVersion()))
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go s.closeWhenIdle(connCtx, ic, sconn, log)
 	go ssh.DiscardRequests(reqs)
 	var wg sync.WaitGroup
 	var channels atomic.Int32 // open at once
@@ -402,7 +491,7 @@ func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
 		go func() {
 			defer wg.Done()
 			defer channels.Add(-1)
-			s.session(connCtx, ch, creqs, partner, log)
+			s.session(connCtx, ch, creqs, partner, ic, log)
 		}()
 	}
 	wg.Wait()
@@ -417,7 +506,7 @@ func errString(err error) string {
 }
 
 // session serves one SSH session channel: the sftp subsystem and nothing else.
-func (s *SFTPServer) session(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request, partner string, log *slog.Logger) {
+func (s *SFTPServer) session(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request, partner string, ic *idleConn, log *slog.Logger) {
 	defer ch.Close()
 	started := false
 	done := make(chan struct{})
@@ -435,7 +524,7 @@ func (s *SFTPServer) session(ctx context.Context, ch ssh.Channel, reqs <-chan *s
 				_ = req.Reply(true, nil)
 				go func() {
 					defer close(done)
-					s.serveSFTP(ctx, ch, partner, log)
+					s.serveSFTP(ctx, ch, partner, ic, log)
 					// The client sees the end of the session.
 					_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{0}))
 					ch.Close()
@@ -465,8 +554,9 @@ func subsystemName(payload []byte) string {
 	return string(payload[4 : 4+n])
 }
 
-func (s *SFTPServer) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, log *slog.Logger) {
+func (s *SFTPServer) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, ic *idleConn, log *slog.Logger) {
 	fs := newPartnerFS(ctx, s, partner, log)
+	fs.conn = ic
 	h := sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs}
 	rs := sftp.NewRequestServer(ch, h, sftp.WithStartDirectory("/"+dirInbox))
 	log.Info("sftp session started")
@@ -479,26 +569,75 @@ func (s *SFTPServer) serveSFTP(ctx context.Context, ch ssh.Channel, partner stri
 	_ = rs.Close()
 }
 
-// loginLimiter slows down logins from addresses that recently failed: each
-// failed attempt is answered after LoginDelay, doubled for every connection
-// from the address that failed within the window, at most MaxLoginDelay. It
-// also bounds how many connections from one address may be logging in at once.
-type loginLimiter struct {
-	mu      sync.Mutex
-	base    time.Duration
-	max     time.Duration
-	window  time.Duration
-	m       map[string]*failures
-	pending map[string]int
+// idleConn notes when bytes last went either way on a connection, and how
+// many operations the server is working on for it (storing a file before
+// answering its close): a connection is idle only when both are quiet.
+type idleConn struct {
+	net.Conn
+	last atomic.Int64 // unix nanoseconds
+	busy atomic.Int32
 }
 
-// At most maxPendingLoginsPerAddress connections from one address are in
-// their SSH handshake at once; more wait up to maxLoginWait for a slot, then
-// are closed.
-const (
-	maxPendingLoginsPerAddress = 10
-	maxLoginWait               = 20 * time.Second
-)
+func (c *idleConn) touch() { c.last.Store(time.Now().UnixNano()) }
+
+func (c *idleConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.touch()
+	}
+	return n, err
+}
+
+func (c *idleConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.touch()
+	}
+	return n, err
+}
+
+// working marks the server busy for the connection until the returned
+// function is called.
+func (c *idleConn) working() func() {
+	if c == nil {
+		return func() {}
+	}
+	c.busy.Add(1)
+	return func() { c.touch(); c.busy.Add(-1) }
+}
+
+// closeWhenIdle closes the connection once it has been idle for
+// IdleTimeout (uploads left open are then cut off, kept to be resumed).
+func (s *SFTPServer) closeWhenIdle(ctx context.Context, ic *idleConn, sconn *ssh.ServerConn, log *slog.Logger) {
+	limit := s.cfg.IdleTimeout
+	t := time.NewTicker(max(limit/8, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if ic.busy.Load() == 0 && now.Sub(time.Unix(0, ic.last.Load())) >= limit {
+				s.m.idleClosed.Inc()
+				log.Info("connection closed: idle", "idle_timeout", limit)
+				_ = sconn.Close()
+				return
+			}
+		}
+	}
+}
+
+// loginLimiter slows down logins from addresses that recently failed: each
+// failed attempt is answered after LoginDelay, doubled for every connection
+// from the address that failed within the window, at most MaxLoginDelay.
+// (How many connections may be logging in at once is the loginGate's.)
+type loginLimiter struct {
+	mu     sync.Mutex
+	base   time.Duration
+	max    time.Duration
+	window time.Duration
+	m      map[string]*failures
+}
 
 type failures struct {
 	n    int
@@ -514,38 +653,6 @@ func (l *loginLimiter) delayFor(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, l.max)
-}
-
-// enter takes one of the address's login slots. When all are taken it waits
-// for one (back-pressure: a burst of clients from one address is served in
-// turn rather than reset), up to maxLoginWait or until ctx is done.
-func (l *loginLimiter) enter(ctx context.Context, ip string) bool {
-	deadline := time.Now().Add(maxLoginWait)
-	for {
-		l.mu.Lock()
-		if l.pending[ip] < maxPendingLoginsPerAddress {
-			l.pending[ip]++
-			l.mu.Unlock()
-			return true
-		}
-		l.mu.Unlock()
-		if time.Now().After(deadline) {
-			return false
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(25 * time.Millisecond):
-		}
-	}
-}
-
-func (l *loginLimiter) leave(ip string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.pending[ip]--; l.pending[ip] <= 0 {
-		delete(l.pending, ip)
-	}
 }
 
 func (l *loginLimiter) count(ip string) int {

@@ -131,10 +131,10 @@ func (ce *clientEnv) checkResult(resultName, downloaded string) {
 // attempts, recorded as incomplete, do not count).
 func (ce *clientEnv) waitProcessed(n int) {
 	ce.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(180 * time.Second)
 	for ce.count(`SELECT count(*) FROM envelopes WHERE partner_id = 'acme' AND status NOT IN ('received', 'incomplete')`) < n {
 		if time.Now().After(deadline) {
-			ce.t.Fatalf("fewer than %d uploads processed after 60s", n)
+			ce.t.Fatalf("fewer than %d uploads processed after 180s", n)
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -218,8 +218,8 @@ func TestClientOpenSSH(t *testing.T) {
 	plain := add("o-plain.csv", genPayroll("OP", 50))
 	pflag := add("o-p.csv", genPayroll("OQ", 50))
 	small := add("o-small-blocks.csv", genPayroll("OS", 3000))
-	large := add("o-large-blocks.csv", genPayroll("OL", 30000))
-	full := add("o-reput.csv", genPayroll("OR", 20000))
+	large := add("o-large-blocks.csv", genPayroll("OL", 10000))
+	full := add("o-reput.csv", genPayroll("OR", 6000))
 	half := ce.local("half/o-reput.csv", files["o-reput.csv"][:len(files["o-reput.csv"])/2])
 
 	// No cd: the login directory is /inbox. put -p sends times and mode
@@ -237,9 +237,9 @@ ls -l
 	ce.sftpBatch("put "+large+"\n", "-R", "256", "-B", "131072")
 
 	// reput after the connection was cut in an earlier session.
-	cut := add("o-cut.csv", genPayroll("OC", 40000))
+	cut := add("o-cut.csv", genPayroll("OC", 10000))
 	bf := ce.local("batch-cut", []byte("put "+cut+"\n"))
-	ce.cutWhileSending(exec.Command(opensshClient, ce.sftpArgs("-l", "2000", "-b", bf, "acme@127.0.0.1")...), "o-cut.csv", 64<<10)
+	ce.cutWhileSending(exec.Command(opensshClient, ce.sftpArgs("-l", "500", "-b", bf, "acme@127.0.0.1")...), "o-cut.csv", 64<<10)
 	ce.sftpBatch("reput " + cut + "\n")
 
 	ce.waitProcessed(len(files))
@@ -279,15 +279,15 @@ func TestClientCurl(t *testing.T) {
 	whole := genPayroll("CW", 100)
 	curl("-T", ce.local("c-whole.csv", whole), base+"/inbox/")
 	// -C - resumes a temp-named upload of the first half; a quote renames it.
-	resumed := genPayroll("CR", 20000)
+	resumed := genPayroll("CR", 6000)
 	curl("-T", ce.local("half/c-resumed.csv.part", resumed[:len(resumed)/3]), base+"/inbox/c-resumed.csv.part")
 	curl("-C", "-", "-T", ce.local("c-resumed.csv.part", resumed), base+"/inbox/c-resumed.csv.part",
 		"-Q", "-rename /inbox/c-resumed.csv.part /inbox/c-resumed.csv")
 	// -C - after a cut connection.
-	cutData := genPayroll("CC", 40000)
+	cutData := genPayroll("CC", 10000)
 	cutFile := ce.local("c-cut.csv", cutData)
 	ce.cutWhileSending(exec.Command(curlBin, "-sS", "-u", "acme:", "--key", ce.key, "--pubkey", pub, "--hostpubsha256", hostSHA,
-		"--limit-rate", "250k", "-T", cutFile, base+"/inbox/c-cut.csv"), "c-cut.csv", 64<<10)
+		"--limit-rate", "64k", "-T", cutFile, base+"/inbox/c-cut.csv"), "c-cut.csv", 64<<10)
 	curl("-C", "-", "-T", cutFile, base+"/inbox/c-cut.csv")
 
 	ce.waitProcessed(3)
@@ -312,7 +312,7 @@ func TestClientLftp(t *testing.T) {
 	one := add("l-put.csv", genPayroll("LP", 100))
 	m1 := add("l-m1.csv", genPayroll("LA", 100))
 	m2 := add("l-m2.csv", genPayroll("LB", 100))
-	cont := add("l-cont.csv", genPayroll("LC", 20000))
+	cont := add("l-cont.csv", genPayroll("LC", 6000))
 	half := ce.local("half/l-cont.csv.tmp", files["l-cont.csv"][:len(files["l-cont.csv"])/2])
 	tmp := add("l-temp.csv", genPayroll("LT", 100))
 	connect := fmt.Sprintf("ssh -a -x -F /dev/null -i %s -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes -o BatchMode=yes",
@@ -482,7 +482,7 @@ func TestClientParamiko(t *testing.T) {
 	t.Parallel()
 	requireBinary(t, python3Bin, "python3-paramiko")
 	ce := newClientEnv(t)
-	files := map[string][]byte{"p-put.csv": genPayroll("PP", 100), "p-ab.csv": genPayroll("PA", 20000),
+	files := map[string][]byte{"p-put.csv": genPayroll("PP", 100), "p-ab.csv": genPayroll("PA", 6000),
 		"p-winscp.csv": genPayroll("PW", 5000)}
 	for name, data := range files {
 		ce.local(name, data)

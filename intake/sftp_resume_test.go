@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -249,5 +250,194 @@ func TestHostileSFTPSparseWrite(t *testing.T) {
 	}
 	if n := z.count(`SELECT count(*) FROM envelopes WHERE status <> 'incomplete'`); n != 0 {
 		t.Fatalf("%d envelopes received", n)
+	}
+}
+
+// Malformed user names are unknown partners: refused after the login delay,
+// counted as failed logins, never reported as a database outage.
+func TestHostileSFTPBadUserNames(t *testing.T) {
+	t.Parallel()
+	const delay = 10 * time.Millisecond
+	z := newDropZone(t, zoneOpts{loginDelay: delay})
+	key := z.partner("acme")
+	names := []string{"\xff\xfe", "acme\xc3", "a\x00cme", "ACME", "../acme", strings.Repeat("a", 5000), "acme\n", "", "acmé"}
+	var slowest, fastest time.Duration
+	for i, name := range names {
+		start := time.Now()
+		_, err := z.tryLogin(name, key)
+		if err == nil {
+			t.Fatalf("login as %q succeeded", name)
+		}
+		d := time.Since(start)
+		if d < delay {
+			t.Errorf("login as %q refused after %v, before the login delay %v", name, d, delay)
+		}
+		if i == 0 || d > slowest {
+			slowest = d
+		}
+		if i == 0 || d < fastest {
+			fastest = d
+		}
+	}
+	// The server counts a failure just after the client has seen it.
+	deadline := time.Now().Add(10 * time.Second)
+	for z.metric("payintake_sftp_logins_total", "result=failed") < float64(len(names)) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	unavailable := z.metric("payintake_sftp_logins_total", "result=unavailable")
+	failed := z.metric("payintake_sftp_logins_total", "result=failed")
+	t.Logf("%d malformed user names: %v failed logins, %v unavailable, refused after %v to %v",
+		len(names), failed, unavailable, fastest.Round(time.Millisecond), slowest.Round(time.Millisecond))
+	if unavailable != 0 || int(failed) != len(names) {
+		t.Fatalf("metrics: %v unavailable, %v failed; want 0 and %d", unavailable, failed, len(names))
+	}
+	if logs := z.logs.String(); strings.Contains(logs, "level=ERROR") {
+		t.Fatalf("malformed names logged as errors:\n%s", logs)
+	}
+}
+
+// One partner cannot hold more than MaxSessions connections, and connections
+// with no traffic are closed after IdleTimeout; a connection uploading
+// slowly stays.
+func TestHostileSFTPIdleAndExcessSessions(t *testing.T) {
+	t.Parallel()
+	const idle, maxSessions = 400 * time.Millisecond, 5
+	z := newDropZone(t, zoneOpts{idle: idle, maxSessions: maxSessions, workers: -1})
+	key := z.partner("acme")
+	otherKey := z.partner("other")
+	// A slow upload, on one of acme's sessions: a write every idle/4, for
+	// as long as the logins below take and at least 3 idle periods.
+	slow := z.login("acme", key)
+	f, err := slow.Create("/inbox/slow.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := genPayroll("SL", 120)
+	stop := make(chan struct{})
+	uploaded := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		// 16 bytes a tick last 200 ticks; the upload ends after at least 12
+		// ticks and once the test says stop.
+		off, stopped := 0, false
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				stopped = true
+			default:
+			}
+			if stopped && i >= 12 || off+16 >= len(data) {
+				_, err := f.Write(data[off:])
+				if err == nil {
+					err = f.Close()
+				}
+				uploaded <- err
+				return
+			}
+			if _, err := f.Write(data[off : off+16]); err != nil {
+				uploaded <- fmt.Errorf("cut after %v: %w", time.Since(start), err)
+				return
+			}
+			off += 16
+			time.Sleep(idle / 4)
+		}
+	}()
+	for range maxSessions - 1 {
+		z.login("acme", key)
+	}
+	const extra = 20
+	refused := 0
+	for range extra {
+		if _, err := z.tryLogin("acme", key); err != nil {
+			refused++
+		}
+	}
+	// Another partner is not affected.
+	z.login("other", otherKey)
+	close(stop)
+	if err := <-uploaded; err != nil {
+		t.Fatalf("the slow upload: %v", err)
+	}
+	slowFor := time.Since(start)
+	// All six connections go once idle: four of acme, other's, and the
+	// slow one after its upload.
+	deadline := time.Now().Add(20 * time.Second)
+	for z.metric("payintake_sftp_idle_closed_total") < maxSessions+1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle connections closed: %v of %d", z.metric("payintake_sftp_idle_closed_total"), maxSessions+1)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("%d sessions allowed, %d of %d more refused (too_many_sessions %v); %d idle connections closed (the slow one after its upload) within %v of the upload start (idle timeout %v); the slow upload over %v kept its connection",
+		maxSessions, refused, extra, z.metric("payintake_sftp_logins_total", "result=too_many_sessions"),
+		int(z.metric("payintake_sftp_idle_closed_total")), time.Since(start).Round(time.Millisecond), idle, slowFor.Round(time.Millisecond))
+	if refused != extra {
+		t.Fatalf("%d of %d logins over the cap refused", refused, extra)
+	}
+	if got := z.envelopeOf("acme", "slow.csv"); !bytes.Equal(got, data) {
+		t.Fatal("the slow upload was not received whole")
+	}
+	// The slots are free again.
+	z.login("acme", key)
+}
+
+// 500 silent sockets from one address (a NAT shared with a real partner)
+// lock nobody out: they hold no login slot.
+func TestHostileSFTPSilentSocketsNATNeighbour(t *testing.T) {
+	t.Parallel()
+	z := newDropZone(t, zoneOpts{workers: -1})
+	key := z.partner("acme")
+	otherKey := z.partner("other")
+	const silent = 500
+	var socks []net.Conn
+	for range silent {
+		c, err := net.Dial("tcp", z.addr)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		socks = append(socks, c)
+	}
+	t.Cleanup(func() {
+		for _, c := range socks {
+			c.Close()
+		}
+	})
+	// The partner behind the same address, with another user and with the
+	// same one, logs in at once.
+	var worst time.Duration
+	for _, who := range []struct {
+		user string
+		key  ssh.Signer
+	}{{"other", otherKey}, {"acme", key}, {"other", otherKey}} {
+		start := time.Now()
+		c, err := z.tryLogin(who.user, who.key)
+		if err != nil {
+			t.Fatalf("login as %s beside %d silent sockets: %v", who.user, silent, err)
+		}
+		put(t, c, "/inbox/nat-"+who.user+".csv", []byte(payroll))
+		worst = max(worst, time.Since(start))
+	}
+	// A second wave, once the first has been silent for a while, makes
+	// room by closing the oldest silent sockets.
+	time.Sleep(1100 * time.Millisecond)
+	for range 100 {
+		c, err := net.Dial("tcp", z.addr)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		socks = append(socks, c)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for z.metric("payintake_sftp_prelogin_closed_total", "reason=evicted") < 100 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	evicted := z.metric("payintake_sftp_prelogin_closed_total", "reason=evicted")
+	t.Logf("%d silent sockets from one address: a partner on the same address logged in and uploaded in at most %v; 100 more a second later closed %v of the oldest (at most 128 silent per address once silent for 1 s)",
+		silent, worst.Round(time.Millisecond), evicted)
+	if worst > 5*time.Second {
+		t.Fatalf("the NAT neighbour waited %v", worst)
+	}
+	if evicted < 100 {
+		t.Fatalf("only %v silent sockets evicted", evicted)
 	}
 }

@@ -104,6 +104,8 @@ type zoneOpts struct {
 	maxFileSize int64
 	loginDelay  time.Duration
 	resume      time.Duration // SFTPConfig.ResumeWindow
+	idle        time.Duration // SFTPConfig.IdleTimeout
+	maxSessions int           // SFTPConfig.MaxSessions
 	tracing     trace.TracerProvider
 }
 
@@ -154,6 +156,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	srv, err := intake.NewSFTPServer(intake.SFTPConfig{
 		Store: st, HostKey: hk, SpoolDir: spool, MaxFileSize: o.maxFileSize,
 		Enqueue: q.Enqueue, Log: log, LoginDelay: o.loginDelay, Metrics: m, ResumeWindow: o.resume,
+		IdleTimeout: o.idle, MaxSessions: o.maxSessions,
 	})
 	if err != nil {
 		t.Fatal(err)

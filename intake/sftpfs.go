@@ -45,6 +45,7 @@ type partnerFS struct {
 	srv     *SFTPServer
 	partner string
 	log     *slog.Logger
+	conn    *idleConn // nil in tests of the view alone
 
 	mu   sync.Mutex
 	open int // upload handles open on this session

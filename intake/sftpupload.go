@@ -632,6 +632,7 @@ func (u *upload) Close() error {
 // receive records a complete pending file as an envelope, with its
 // processing job in the same transaction, then drops the spool file.
 func (fs *partnerFS) receive(p *pending) error {
+	defer fs.conn.working()()
 	fs.srv.detach(p)
 	p.mu.Lock()
 	p.gone = true

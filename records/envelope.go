@@ -124,11 +124,17 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 		SHA256: sum, Size: size, Source: in.Source, Status: StatusReceived}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `
-			INSERT INTO envelopes (partner_id, file_name, submission_key, sha256, size, source, status, client_mtime)
-			VALUES ($1, $2, $3, $4, $5, $6, 'received', $7) RETURNING id, received_at`,
-			env.PartnerID, env.FileName, env.Key, env.SHA256, env.Size, env.Source, mtime,
+			INSERT INTO envelopes (partner_id, file_name, submission_key, sha256, size, source, status)
+			VALUES ($1, $2, $3, $4, $5, $6, 'received') RETURNING id, received_at`,
+			env.PartnerID, env.FileName, env.Key, env.SHA256, env.Size, env.Source,
 		).Scan(&env.ID, &env.ReceivedAt); err != nil {
 			return fmt.Errorf("record envelope: %w", err)
+		}
+		if mtime != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO envelope_client_times (envelope_id, client_mtime) VALUES ($1, $2)`,
+				env.ID, *mtime); err != nil {
+				return fmt.Errorf("record the file's time: %w", err)
+			}
 		}
 		var claimed bool
 		err := tx.QueryRow(ctx, `

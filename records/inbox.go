@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,7 +19,8 @@ type InboxFile struct {
 	ModTime time.Time
 }
 
-const inboxColumns = `file_name, size, received_at, coalesce(client_mtime, received_at)`
+const inboxColumns = `file_name, size, received_at,
+	coalesce((SELECT client_mtime FROM envelope_client_times t WHERE t.envelope_id = id), received_at)`
 
 func scanInbox(rows pgx.Rows) ([]InboxFile, error) {
 	defer rows.Close()
@@ -77,12 +79,14 @@ func (s *Store) InboxFile(ctx context.Context, partner, name string, since time.
 // SFTP upload named name received since the given time; ErrNotFound if
 // there is none.
 func (s *Store) SetInboxModTime(ctx context.Context, partner, name string, since, mtime time.Time) error {
+	// Not an UPDATE of the envelope: its row lock is processing's lease.
 	tag, err := s.pool.Exec(ctx, `
-		UPDATE envelopes SET client_mtime = $4 WHERE id = (
-			SELECT id FROM envelopes
-			WHERE partner_id = $1 AND lower(file_name) = lower($2) AND file_name = $2 AND source = 'sftp'
-			  AND status <> 'incomplete' AND received_at >= $3
-			ORDER BY id DESC LIMIT 1)`, partner, name, since, mtime)
+		INSERT INTO envelope_client_times (envelope_id, client_mtime)
+		SELECT id, $4 FROM envelopes
+		WHERE partner_id = $1 AND lower(file_name) = lower($2) AND file_name = $2 AND source = 'sftp'
+		  AND status <> 'incomplete' AND received_at >= $3
+		ORDER BY id DESC LIMIT 1
+		ON CONFLICT (envelope_id) DO UPDATE SET client_mtime = excluded.client_mtime`, partner, name, since, mtime)
 	if err != nil {
 		return fmt.Errorf("set time of inbox file %q: %w", name, err)
 	}
@@ -91,3 +95,12 @@ func (s *Store) SetInboxModTime(ctx context.Context, partner, name string, since
 	}
 	return nil
 }
+
+// partnerIDRule is the rule for partner ids; the partners table's CHECK
+// holds the same (TestPartnerIDRuleParity runs both).
+var partnerIDRule = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+
+// ValidPartnerID tells whether id can name a partner. A door that receives
+// an id from outside (an SSH user name) checks it first, so that malformed
+// input is answered as an unknown partner, never sent to the database.
+func ValidPartnerID(id string) bool { return partnerIDRule.MatchString(id) }

@@ -35,6 +35,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	workers := fs.Int("workers", 4, "files processed at once by this process (0: only receive; another serve processes)")
 	maxConns := fs.Int("db-max-conns", 20, "database connections at most (at least 2 per worker plus 2)")
 	maxSize := fs.String("max-file-size", "1GiB", "largest file accepted over SFTP (bytes, or with KiB, MiB, GiB)")
+	idleTimeout := fs.Duration("sftp-idle-timeout", intake.DefaultIdleTimeout, "an SFTP connection with no traffic for this long is closed (uploads left open can be resumed)")
+	maxSessions := fs.Int("sftp-max-sessions", intake.DefaultMaxSessions, "SFTP connections one partner may have logged in to this process at once")
+	resumeWindow := fs.Duration("sftp-resume-window", intake.DefaultResumeWindow, "an SFTP upload cut off (or temp-named, never renamed) can be resumed this long after its last write")
 	jobTimeout := fs.Duration("job-timeout", intake.DefaultJobTimeout, "longest processing of one file; then it is cancelled and retried")
 	orphanAfter := fs.Duration("orphan-after", intake.DefaultOrphanAfter, "a received file left unprocessed by a stopped process is queued again after this long")
 	readTimeout := fs.Duration("http-read-timeout", 5*time.Minute, "longest time to read one HTTP request, body included (a 64 MiB submission needs about 220 KB/s)")
@@ -55,6 +58,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *jobTimeout < time.Second || *orphanAfter < 100*time.Millisecond {
 		return usagef("--job-timeout must be at least 1s and --orphan-after at least 100ms")
+	}
+	if *idleTimeout < time.Second || *maxSessions < 1 || *resumeWindow < time.Minute {
+		return usagef("--sftp-idle-timeout must be at least 1s, --sftp-max-sessions at least 1 and --sftp-resume-window at least 1m")
 	}
 	maxFileSize, err := parseSize(*maxSize)
 	if err != nil {
@@ -105,6 +111,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sftpSrv, err := intake.NewSFTPServer(intake.SFTPConfig{
 		Store: e.store, HostKey: hostKey, SpoolDir: spool, MaxFileSize: maxFileSize,
 		Enqueue: queue.Enqueue, Metrics: metrics, Log: log.With("component", "sftp"),
+		IdleTimeout: *idleTimeout, MaxSessions: *maxSessions, ResumeWindow: *resumeWindow,
 	})
 	if err != nil {
 		return err
