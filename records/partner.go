@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -248,12 +247,3 @@ func (s *Store) KeyAllowed(ctx context.Context, partner, fingerprint string) (bo
 	return ok, nil
 }
 
-// partnerIDPattern is the rule for partner IDs, the same as the partners
-// table's CHECK constraint.
-var partnerIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
-
-// ValidPartnerID reports whether id can be a partner ID: lowercase letters,
-// digits, '.', '_' or '-', at most 63, starting with a letter or digit.
-// Doors use it to answer a malformed ID (invalid UTF-8 included) exactly as
-// an unknown one, without asking the database.
-func ValidPartnerID(id string) bool { return partnerIDPattern.MatchString(id) }
