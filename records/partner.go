@@ -246,4 +246,3 @@ func (s *Store) KeyAllowed(ctx context.Context, partner, fingerprint string) (bo
 	}
 	return ok, nil
 }
-
