@@ -188,6 +188,9 @@ func (in *Intake) process(ctx context.Context, id int64,
 
 func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Partner, body io.Reader) (records.Plan, error) {
 	var pl records.Plan
+	if IsReplayFile(env.FileName) {
+		return in.replayPlan(ctx, env, p, body)
+	}
 	seq, err := FileSeq(p.FilePattern, env.FileName)
 	if err != nil {
 		return pl, err

@@ -51,6 +51,12 @@ type QueueConfig struct {
 	JobTimeout time.Duration
 	// TestOnly shortens River's start-up jitter (tests only).
 	TestOnly bool
+	// Other work run by the same River client (intake knows nothing of it):
+	// Register adds its workers, PeriodicJobs its periodic jobs, Queues its
+	// queues (worked only when Workers > 0).
+	Register     func(*river.Workers)
+	PeriodicJobs []*river.PeriodicJob
+	Queues       map[string]river.QueueConfig
 }
 
 // Queue runs envelope processing as River jobs on the payintake database.
@@ -86,6 +92,9 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 	workers := river.NewWorkers()
 	w := &processWorker{in: in, m: m}
 	river.AddWorker(workers, w)
+	if cfg.Register != nil {
+		cfg.Register(workers)
+	}
 	rc := &river.Config{
 		Workers:              workers,
 		Logger:               slog.New(quietRiver{in.Log.Handler()}).With("component", "queue"),
@@ -99,6 +108,10 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 	}
 	if cfg.Workers > 0 {
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
+		for name, qc := range cfg.Queues {
+			rc.Queues[name] = qc
+		}
+		rc.PeriodicJobs = cfg.PeriodicJobs
 	}
 	c, err := river.NewClient(riverpgxv5.New(in.Store.Pool()), rc)
 	if err != nil {
@@ -139,6 +152,14 @@ func (q *Queue) Stop(ctx context.Context) error {
 			return q.client.StopAndCancel(hard)
 		}
 		return fmt.Errorf("stop job queue: %w", err)
+	}
+	return nil
+}
+
+// Insert queues a job of other work registered on this client (QueueConfig.Register).
+func (q *Queue) Insert(ctx context.Context, args river.JobArgs) error {
+	if _, err := q.client.Insert(ctx, args, nil); err != nil {
+		return fmt.Errorf("queue a %s job: %w", args.Kind(), err)
 	}
 	return nil
 }

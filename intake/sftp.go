@@ -206,6 +206,11 @@ func (s *SFTPServer) Serve(ctx context.Context, ln net.Listener) error {
 
 // sweepEvery discards expired unfinished uploads until ctx is done.
 func (s *SFTPServer) sweepEvery(ctx context.Context, d time.Duration) {
+	every(ctx, d, func(now time.Time) bool { s.sweep(now); return true })
+}
+
+// every calls f every d (at least 10ms) until ctx is done or f returns false.
+func every(ctx context.Context, d time.Duration, f func(now time.Time) bool) {
 	t := time.NewTicker(max(d, 10*time.Millisecond))
 	defer t.Stop()
 	for {
@@ -213,7 +218,9 @@ func (s *SFTPServer) sweepEvery(ctx context.Context, d time.Duration) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			s.sweep(now)
+			if !f(now) {
+				return
+			}
 		}
 	}
 }
@@ -610,21 +617,15 @@ func (c *idleConn) working() func() {
 // IdleTimeout (uploads left open are then cut off, kept to be resumed).
 func (s *SFTPServer) closeWhenIdle(ctx context.Context, ic *idleConn, sconn *ssh.ServerConn, log *slog.Logger) {
 	limit := s.cfg.IdleTimeout
-	t := time.NewTicker(max(limit/8, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			if ic.busy.Load() == 0 && now.Sub(time.Unix(0, ic.last.Load())) >= limit {
-				s.m.idleClosed.Inc()
-				log.Info("connection closed: idle", "idle_timeout", limit)
-				_ = sconn.Close()
-				return
-			}
+	every(ctx, limit/8, func(now time.Time) bool {
+		if ic.busy.Load() > 0 || now.Sub(time.Unix(0, ic.last.Load())) < limit {
+			return true
 		}
-	}
+		s.m.idleClosed.Inc()
+		log.Info("connection closed: idle", "idle_timeout", limit)
+		_ = sconn.Close()
+		return false
+	})
 }
 
 // loginLimiter slows down logins from addresses that recently failed: each

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -33,6 +34,7 @@ type Reader struct {
 	csv     *csv.Reader
 	cols    [8]int // file column index of each canonical field, -1 when absent
 	nHeader int    // number of header cells (trailing empty ones dropped)
+	extra   []int  // file column index of each Settings.Extra column, -1 when absent
 	index   int
 	err     error // sticky: io.EOF or a *FileError or a read error
 }
@@ -187,12 +189,19 @@ func (rd *Reader) readHeader() error {
 	line, _ := rd.csv.FieldPos(0)
 	rec = trimTrailingEmpty(rec)
 	rd.nHeader = len(rec)
+	rd.extra = make([]int, len(rd.s.Extra))
+	for i := range rd.extra {
+		rd.extra[i] = -1
+	}
 	canon := make([]string, len(rec))
 	firstAt := map[string]int{}
 	for i, h := range rec {
 		c := canonicalColumn(h)
 		if c == "" {
 			canon[i] = "ignored_column_" + strconv.Itoa(i)
+			if x := matchColumn(h, rd.s.Extra); x != "" && rd.extra[slices.Index(rd.s.Extra, x)] < 0 {
+				rd.extra[slices.Index(rd.s.Extra, x)] = i
+			}
 			continue
 		}
 		if j, dup := firstAt[c]; dup {
@@ -342,6 +351,13 @@ func (rd *Reader) Next() (Row, error) {
 		rd.index++
 		row := Row{Line: line, Index: rd.index}
 		raw := rd.rawRow(rec)
+		for _, j := range rd.extra {
+			v := ""
+			if j >= 0 && j < len(rec) {
+				v = rec[j]
+			}
+			row.Extra = append(row.Extra, v)
+		}
 		row.Record, row.Display, row.Err = Normalize(raw, rd.s)
 		if len(rec) > rd.nHeader {
 			row.Err = &RowError{Code: CodeTooManyCells, Message: fmt.Sprintf(

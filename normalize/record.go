@@ -232,6 +232,7 @@ type Row struct {
 	Record  Record    // valid when Err == nil
 	Display Display   // values for the result file
 	Err     *RowError // nil for a valid row
+	Extra   []string  // the raw cells of Settings.Extra's columns, when it names any
 }
 
 // SafeCell prefixes with ' a value a spreadsheet would run as a formula: one

@@ -20,6 +20,10 @@ type Settings struct {
 	Currency     string // default currency when the file has no currency column / empty cell; "" = none
 	MaxLineBytes int    // 0 = 1 MiB; a longer physical line rejects the file (code line_too_long)
 	MaxCells     int    // 0 = 1024; more cells in a row rejects the file (code too_many_columns)
+	// Extra names columns besides the canonical ones whose raw cells each
+	// Row carries in Row.Extra, in this order ("" when the file has no such
+	// column); matched as canonical names are (case, spaces, _ and -).
+	Extra []string
 
 	// dateTokens is DateFormat parsed, set by NewReader so that rows do not
 	// parse it again; nil means "parse DateFormat when needed".

@@ -42,6 +42,10 @@ type Plan struct {
 	Seq          *int64 // the file's sequence number, if the partner's file pattern gives one
 	AllOrNothing bool
 	Rows         RowSource
+	// Replay, when set, makes the envelope a leg replay of another
+	// submission (a NAME.replay.csv file): its legs are applied as
+	// Store.Replay applies them, and Rows is not read.
+	Replay *ReplayPlan
 }
 
 // Planner builds the Plan for an envelope from its original bytes. Returning
@@ -126,6 +130,9 @@ func (s *Store) process(ctx context.Context, id int64, plan Planner, skipBusyPar
 			return err
 		}
 		env.Seq = pl.Seq
+		if pl.Replay != nil {
+			return s.applyReplayFile(ctx, tx, &env, *pl.Replay)
+		}
 		return s.apply(ctx, tx, &env, pl)
 	})
 	if err != nil {

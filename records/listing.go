@@ -57,6 +57,8 @@ type ResultRow struct {
 	Code        string `json:"code"`
 	Field       string `json:"field"`
 	Message     string `json:"message"`
+	// ReplayID: the replay that produced this outcome (0: the submission itself).
+	ReplayID int64 `json:"replay_id,omitempty"`
 }
 
 // resultRowsPerChunk is how many rows each stored result chunk holds (see
@@ -64,10 +66,11 @@ type ResultRow struct {
 const resultRowsPerChunk = 4096
 
 // ResultRows reads the rows of the stored result of envelope id whose row
-// index is above after (-1 for the first page: a whole-file rejection is row 0), in order, keeping those keep accepts, until limit
-// are kept. more tells whether rows are left after the last one returned.
+// index is above after (-1 for the first page: a whole-file rejection is
+// row 0), in order, each as view shows it (the latest outcome after leg
+// replays) and if view keeps it, until limit are kept. more tells whether rows are left after the last one returned.
 // It reads only the result chunks from the one holding row after+1 on.
-func (s *Store) ResultRows(ctx context.Context, id int64, after, limit int, keep func(ResultRow) bool) (out []ResultRow, more bool, err error) {
+func (s *Store) ResultRows(ctx context.Context, id int64, after, limit int, view func(ResultRow) (ResultRow, bool)) (out []ResultRow, more bool, err error) {
 	rows, err := s.pool.Query(ctx, `SELECT data FROM envelope_results WHERE envelope_id = $1 AND n >= $2 ORDER BY n`,
 		id, (after+1)/resultRowsPerChunk)
 	if err != nil {
@@ -80,7 +83,11 @@ func (s *Store) ResultRows(ctx context.Context, id int64, after, limit int, keep
 			return nil, false, fmt.Errorf("read result of envelope %d: %w", id, err)
 		}
 		for _, r := range got {
-			if r.Row <= after || !keep(r) {
+			if r.Row <= after {
+				continue
+			}
+			r, ok := view(r)
+			if !ok {
 				continue
 			}
 			if len(out) == limit {

@@ -29,9 +29,12 @@ type Partner struct {
 	Mode         string `json:"mode"`
 	// UnknownEmployee says what a row whose employee_ref has no mapping
 	// gets: UnknownCreate, UnknownReject or UnknownHold.
-	UnknownEmployee string    `json:"unknown_employee"`
-	CreatedAt       time.Time `json:"created_at"`
-	Keys            int       `json:"keys"` // active SSH keys
+	UnknownEmployee string `json:"unknown_employee"`
+	// Target names the payroll vendor its approved periods are dispatched
+	// to ("" none; see package dispatch).
+	Target    string    `json:"target"`
+	CreatedAt time.Time `json:"created_at"`
+	Keys      int       `json:"keys"` // active SSH keys
 }
 
 // What a row whose employee_ref has no employee mapping gets (a partner's
@@ -82,6 +85,8 @@ type PartnerUpdate struct {
 	FilePattern     *string
 	Mode            *string
 	UnknownEmployee *string
+	// Target, when not nil, becomes the dispatch target ("" for none).
+	Target *string
 	// AuthorizedKeys, when not nil, become the partner's active SSH keys:
 	// keys not in it are revoked, the others added or reactivated.
 	AuthorizedKeys *[]PartnerKey
@@ -103,6 +108,11 @@ func (u PartnerUpdate) columns() (cols []string, vals []any) {
 	add("file_pattern", u.FilePattern != nil, u.FilePattern)
 	add("mode", u.Mode != nil, u.Mode)
 	add("unknown_employee", u.UnknownEmployee != nil, u.UnknownEmployee)
+	if u.Target != nil && *u.Target == "" {
+		add("dispatch_target", true, nil)
+	} else {
+		add("dispatch_target", u.Target != nil, u.Target)
+	}
 	return cols, vals
 }
 
@@ -143,6 +153,10 @@ func updatePartner(ctx context.Context, tx pgx.Tx, id string, u PartnerUpdate) e
 		}
 		q := `UPDATE partners SET ` + strings.Join(set, ", ") + ` WHERE id = $1`
 		if _, err := tx.Exec(ctx, q, append([]any{id}, vals...)...); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.ConstraintName == "partners_dispatch_target_fkey" {
+				return fmt.Errorf("partner %q: no target named %q: add it first with `payintake target add`", id, *u.Target)
+			}
 			return fmt.Errorf("change partner %q: %w", id, err)
 		}
 	}
@@ -163,12 +177,12 @@ func updatePartner(ctx context.Context, tx pgx.Tx, id string, u PartnerUpdate) e
 	return nil
 }
 
-const partnerColumns = `p.id, p.name, p.delimiter, p.decimal_comma, p.date_format, p.currency, p.file_pattern, p.mode, p.unknown_employee, p.created_at,
+const partnerColumns = `p.id, p.name, p.delimiter, p.decimal_comma, p.date_format, p.currency, p.file_pattern, p.mode, p.unknown_employee, coalesce(p.dispatch_target, ''), p.created_at,
 	(SELECT count(*) FROM partner_keys k WHERE k.partner_id = p.id AND k.revoked_at IS NULL)`
 
 func scanPartner(row pgx.Row) (Partner, error) {
 	var p Partner
-	err := row.Scan(&p.ID, &p.Name, &p.Delimiter, &p.DecimalComma, &p.DateFormat, &p.Currency, &p.FilePattern, &p.Mode, &p.UnknownEmployee, &p.CreatedAt, &p.Keys)
+	err := row.Scan(&p.ID, &p.Name, &p.Delimiter, &p.DecimalComma, &p.DateFormat, &p.Currency, &p.FilePattern, &p.Mode, &p.UnknownEmployee, &p.Target, &p.CreatedAt, &p.Keys)
 	return p, err
 }
 

@@ -86,7 +86,7 @@ var funcs = template.FuncMap{
 
 var pages = func() map[string]*template.Template {
 	m := map[string]*template.Template{}
-	for _, name := range []string{"login", "queue", "exception", "error", "bulk"} {
+	for _, name := range []string{"login", "queue", "exception", "error", "bulk", "dispatch"} {
 		m[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return m
@@ -117,6 +117,7 @@ func (s *Server) routesConsole(mux *http.ServeMux) {
 	mux.HandleFunc("POST /review/exceptions/{id}/decide", s.authConsole(s.decidePost))
 	mux.HandleFunc("GET /review/bulk", s.authConsole(s.bulkPage))
 	mux.HandleFunc("POST /review/bulk", s.authConsole(s.bulkPost))
+	s.routesDispatch(mux)
 	mux.HandleFunc("/review/", func(w http.ResponseWriter, r *http.Request) {
 		s.consoleError(w, r, http.StatusNotFound, "There is no such page in the review console.")
 	})

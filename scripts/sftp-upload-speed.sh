@@ -76,6 +76,9 @@ StrictModes no
 PermitRootLogin prohibit-password
 Subsystem sftp internal-sftp -d $work/openssh-inbox
 EOF
+# As root, sshd insists on its privilege separation folder (what Debian's
+# service creates at start; an empty folder in /run, nothing else).
+if [ "$(id -u)" = 0 ] && [ ! -d /run/sshd ]; then mkdir -p -m 0755 /run/sshd; fi
 /usr/sbin/sshd -D -e -f "$work/sshd/sshd_config" 2>"$work/sshd.log" &
 pids+=($!)
 

@@ -42,6 +42,9 @@ commands:
   review approve|reject EXCEPTION_ID --reviewer NAME [--note TEXT]
   review approve|reject --partner ID [filters] [--dry-run] --reviewer NAME   decide every matching open exception
   reviewer add|list|password|disable|enable|unlock   reviewer accounts for the review console and API
+  target add|list    payroll vendors: target add NAME --url URL [--token-file FILE] [--rate-limit 10] ...
+  dispatch           send a locked period to its vendor now: dispatch --partner ID --period P
+  dispatch status|retry   runs and dead letters; retry sends dead letters again under the same keys
 
 every command takes --data-dir DIR (PAYINTAKE_DATA_DIR), --database-url URL (PAYINTAKE_DATABASE_URL),
 --log-format text|json and --log-level debug|info|warn|error (serve logs always; other commands with --verbose)
@@ -145,6 +148,11 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "reviewer":
 		s, r := sub()
 		return cmdReviewer(ctx, s, r, stdout, stderr)
+	case "target":
+		s, r := sub()
+		return cmdTarget(ctx, s, r, stdout, stderr)
+	case "dispatch":
+		return cmdDispatch(ctx, rest, stdout, stderr)
 	}
 	return usagef("unknown command %q; `payintake help` lists the commands", cmd)
 }

@@ -115,6 +115,11 @@ func partnerSettings() []partnerSetting {
 				u.UnknownEmployee = &v
 				return nil
 			}},
+		{flag: "target", usage: "payroll vendor (a NAME of target add) that its periods locked as approved are dispatched to; empty: none",
+			check: func(v string, u *records.PartnerUpdate) error {
+				u.Target = &v
+				return nil
+			}},
 	}
 }
 
@@ -313,10 +318,10 @@ func cmdPartnerList(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs, g := newFlagSet("partner list", stderr)
 	return runList(ctx, fs, g, args, stdout, stderr, listing[records.Partner]{
 		fetch:  func(e *env) ([]records.Partner, error) { return e.store.Partners(ctx) },
-		header: "ID\tNAME\tKEYS\tDELIMITER\tDECIMAL\tDATE FORMAT\tCURRENCY\tMODE\tUNKNOWN EMPLOYEE\tFILE PATTERN",
+		header: "ID\tNAME\tKEYS\tDELIMITER\tDECIMAL\tDATE FORMAT\tCURRENCY\tMODE\tUNKNOWN EMPLOYEE\tTARGET\tFILE PATTERN",
 		row: func(tw io.Writer, p records.Partner) {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Name, p.Keys, delimName(p.Delimiter), decimalMark(p.DecimalComma),
-				orDash(p.DateFormat), orDash(p.Currency), p.Mode, p.UnknownEmployee, orDash(p.FilePattern))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Name, p.Keys, delimName(p.Delimiter), decimalMark(p.DecimalComma),
+				orDash(p.DateFormat), orDash(p.Currency), p.Mode, p.UnknownEmployee, orDash(p.Target), orDash(p.FilePattern))
 		},
 	})
 }
@@ -340,9 +345,9 @@ func decimalMark(comma bool) string {
 
 // describePartner is a partner's settings on one line, as partner set prints them.
 func describePartner(p records.Partner) string {
-	return fmt.Sprintf("name=%q keys=%d delimiter=%s decimal=%s date-format=%s currency=%s mode=%s unknown-employee=%s file-pattern=%s",
+	return fmt.Sprintf("name=%q keys=%d delimiter=%s decimal=%s date-format=%s currency=%s mode=%s unknown-employee=%s target=%s file-pattern=%s",
 		p.Name, p.Keys, delimName(p.Delimiter), decimalMark(p.DecimalComma), orDash(p.DateFormat), orDash(p.Currency),
-		p.Mode, p.UnknownEmployee, orDash(p.FilePattern))
+		p.Mode, p.UnknownEmployee, orDash(p.Target), orDash(p.FilePattern))
 }
 
 func orDash(s string) string {

@@ -16,14 +16,19 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/riverqueue/river"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	outbound "github.com/payintake/payintake/dispatch"
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/intake/httpapi"
 	"github.com/payintake/payintake/records"
 	"github.com/payintake/payintake/review"
 )
+
+// dispatchWorkers is how many periods one serve process dispatches at once.
+const dispatchWorkers = 2
 
 // cmdServe runs the SFTP drop zone, the HTTP address (API, reviewers,
 // /metrics, /healthz, /readyz) and the workers that process envelopes.
@@ -52,7 +57,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("--workers %d: give a number from 0 to 256", *workers)
 	}
 	// A worker holds one connection for its transaction and reads the
-	// file's bytes on another.
+	// file's bytes on another. (A dispatch run also holds one, owning its
+	// period, and uses one more at a time: with the spare two, it can
+	// always go on.)
 	if need := 2**workers + 2; *maxConns < need {
 		return usagef("--db-max-conns %d is too small for --workers %d: give at least %d", *maxConns, *workers, need)
 	}
@@ -103,8 +110,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	metrics := intake.NewMetrics(reg)
 	registerDBMetrics(reg, e.store.Pool())
 
+	// Outbound dispatch runs on the same River client, on a queue of its own.
+	disp := outbound.New(e.store.Pool(), outbound.Config{Log: log.With("component", "dispatch"), Metrics: outbound.NewMetrics(reg)})
 	queue, err := intake.NewQueue(e.intake, metrics, intake.QueueConfig{Workers: *workers,
-		JobTimeout: *jobTimeout})
+		JobTimeout: *jobTimeout, Register: func(w *river.Workers) { outbound.Register(w, disp) },
+		PeriodicJobs: outbound.PeriodicJobs(), Queues: map[string]river.QueueConfig{outbound.QueueName: {MaxWorkers: dispatchWorkers}}})
 	if err != nil {
 		return err
 	}
@@ -131,6 +141,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// their own go on reg (never the global default registry).
 	httpapi.Mount(ctx, mux, e.intake, dataDir, httpapi.WithEnqueue(queue.Enqueue)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
 	review.Mount(mux, e.store, log)
+	if *demo {
+		mountDemoVendor(mux)
+	}
 
 	sftpLn, err := net.Listen("tcp", *sftpAddr)
 	if err != nil {
@@ -150,10 +163,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *demo {
-		if err := setupDemo(ctx, e.store, dataDir, sftpLn.Addr(), hostKey.PublicKey(), stdout); err != nil {
+		err := setupDemo(ctx, e.store, dataDir, sftpLn.Addr(), hostKey.PublicKey(), stdout)
+		if err == nil {
+			err = setupDemoDispatch(ctx, e.store, httpLn.Addr(), stdout)
+		}
+		if err != nil {
 			sftpLn.Close()
 			httpLn.Close()
 			_ = queue.Stop(context.Background())
+			if ctx.Err() != nil {
+				return nil // interrupted while setting up the demo
+			}
 			return err
 		}
 	}
@@ -167,6 +187,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// (River alone would wait for its rescue, --job-timeout + 5m). The
 		// sweep ends with the servers, before the workers stop.
 		wg.Go(func() { queue.SweepOrphans(runCtx, e.store.Pool(), *orphanAfter) })
+		wg.Go(func() { outbound.Sweep(runCtx, disp, queue.Insert) })
 	}
 	// Every read has a deadline: headers within 10 s, a whole request within
 	// --http-read-timeout (webhook bodies and login forms within 10 s, set

@@ -166,6 +166,7 @@ var routes = []route{
 	{"GET", "/v1/submissions", (*API).listSubmissions},
 	{"GET", "/v1/submissions/{id}", (*API).getSubmission},
 	{"GET", "/v1/submissions/{id}/rows", (*API).listRows},
+	{"POST", "/v1/submissions/{id}/replays", (*API).postReplay},
 	{"GET", "/v1/submissions/{id}/result.csv", (*API).getResult},
 	{"POST", "/v1/webhooks/{partner}", (*API).postWebhook},
 	{"GET", "/v1/openapi.json", (*API).getOpenAPI},

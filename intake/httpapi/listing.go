@@ -166,8 +166,16 @@ func (a *API) listRows(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusConflict, "not_ready", "this submission has no result yet; try again shortly"))
 		return
 	}
-	got, more, err := a.st.ResultRows(r.Context(), out.ID, after, limit, func(row records.ResultRow) bool {
-		return len(want) == 0 || slices.Contains(want, row.Outcome)
+	latest, err := a.st.LatestLegs(r.Context(), out.ID)
+	if err != nil {
+		a.internal(w, r, "read replayed legs", err)
+		return
+	}
+	got, more, err := a.st.ResultRows(r.Context(), out.ID, after, limit, func(row records.ResultRow) (records.ResultRow, bool) {
+		if l, ok := latest[row.Row]; ok {
+			row = l.ResultRow
+		}
+		return row, len(want) == 0 || slices.Contains(want, row.Outcome)
 	})
 	if err != nil {
 		a.internal(w, r, "list result rows", err)

@@ -426,6 +426,24 @@ func (a *API) getResult(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusConflict, "not_ready", "this submission has no result yet; try again shortly"))
 		return
 	}
+	if r.URL.Query().Get("original") == "" {
+		latest, err := a.st.LatestLegs(r.Context(), out.ID)
+		if err != nil {
+			a.internal(w, r, "read replayed legs", err)
+			return
+		}
+		if len(latest) > 0 {
+			// Rows replayed since: their latest outcomes, with the replay
+			// that produced each (the original stays at ?original=1).
+			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+			w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", records.ResultName(env.FileName)))
+			if err := a.st.WriteLatestResult(r.Context(), out.ID, latest, w); err != nil {
+				a.log.ErrorContext(r.Context(), "write result", "envelope", env.ID, "err", err)
+				panic(http.ErrAbortHandler)
+			}
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Length", strconv.FormatInt(out.ResultSize, 10))
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", records.ResultName(env.FileName)))

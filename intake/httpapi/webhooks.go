@@ -239,44 +239,11 @@ func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *r
 		return invalid("invalid_json", "", "the body has data after its JSON object")
 	}
 
-	// text reads a field that must be a JSON string (or, with number, a JSON number).
-	var bad *records.WebhookInvalid
-	text := func(field string, money, number bool) string {
-		raw := bytes.TrimSpace(m[field])
-		if bad != nil || len(raw) == 0 || string(raw) == "null" {
-			return ""
-		}
-		switch c := raw[0]; {
-		case c == '"':
-			var v string
-			if err := json.Unmarshal(raw, &v); err != nil {
-				bad = &records.WebhookInvalid{Code: "invalid_json", Field: field, Message: field + " is not a valid JSON string"}
-			}
-			return v
-		case c == '-' || (c >= '0' && c <= '9'):
-			if number {
-				return string(raw)
-			}
-			if money {
-				bad = &records.WebhookInvalid{Code: "money_not_string", Field: field, Message: fmt.Sprintf(
-					"%s is the JSON number %s; money must be a JSON string such as \"2150.00\" and a number is never converted, to avoid rounding", field, raw)}
-				return ""
-			}
-		}
-		bad = &records.WebhookInvalid{Code: "invalid_type", Field: field, Message: field + " must be a JSON string"}
-		return ""
+	entity, bad := jsonText(m, "entity_id", false, false)
+	if bad != nil {
+		return nil, bad
 	}
-	entity := text("entity_id", false, false)
-	raw := normalize.RawRow{
-		EmployeeRef: text(normalize.FieldEmployeeRef, false, false),
-		PayPeriod:   text(normalize.FieldPayPeriod, false, false),
-		Component:   text(normalize.FieldComponent, false, false),
-		Amount:      text(normalize.FieldAmount, true, false),
-		Currency:    text(normalize.FieldCurrency, false, false),
-		Hours:       text(normalize.FieldHours, false, true),
-		Rate:        text(normalize.FieldRate, true, false),
-		PayDate:     text(normalize.FieldPayDate, false, false),
-	}
+	raw, bad := jsonRawRow(m)
 	if bad != nil {
 		return nil, bad
 	}

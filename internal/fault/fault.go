@@ -11,6 +11,13 @@
 //	               (records, history, result file) and is about to COMMIT
 //	after-commit   processing committed; the job is not yet marked done
 //
+// and the outbound dispatch (package dispatch, TestCrashDispatch):
+//
+//	dispatch-before-send  a chunk's ledger rows are written; its request is not sent
+//	dispatch-after-send   the vendor answered; the answer is not recorded
+//	dispatch-mid-record   inside the transaction recording an answer, after
+//	                      the ledger is updated, before the run's lines are (rolled back)
+//
 // Nothing here runs in production: Enabled is false, Point returns at once.
 package fault
 
@@ -30,6 +37,10 @@ const (
 	MidApply     = "mid-apply"
 	BeforeCommit = "before-commit"
 	AfterCommit  = "after-commit"
+
+	DispatchBeforeSend = "dispatch-before-send"
+	DispatchAfterSend  = "dispatch-after-send"
+	DispatchMidRecord  = "dispatch-mid-record"
 )
 
 var stage = os.Getenv("PAYINTAKE_FAULT")

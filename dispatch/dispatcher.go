@@ -1,0 +1,477 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payintake/payintake/backoff"
+	"github.com/payintake/payintake/internal/fault"
+)
+
+// Config tunes a Dispatcher; zero values take the defaults.
+type Config struct {
+	Log     *slog.Logger
+	Metrics *Metrics
+	Client  *http.Client // default: a client with keep-alive; each request has the target's --timeout
+	Rand    backoff.Rand // default: math/rand/v2 Float64
+	// Sleep waits d (default: a timer); tests replace it to see the delays.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Progress, when set, is called after every recorded answer.
+	Progress func(Run)
+	// ChunksPerPage is how many chunks' lines are taken from the database
+	// at once (default 10).
+	ChunksPerPage int
+}
+
+// Dispatcher sends due lines to the vendors.
+type Dispatcher struct {
+	st  *Store
+	cfg Config
+
+	mu    sync.Mutex
+	gates map[string]*gate // by target name and rate
+}
+
+// New returns a dispatcher on the payintake database.
+func New(pool *pgxpool.Pool, cfg Config) *Dispatcher {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	if cfg.Client == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 16
+		cfg.Client = &http.Client{Transport: t}
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	if cfg.ChunksPerPage <= 0 {
+		cfg.ChunksPerPage = 10
+	}
+	return &Dispatcher{st: NewStore(pool), cfg: cfg, gates: map[string]*gate{}}
+}
+
+// Store returns the dispatcher's store.
+func (d *Dispatcher) Store() *Store { return d.st }
+
+func sleep(ctx context.Context, dur time.Duration) error {
+	if dur <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (d *Dispatcher) gate(t Target) *gate {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := t.Name + "\x00" + strconv.FormatFloat(t.RateLimit, 'g', -1, 64)
+	g := d.gates[k]
+	if g == nil {
+		g = newGate(t.RateLimit)
+		d.gates[k] = g
+	}
+	return g
+}
+
+// ownerLockClass is the first key of the session advisory lock by which one
+// dispatcher owns a partner's period (records uses 7310 for partners).
+const ownerLockClass = 7311
+
+// owned reports whether some dispatcher owns a partner's period now.
+func (d *Dispatcher) owned(ctx context.Context, partner, period string) (bool, error) {
+	conn, err := d.st.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Release()
+	var got bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, ownerLockClass, partner+"/"+period).Scan(&got); err != nil {
+		return false, err
+	}
+	if got {
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, ownerLockClass, partner+"/"+period); err != nil {
+			_ = conn.Conn().Close(ctx)
+			return false, err
+		}
+	}
+	return !got, nil
+}
+
+// Dispatch runs (or resumes) the open runs of a partner's period until every
+// line is settled. The period is owned by this process meanwhile: a
+// PostgreSQL session advisory lock, held on a connection of its own, which
+// the server releases when the process dies. ErrBusy: another dispatcher
+// owns it. It returns the runs as they ended.
+func (d *Dispatcher) Dispatch(ctx context.Context, partner, period string) ([]Run, error) {
+	conn, err := d.st.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch period %s of partner %s: %w", period, partner, err)
+	}
+	defer conn.Release()
+	var got bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, ownerLockClass, partner+"/"+period).Scan(&got); err != nil {
+		return nil, fmt.Errorf("take ownership of period %s of partner %s: %w", period, partner, err)
+	}
+	if !got {
+		return nil, fmt.Errorf("period %s of partner %s: %w (see `payintake dispatch status`)", period, partner, ErrBusy)
+	}
+	defer func() {
+		// A cancelled ctx must not keep the lock: unlock on a fresh context,
+		// and if even that fails, drop the connection (which unlocks).
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(c, `SELECT pg_advisory_unlock($1, hashtext($2))`, ownerLockClass, partner+"/"+period); err != nil {
+			_ = conn.Conn().Close(c)
+		}
+	}()
+	runs, err := d.st.OpenRun(ctx, partner, period)
+	if err != nil {
+		return nil, err
+	}
+	var done []Run
+	for _, r := range runs {
+		r, err := d.run(ctx, r)
+		if err != nil {
+			return done, err
+		}
+		done = append(done, r)
+	}
+	return done, nil
+}
+
+// run sends the pending lines of one run, a page at a time.
+func (d *Dispatcher) run(ctx context.Context, r Run) (Run, error) {
+	t, err := d.st.Target(ctx, r.Target)
+	if err != nil {
+		return r, err
+	}
+	token, err := t.Token()
+	if err != nil {
+		return r, err
+	}
+	log := d.cfg.Log.With("partner", r.Partner, "pay_period", r.Period, "batch_key", r.BatchKey(), "target", t.Name)
+	d.cfg.Metrics.runsInProgress.Inc()
+	defer d.cfg.Metrics.runsInProgress.Dec()
+	s := &sender{d: d, t: t, token: token, run: r, g: d.gate(t), log: log,
+		prefix: []byte(`{"batch_key":` + string(appendJSONString(nil, r.BatchKey())) + `,"partner":` +
+			string(appendJSONString(nil, r.Partner)) + `,"pay_period":` + string(appendJSONString(nil, r.Period)) + `,"lines":[`)}
+	var from position
+	for {
+		lines, conflicts, settled, err := d.st.takePending(ctx, r, t.ChunkSize*d.cfg.ChunksPerPage, from)
+		if err != nil {
+			return r, err
+		}
+		for _, c := range conflicts {
+			log.Error("dispatch: request-hash conflict, line not sent (a bug: the same key would carry other content)",
+				"key", c.key, "stored_hash", hex.EncodeToString(c.stored), "request_hash", hex.EncodeToString(c.want))
+			d.cfg.Metrics.lines.WithLabelValues("conflict").Inc()
+		}
+		if settled > 0 {
+			if r, err = d.st.run(ctx, r.ID); err != nil {
+				return r, err
+			}
+		}
+		if len(lines) == 0 {
+			if len(conflicts) > 0 || settled > 0 {
+				continue // a page of lines settled without sending; more may follow
+			}
+			break
+		}
+		from = position{lines[len(lines)-1].round, lines[len(lines)-1].dueID}
+		for start := 0; start < len(lines); start += t.ChunkSize {
+			chunk := lines[start:min(start+t.ChunkSize, len(lines))]
+			if err := s.send(ctx, chunk); err != nil {
+				return r, err
+			}
+			if d.cfg.Progress != nil {
+				if pr, err := d.st.run(ctx, r.ID); err == nil {
+					d.cfg.Progress(pr)
+				}
+			}
+		}
+	}
+	if _, err := d.st.finish(ctx, r.ID); err != nil {
+		return r, err
+	}
+	r, err = d.st.run(ctx, r.ID)
+	if err == nil && d.cfg.Progress != nil {
+		d.cfg.Progress(r)
+	}
+	return r, err
+}
+
+// sender sends the chunks of one run.
+type sender struct {
+	d      *Dispatcher
+	t      Target
+	token  string
+	run    Run
+	g      *gate
+	log    *slog.Logger
+	prefix []byte
+}
+
+// retryable statuses of SPEC's response table (also per line in a 207).
+func retryable(status int) bool {
+	switch status {
+	case 408, 429, 500, 502, 503, 504:
+		return true
+	}
+	return false
+}
+
+// maxDetail bounds the detail kept from a vendor's answer.
+const maxDetail = 1024
+
+// send sends one chunk until its lines are settled or put back for a later
+// chunk, retrying the same bytes under the same Idempotency-Key.
+func (s *sender) send(ctx context.Context, chunk []line) error {
+	keys := make([]string, len(chunk))
+	size := len(s.prefix) + 2
+	maxRound, maxAttempts, cursor := 0, 0, int64(0)
+	for i, l := range chunk {
+		keys[i] = l.key
+		size += len(l.body) + 1
+		maxRound, maxAttempts, cursor = max(maxRound, l.round), max(maxAttempts, l.attempts), max(cursor, l.dueID)
+	}
+	body := make([]byte, 0, size)
+	body = append(body, s.prefix...)
+	for i, l := range chunk {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, l.body...)
+	}
+	body = append(body, ']', '}')
+	ck := ChunkKey(s.run.BatchKey(), keys)
+	log := s.log.With("chunk_key", ck, "lines", len(chunk))
+
+	// Lines put back by a 207 wait before their later chunk, as a retry.
+	if maxRound > 0 && maxAttempts < s.t.MaxAttempts {
+		delay := backoff.Exponential(s.t.RetryBase, maxRound, s.d.cfg.Rand)
+		s.d.cfg.Metrics.retryDelay.Observe(delay.Seconds())
+		if err := s.d.cfg.Sleep(ctx, delay); err != nil {
+			return err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		if maxAttempts >= s.t.MaxAttempts {
+			// Already sent as often as allowed (a resume after a crash).
+			return s.settle(ctx, log, chunk, cursor, func(l line) outcome {
+				return outcome{key: l.key, dueID: l.dueID, state: StateFailed, detail: "retries_exhausted"}
+			}, false)
+		}
+		if err := s.g.acquire(ctx, attempt == 1); err != nil {
+			return err
+		}
+		if attempt == 1 {
+			// In flight from now until its last answer is recorded.
+			s.g.begin()
+			defer s.g.end()
+		}
+		fault.Point(fault.DispatchBeforeSend)
+		status, hdr, respBody, sendErr := s.post(ctx, ck, body)
+		if sendErr == nil {
+			fault.Point(fault.DispatchAfterSend)
+		}
+		s.d.cfg.Metrics.requests.WithLabelValues(statusLabel(status)).Inc()
+		if sendErr != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		log := log.With("status", status, "attempt", attempt)
+		switch {
+		case sendErr == nil && (status == http.StatusConflict || (status >= 200 && status < 300 && status != http.StatusMultiStatus)):
+			log.Info("dispatch chunk", "result", "succeeded")
+			return s.settle(ctx, log, chunk, cursor, func(l line) outcome {
+				return outcome{key: l.key, dueID: l.dueID, state: StateSucceeded, status: status}
+			}, false)
+		case sendErr == nil && status == http.StatusMultiStatus:
+			return s.multiStatus(ctx, log, chunk, cursor, respBody, attempt)
+		case sendErr != nil || retryable(status):
+			detail := http.StatusText(status)
+			if sendErr != nil {
+				detail = sendErr.Error()
+			}
+			maxAttempts++
+			if status == http.StatusTooManyRequests {
+				ra, _ := backoff.ParseRetryAfter(hdr.Get("Retry-After"), time.Now())
+				if s.g.tooMany(ra) {
+					log.Warn("dispatch: three 429 answers within 10s; new chunks to this target wait", "retry_after", ra)
+				}
+			}
+			if maxAttempts >= s.t.MaxAttempts {
+				log.Info("dispatch chunk", "result", "retries_exhausted", "detail", detail)
+				return s.settle(ctx, log, chunk, cursor, func(l line) outcome {
+					return outcome{key: l.key, dueID: l.dueID, state: StateFailed, status: status,
+						detail: "retries_exhausted: " + detail}
+				}, false)
+			}
+			// Count the attempt durably, so a crash does not give the chunk
+			// more attempts than allowed; the lines stay first in line.
+			if _, err := s.d.st.record(ctx, s.run, outcomes(chunk, StatePending, status, detail), false, 0); err != nil {
+				return err
+			}
+			delay := backoff.Delay(s.t.RetryBase, attempt, hdr.Get("Retry-After"), time.Now(), s.d.cfg.Rand)
+			log.Info("dispatch chunk", "result", "retry", "detail", detail, "delay", delay)
+			s.d.cfg.Metrics.retryDelay.Observe(delay.Seconds())
+			if err := s.d.cfg.Sleep(ctx, delay); err != nil {
+				return err
+			}
+		default:
+			detail := truncate(string(respBody))
+			log.Info("dispatch chunk", "result", "failed")
+			return s.settle(ctx, log, chunk, cursor, func(l line) outcome {
+				return outcome{key: l.key, dueID: l.dueID, state: StateFailed, status: status, detail: detail}
+			}, false)
+		}
+	}
+}
+
+func outcomes(chunk []line, state string, status int, detail string) []outcome {
+	outs := make([]outcome, len(chunk))
+	for i, l := range chunk {
+		outs[i] = outcome{key: l.key, dueID: l.dueID, state: state, status: status, detail: detail}
+	}
+	return outs
+}
+
+func truncate(s string) string {
+	if len(s) > maxDetail {
+		return s[:maxDetail]
+	}
+	return s
+}
+
+func statusLabel(status int) string {
+	if status == 0 {
+		return "no_answer"
+	}
+	return strconv.Itoa(status)
+}
+
+// post sends the chunk once. status 0 with an error: a timeout or a dropped
+// connection.
+func (s *sender) post(ctx context.Context, ck string, body []byte) (int, http.Header, []byte, error) {
+	rctx, cancel := context.WithTimeout(ctx, s.t.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, s.t.URL, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("request to target %s: %w", s.t.Name, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", ck)
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	resp, err := s.d.cfg.Client.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return 0, nil, nil, err // the answer was cut off: as a dropped connection
+	}
+	return resp.StatusCode, resp.Header, b, nil
+}
+
+// multiStatus applies a 207's per-line results.
+func (s *sender) multiStatus(ctx context.Context, log *slog.Logger, chunk []line, cursor int64, body []byte, sent int) error {
+	var res struct {
+		Results []struct {
+			Key    string          `json:"key"`
+			Status int             `json:"status"`
+			Detail json.RawMessage `json:"detail"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(body, &res); err != nil {
+		log.Warn("dispatch: a 207 answer that is not the results object; every line is retried", "err", err)
+	}
+	type result struct {
+		status int
+		detail string
+	}
+	by := make(map[string]result, len(res.Results))
+	for _, r := range res.Results {
+		detail := string(r.Detail)
+		var str string
+		if json.Unmarshal(r.Detail, &str) == nil {
+			detail = str
+		}
+		by[r.Key] = result{r.Status, truncate(detail)}
+	}
+	counts := map[string]int{}
+	err := s.settle(ctx, log, chunk, cursor, func(l line) outcome {
+		o := outcome{key: l.key, dueID: l.dueID}
+		r, ok := by[l.key]
+		switch {
+		case !ok:
+			o.state, o.detail = StatePending, "missing from the 207 answer"
+		case r.status < 400 || r.status == http.StatusConflict:
+			o.state, o.status, o.detail = StateSucceeded, r.status, r.detail
+		case retryable(r.status):
+			o.state, o.status, o.detail = StatePending, r.status, r.detail
+		default:
+			o.state, o.status, o.detail = StateFailed, r.status, r.detail
+		}
+		if o.state == StatePending && l.attempts+sent >= s.t.MaxAttempts {
+			o.state, o.detail = StateFailed, "retries_exhausted: "+o.detail
+		}
+		counts[o.state]++
+		return o
+	}, true)
+	log.Info("dispatch chunk", "result", "multi_status", "succeeded", counts[StateSucceeded],
+		"retried", counts[StatePending], "failed", counts[StateFailed])
+	return err
+}
+
+// settle records the outcome of every line of the chunk (one transaction),
+// logs the dead letters and counts the lines.
+func (s *sender) settle(ctx context.Context, log *slog.Logger, chunk []line, cursor int64, f func(line) outcome, requeue bool) error {
+	outs := make([]outcome, len(chunk))
+	for i, l := range chunk {
+		outs[i] = f(l)
+	}
+	if _, err := s.d.st.record(ctx, s.run, outs, requeue, cursor); err != nil {
+		return err
+	}
+	for i, o := range outs {
+		switch o.state {
+		case StateFailed:
+			l := chunk[i]
+			log.Error("dispatch: dead letter", "key", o.key, "employee_ref", l.ref, "component", l.comp,
+				"version", l.version, "line_status", o.status, "detail", o.detail)
+			s.d.cfg.Metrics.lines.WithLabelValues("dead_letter").Inc()
+		case StateSucceeded:
+			s.d.cfg.Metrics.lines.WithLabelValues("succeeded").Inc()
+		default:
+			s.d.cfg.Metrics.lines.WithLabelValues("retried").Inc()
+		}
+	}
+	return nil
+}

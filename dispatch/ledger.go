@@ -1,0 +1,456 @@
+package dispatch
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/payintake/payintake/internal/fault"
+)
+
+// Run is the resume record of one run of a partner's period.
+type Run struct {
+	ID        int64
+	Partner   string
+	Period    string
+	Number    int
+	Target    string
+	State     string // in_progress, complete
+	Total     int
+	Settled   int
+	Cursor    int64
+	Requests  int64
+	CreatedAt time.Time
+}
+
+// BatchKey is the run's batch key.
+func (r Run) BatchKey() string { return BatchKey(r.Partner, r.Period, r.Number) }
+
+// Run states.
+const (
+	RunInProgress = "in_progress"
+	RunComplete   = "complete"
+)
+
+// Line states (ledger and due lines); a due line can also be a conflict.
+const (
+	StatePending   = "pending"
+	StateSucceeded = "succeeded"
+	StateFailed    = "failed"
+	StateConflict  = "conflict"
+)
+
+const runCols = `id, partner_id, pay_period, run, target, state, total, settled, cursor, requests, created_at`
+
+func scanRun(row pgx.Row) (Run, error) {
+	var r Run
+	err := row.Scan(&r.ID, &r.Partner, &r.Period, &r.Number, &r.Target, &r.State, &r.Total, &r.Settled, &r.Cursor, &r.Requests, &r.CreatedAt)
+	return r, err
+}
+
+// OpenRun opens the run of a locked period if it has none yet (the lock's
+// trigger normally did: this covers a partner whose target was set after the
+// lock) and returns the period's runs still in progress, oldest first.
+func (s *Store) OpenRun(ctx context.Context, partner, period string) ([]Run, error) {
+	if _, err := s.pool.Exec(ctx, `SELECT dispatch_open_run($1, $2)`, partner, period); err != nil {
+		return nil, fmt.Errorf("open the run of period %s of partner %s: %w", period, partner, err)
+	}
+	return s.Runs(ctx, partner, period, true)
+}
+
+// Runs lists runs (all partners or periods when empty), oldest first.
+func (s *Store) Runs(ctx context.Context, partner, period string, inProgressOnly bool) ([]Run, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM dispatch_runs
+		WHERE ($1 = '' OR partner_id = $1) AND ($2 = '' OR pay_period = $2) AND (NOT $3 OR state = 'in_progress')
+		ORDER BY partner_id, pay_period, run`, partner, period, inProgressOnly)
+	if err != nil {
+		return nil, fmt.Errorf("list dispatch runs: %w", err)
+	}
+	runs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Run, error) { return scanRun(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list dispatch runs: %w", err)
+	}
+	return runs, nil
+}
+
+func (s *Store) run(ctx context.Context, id int64) (Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM dispatch_runs WHERE id = $1`, id))
+	if err != nil {
+		return r, fmt.Errorf("read dispatch run %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// line is one due line on its way to the vendor.
+type line struct {
+	dueID    int64
+	round    int
+	key      string
+	body     []byte // the line object exactly as sent (the ledger's copy)
+	attempts int
+	ref      string
+	comp     string
+	version  int
+}
+
+// dueRow is a due line as the trigger stored it.
+type dueRow struct {
+	id                                 int64
+	recordID                           int64
+	version, round                     int
+	employeeID, employeeRef, component string
+	amount, currency                   string
+	hours, rate, payDate               *string
+	key                                *string
+}
+
+// lineBody is the line object of the request body, in SPEC's field order.
+func lineBody(key, partner, period string, d dueRow) []byte {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"key":`...)
+	b = appendJSONString(b, key)
+	b = append(b, `,"employee_id":`...)
+	b = appendJSONString(b, d.employeeID)
+	b = append(b, `,"employee_ref":`...)
+	b = appendJSONString(b, d.employeeRef)
+	b = append(b, `,"pay_period":`...)
+	b = appendJSONString(b, period)
+	b = append(b, `,"component":`...)
+	b = appendJSONString(b, d.component)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, int64(d.version), 10)
+	b = append(b, `,"amount":`...)
+	b = appendJSONString(b, d.amount)
+	b = append(b, `,"currency":`...)
+	b = appendJSONString(b, d.currency)
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"hours", d.hours}, {"rate", d.rate}, {"pay_date", d.payDate}} {
+		if f.v != nil {
+			b = append(b, `,"`+f.name+`":`...)
+			b = appendJSONString(b, *f.v)
+		}
+	}
+	return append(b, '}')
+}
+
+// conflict is a line whose key already holds another request hash.
+type conflict struct {
+	key          string
+	stored, want []byte
+}
+
+// takePending returns up to limit pending lines of a run in sending order
+// (round, then due order), giving a ledger row to those that have none yet in
+// one transaction. Lines whose key is already settled (by another run) are
+// settled in this run too; lines whose key holds another request hash are
+// marked as conflicts and returned in conflicts, never sent.
+// Only lines after position from (round, id) are taken: the caller has
+// settled or put back (into a later round) every line before it, and the
+// index scan does not wade through the settled lines' dead entries.
+func (s *Store) takePending(ctx context.Context, run Run, limit int, from position) (lines []line, conflicts []conflict, settledNow int, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		lines, conflicts, settledNow = nil, nil, 0
+		if err := asyncCommit(ctx, tx); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT id, record_id, version, round, employee_id, employee_ref, component,
+				amount, currency, hours, rate, pay_date, key
+			FROM dispatch_due WHERE run_id = $1 AND state = 'pending' AND (round, id) > ($3, $4)
+			ORDER BY round, id LIMIT $2`, run.ID, limit, from.round, from.id)
+		if err != nil {
+			return err
+		}
+		var due []dueRow
+		var d dueRow
+		_, err = pgx.ForEachRow(rows, []any{&d.id, &d.recordID, &d.version, &d.round, &d.employeeID, &d.employeeRef,
+			&d.component, &d.amount, &d.currency, &d.hours, &d.rate, &d.payDate, &d.key}, func() error {
+			due = append(due, d)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(due) == 0 {
+			return nil
+		}
+		// New ledger rows for the lines taken for the first time.
+		var (
+			keys, refs, emps, comps []string
+			vers                    []int32
+			recs, dueIDs            []int64
+			hashes, bodies          [][]byte
+		)
+		allKeys := make([]string, len(due))
+		mine := map[string][]byte{} // key → request hash this run would send
+		for i, d := range due {
+			k := LineKey(run.Partner, d.employeeID, run.Period, d.component, d.version)
+			allKeys[i] = k
+			body := lineBody(k, run.Partner, run.Period, d)
+			sum := sha256.Sum256(body)
+			mine[k] = sum[:]
+			if d.key != nil {
+				continue
+			}
+			keys, refs, emps, comps = append(keys, k), append(refs, d.employeeRef), append(emps, d.employeeID), append(comps, d.component)
+			vers, recs, dueIDs = append(vers, int32(d.version)), append(recs, d.recordID), append(dueIDs, d.id)
+			hashes, bodies = append(hashes, sum[:]), append(bodies, body)
+		}
+		if len(keys) > 0 {
+			// An archived key stays taken: it is copied back as it was
+			// (settled), so it is neither sent again nor given a new hash.
+			if _, err := tx.Exec(ctx, `INSERT INTO dispatch_ledger (key, request_hash, partner_id, pay_period, employee_id,
+					employee_ref, component, version, record_id, line, state, attempts, last_status, last_detail,
+					created_at, updated_at, settled_at)
+				SELECT key, request_hash, partner_id, pay_period, employee_id, employee_ref, component, version, record_id,
+					line, state, attempts, last_status, last_detail, created_at, updated_at, settled_at
+				FROM dispatch_ledger_archive WHERE key = ANY($1)
+				ON CONFLICT (key) DO NOTHING`, keys); err != nil {
+				return fmt.Errorf("consult the ledger archive: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO dispatch_ledger (key, request_hash, partner_id, pay_period, employee_id,
+					employee_ref, component, version, record_id, line)
+				SELECT u.key, u.hash, $1, $2, u.emp, u.ref, u.comp, u.ver, u.rec, u.body
+				FROM unnest($3::text[], $4::bytea[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bigint[], $10::bytea[])
+					AS u(key, hash, emp, ref, comp, ver, rec, body)
+				ON CONFLICT (key) DO NOTHING`, run.Partner, run.Period, keys, hashes, emps, refs, comps, vers, recs, bodies); err != nil {
+				return fmt.Errorf("write ledger rows: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `UPDATE dispatch_due d SET key = u.key FROM unnest($1::bigint[], $2::text[]) AS u(id, key)
+				WHERE d.id = ANY($1) AND d.id = u.id`, dueIDs, keys); err != nil {
+				return fmt.Errorf("link due lines to their keys: %w", err)
+			}
+		}
+		// What the ledger holds for every key taken, whoever wrote it.
+		type held struct {
+			hash, body []byte
+			state      string
+			attempts   int
+		}
+		ledger := make(map[string]held, len(due))
+		rows, err = tx.Query(ctx, `SELECT key, request_hash, line, state, attempts FROM dispatch_ledger WHERE key = ANY($1)`, allKeys)
+		if err != nil {
+			return err
+		}
+		var k string
+		var h held
+		_, err = pgx.ForEachRow(rows, []any{&k, &h.hash, &h.body, &h.state, &h.attempts}, func() error {
+			ledger[k] = h
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		var settledIDs []int64
+		var settledStates []string
+		var conflictIDs []int64
+		for i, d := range due {
+			k := allKeys[i]
+			l, ok := ledger[k]
+			if !ok {
+				return fmt.Errorf("ledger row of key %s is missing", k)
+			}
+			if string(l.hash) != string(mine[k]) {
+				conflicts = append(conflicts, conflict{key: k, stored: l.hash, want: mine[k]})
+				conflictIDs = append(conflictIDs, d.id)
+				continue
+			}
+			if l.state != StatePending {
+				settledIDs, settledStates = append(settledIDs, d.id), append(settledStates, l.state)
+				continue
+			}
+			lines = append(lines, line{dueID: d.id, round: d.round, key: k, body: l.body, attempts: l.attempts,
+				ref: d.employeeRef, comp: d.component, version: d.version})
+		}
+		if len(conflicts) > 0 {
+			ks, stored, want := make([]string, len(conflicts)), make([][]byte, len(conflicts)), make([][]byte, len(conflicts))
+			for i, c := range conflicts {
+				ks[i], stored[i], want[i] = c.key, c.stored, c.want
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO dispatch_conflicts (key, run_id, stored_hash, request_hash)
+				SELECT u.key, $1, u.stored, u.want FROM unnest($2::text[], $3::bytea[], $4::bytea[]) AS u(key, stored, want)
+				ON CONFLICT DO NOTHING`, run.ID, ks, stored, want); err != nil {
+				return fmt.Errorf("record request-hash conflicts: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `UPDATE dispatch_due SET state = 'conflict' WHERE id = ANY($1)`, conflictIDs); err != nil {
+				return fmt.Errorf("record request-hash conflicts: %w", err)
+			}
+		}
+		if len(settledIDs) > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE dispatch_due d SET state = u.state FROM unnest($1::bigint[], $2::text[]) AS u(id, state)
+				WHERE d.id = ANY($1) AND d.id = u.id`, settledIDs, settledStates); err != nil {
+				return fmt.Errorf("settle lines already settled: %w", err)
+			}
+		}
+		settledNow = len(settledIDs) + len(conflictIDs)
+		if settledNow > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE dispatch_runs SET settled = settled + $2, updated_at = now() WHERE id = $1`,
+				run.ID, settledNow); err != nil {
+				return fmt.Errorf("count settled lines: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("take the pending lines of run %s: %w", run.BatchKey(), err)
+	}
+	return lines, conflicts, settledNow, nil
+}
+
+// asyncCommit lets a dispatch transaction commit without waiting for its
+// WAL flush (synchronous_commit off, this transaction only). Safe by
+// design: the transaction is still atomic, and if the database server
+// itself crashed before the flush, the line is simply pending again and is
+// sent again under the same key, which the vendor deduplicates. What it
+// saves is a disk flush per chunk, most of a chunk's time on a busy disk.
+func asyncCommit(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+		return fmt.Errorf("dispatch transaction: %w", err)
+	}
+	return nil
+}
+
+// position is a place in a run's sending order.
+type position struct {
+	round int
+	id    int64
+}
+
+// outcome is what one response (or its absence) did to one line.
+type outcome struct {
+	key    string
+	dueID  int64
+	state  string // succeeded, failed, or pending (to be sent again)
+	status int    // HTTP status; 0: no answer
+	detail string
+}
+
+// record writes the outcome of one request for its lines in one
+// transaction: the ledger, the run's due lines (a pending line goes back
+// for a later chunk when requeue is set; otherwise it stays first in line
+// for the same chunk again) and the resume record.
+func (s *Store) record(ctx context.Context, run Run, outs []outcome, requeue bool, cursor int64) (settled int, err error) {
+	keys, states, details := make([]string, len(outs)), make([]string, len(outs)), make([]string, len(outs))
+	statuses := make([]int32, len(outs))
+	ids := make([]int64, len(outs))
+	for i, o := range outs {
+		keys[i], states[i], statuses[i], details[i], ids[i] = o.key, o.state, int32(o.status), o.detail, o.dueID
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := asyncCommit(ctx, tx); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE dispatch_ledger l SET state = u.state, attempts = l.attempts + 1,
+				last_status = nullif(u.status, 0), last_detail = u.detail, updated_at = now(),
+				settled_at = CASE WHEN u.state <> 'pending' THEN now() END
+			FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) AS u(key, state, status, detail)
+			WHERE l.key = ANY($1) AND l.key = u.key AND l.state = 'pending'`, keys, states, statuses, details); err != nil {
+			return fmt.Errorf("update the ledger: %w", err)
+		}
+		fault.Point(fault.DispatchMidRecord)
+		// A key settled meanwhile by another run keeps its ledger state; the
+		// due line takes the ledger's state.
+		rows, err := tx.Query(ctx, `UPDATE dispatch_due d SET
+				state = CASE WHEN l.state <> 'pending' THEN l.state ELSE 'pending' END,
+				round = d.round + CASE WHEN l.state = 'pending' AND $3 THEN 1 ELSE 0 END
+			FROM dispatch_ledger l
+			WHERE d.id = ANY($2) AND d.run_id = $1 AND d.state = 'pending' AND l.key = d.key
+			RETURNING d.state`, run.ID, ids, requeue)
+		if err != nil {
+			return fmt.Errorf("update the due lines: %w", err)
+		}
+		var st string
+		settled = 0
+		if _, err := pgx.ForEachRow(rows, []any{&st}, func() error {
+			if st != StatePending {
+				settled++
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("update the due lines: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE dispatch_runs SET settled = settled + $2, requests = requests + 1,
+				cursor = greatest(cursor, $3), updated_at = now() WHERE id = $1`, run.ID, settled, cursor); err != nil {
+			return fmt.Errorf("update the resume record: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("record the answer for run %s: %w", run.BatchKey(), err)
+	}
+	return settled, nil
+}
+
+// finish marks a run complete when no line of it is pending any more.
+func (s *Store) finish(ctx context.Context, runID int64) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE dispatch_runs r SET state = 'complete', completed_at = now(), updated_at = now(),
+			settled = (SELECT count(*) FROM dispatch_due WHERE run_id = r.id AND state <> 'pending')
+		WHERE id = $1 AND state = 'in_progress'
+		  AND NOT EXISTS (SELECT 1 FROM dispatch_due WHERE run_id = r.id AND state = 'pending')`, runID)
+	if err != nil {
+		return false, fmt.Errorf("complete dispatch run %d: %w", runID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Retry puts the dead-lettered lines of a period's runs back to be sent
+// again under the same keys (same bytes), with their attempts counted from
+// zero, and reopens those runs. Request-hash conflicts are not retried:
+// they stay a bug to fix. It returns how many lines were put back.
+func (s *Store) Retry(ctx context.Context, partner, period string) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE dispatch_ledger l SET state = 'pending', attempts = 0, settled_at = NULL, updated_at = now()
+			FROM dispatch_due d JOIN dispatch_runs r ON r.id = d.run_id
+			WHERE r.partner_id = $1 AND r.pay_period = $2 AND d.state = 'failed' AND l.key = d.key AND l.state = 'failed'`,
+			partner, period)
+		if err != nil {
+			return err
+		}
+		_ = tag
+		tag, err = tx.Exec(ctx, `UPDATE dispatch_due d SET state = 'pending', round = d.round + 1
+			FROM dispatch_runs r WHERE r.id = d.run_id AND r.partner_id = $1 AND r.pay_period = $2 AND d.state = 'failed'`,
+			partner, period)
+		if err != nil {
+			return err
+		}
+		n = int(tag.RowsAffected())
+		_, err = tx.Exec(ctx, `UPDATE dispatch_runs r SET state = 'in_progress', completed_at = NULL, updated_at = now(),
+				settled = (SELECT count(*) FROM dispatch_due WHERE run_id = r.id AND state <> 'pending')
+			WHERE r.partner_id = $1 AND r.pay_period = $2
+			  AND EXISTS (SELECT 1 FROM dispatch_due WHERE run_id = r.id AND state = 'pending')`, partner, period)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("retry the dead letters of period %s of partner %s: %w", period, partner, err)
+	}
+	return n, nil
+}
+
+// ArchiveAfter is how long a settled ledger row stays in the ledger.
+const ArchiveAfter = 90 * 24 * time.Hour
+
+// Archive moves ledger rows settled before now − 90 days to the archive, in
+// one transaction. It returns how many moved.
+func (s *Store) Archive(ctx context.Context, now time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `WITH moved AS (
+			DELETE FROM dispatch_ledger WHERE state <> 'pending' AND settled_at < $1
+			RETURNING key, request_hash, partner_id, pay_period, employee_id, employee_ref, component, version,
+				record_id, line, state, attempts, last_status, last_detail, created_at, updated_at, settled_at)
+		INSERT INTO dispatch_ledger_archive (key, request_hash, partner_id, pay_period, employee_id, employee_ref,
+			component, version, record_id, line, state, attempts, last_status, last_detail, created_at, updated_at,
+			settled_at, archived_at)
+		SELECT *, $2 FROM moved
+		ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, attempts = EXCLUDED.attempts,
+			last_status = EXCLUDED.last_status, last_detail = EXCLUDED.last_detail, updated_at = EXCLUDED.updated_at,
+			settled_at = EXCLUDED.settled_at, archived_at = EXCLUDED.archived_at`, now.Add(-ArchiveAfter), now)
+	if err != nil {
+		return 0, fmt.Errorf("archive settled ledger rows: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -1,0 +1,173 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/records"
+)
+
+// POST /v1/submissions/{id}/replays: corrected legs of a submission, each
+// applied at most once (records.Replay says how).
+
+const (
+	maxReplayBody = 4 << 20
+	maxReplayLegs = 10000
+)
+
+type replayLeg struct {
+	Row      int    `json:"row"`
+	Line     int    `json:"line"`
+	LegKey   string `json:"leg_key"`
+	Outcome  string `json:"outcome"`
+	Code     string `json:"code"`
+	Field    string `json:"field"`
+	Message  string `json:"message"`
+	ReplayID int64  `json:"replay_id"`
+	Settled  bool   `json:"settled_before"`
+}
+
+type replayJSON struct {
+	ID           int64          `json:"id"`
+	SubmissionID int64          `json:"submission_id"`
+	Counts       map[string]int `json:"counts"`
+	Rows         []replayLeg    `json:"rows"`
+	ResultURL    string         `json:"result_url"`
+}
+
+func renderReplay(res records.ReplayResult) (int, []byte) {
+	counts := map[string]int{}
+	for _, o := range outcomes {
+		counts[o] = res.Counts[o]
+	}
+	out := replayJSON{ID: res.ID, SubmissionID: res.Of, Counts: counts, Rows: []replayLeg{},
+		ResultURL: fmt.Sprintf("/v1/submissions/%d/result.csv", res.Of)}
+	for _, l := range res.Legs {
+		out.Rows = append(out.Rows, replayLeg{Row: l.Row, Line: l.Line, LegKey: hex.EncodeToString(l.LegKey),
+			Outcome: l.Outcome, Code: l.Code, Field: l.Field, Message: l.Message, ReplayID: l.ReplayID, Settled: l.Settled})
+	}
+	r := jsonResponse(http.StatusCreated, out)
+	return r.Status, r.Body
+}
+
+func (a *API) postReplay(w http.ResponseWriter, r *http.Request) {
+	env, out, ok := a.envelopeOf(w, r)
+	if !ok {
+		return
+	}
+	key, p := parseIdempotencyKey(r.Header)
+	if p != nil {
+		writeProblem(w, *p)
+		return
+	}
+	switch {
+	case !out.Done():
+		w.Header().Set("Retry-After", "1")
+		writeProblem(w, newProblem(http.StatusConflict, "not_ready", "this submission has no result yet; replay its rows once it has one"))
+		return
+	case intake.IsReplayFile(out.FileName):
+		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "not_replayable",
+			fmt.Sprintf("submission %d is itself a replay file (%s); nothing was applied: replay the rows of the submission it corrects", env.ID, out.FileName)))
+		return
+	case out.Status != records.StatusProcessed:
+		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "not_replayable",
+			fmt.Sprintf("submission %d was not processed (status %s), so it has no rows to replay: send the file as a new submission", env.ID, out.Status)))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReplayBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeProblem(w, newProblem(http.StatusRequestEntityTooLarge, "body_too_large",
+				fmt.Sprintf("the replay body is larger than %d bytes; replay the rows in several requests", maxReplayBody)))
+			return
+		}
+		writeProblem(w, newProblem(http.StatusBadRequest, "body_unreadable", "the body could not be read to its end; send the replay again with the same Idempotency-Key"))
+		return
+	}
+	p2, err := a.st.Partner(r.Context(), out.PartnerID)
+	if err != nil {
+		a.internal(w, r, "read partner", err)
+		return
+	}
+	legs, bad := parseReplay(body, intake.Settings(p2))
+	if bad != nil {
+		writeProblem(w, *bad)
+		return
+	}
+	ans, err := a.st.Replay(r.Context(), records.ReplayRequest{PartnerID: out.PartnerID, Of: out,
+		Key: records.SubmissionKey(key), Source: "http", Body: body, Legs: legs}, renderReplay)
+	var nr *records.NotReplayableError
+	switch {
+	case errors.Is(err, records.ErrReplayKeyReuse):
+		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "idempotency_key_reuse",
+			"this Idempotency-Key was already used to replay other rows or values of this submission; nothing was applied: send this replay under a new key, or the first one unchanged"))
+		return
+	case errors.As(err, &nr):
+		pr := newProblem(http.StatusUnprocessableEntity, "row_not_replayable", nr.Error())
+		pr.Field = "rows"
+		writeProblem(w, pr)
+		return
+	case err != nil:
+		a.internal(w, r, "replay legs", err)
+		return
+	}
+	if ans.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeResponse(w, records.IdemResponse{Status: ans.Status, ContentType: "application/json", Body: ans.Body})
+}
+
+// parseReplay reads {"rows": [{"row": N, ...fields}]}: each leg's fields
+// are read as a webhook's (money a JSON string, never a number) and
+// normalised as a CSV row with the partner's settings. A leg whose values
+// are invalid is staged as a rejected row (it gets its outcome); a body
+// that is not this shape, or money as a JSON number, is refused whole.
+func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *problem) {
+	bad := func(code, field, detail string) ([]records.Leg, *problem) {
+		p := newProblem(http.StatusUnprocessableEntity, code, detail+"; nothing was applied")
+		p.Field = field
+		return nil, &p
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var doc struct {
+		Rows []map[string]json.RawMessage `json:"rows"`
+	}
+	if err := dec.Decode(&doc); err != nil {
+		return bad("invalid_json", "", `the body is not a JSON object {"rows": [{"row": N, "employee_ref": ..., "amount": "12.50", ...}]}`)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return bad("invalid_json", "", "the body has data after its JSON object")
+	}
+	if len(doc.Rows) == 0 || len(doc.Rows) > maxReplayLegs {
+		return bad("invalid_rows", "rows", fmt.Sprintf("rows must list 1 to %d corrected rows", maxReplayLegs))
+	}
+	legs := make([]records.Leg, 0, len(doc.Rows))
+	for i, m := range doc.Rows {
+		at := fmt.Sprintf("rows[%d]", i)
+		n, err := strconv.Atoi(string(bytes.TrimSpace(m["row"])))
+		if err != nil || n < 1 {
+			return bad("invalid_row", at+".row", at+".row must be the row index (a JSON integer from 1) of the submission's row this corrects")
+		}
+		raw, invalid := jsonRawRow(m)
+		if invalid != nil {
+			return bad(invalid.Code, at+"."+invalid.Field, at+": "+invalid.Message)
+		}
+		rec, disp, rowErr := normalize.Normalize(raw, s)
+		row := normalize.Row{Index: n, Record: rec, Display: disp}
+		if rowErr != nil {
+			row.Err = rowErr
+		}
+		legs = append(legs, records.Leg{Row: n, Staged: intake.Stage(row)})
+	}
+	return legs, nil
+}
