@@ -211,7 +211,15 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
+	// A login form is small: it arrives within LoginReadTimeout or the
+	// connection is dropped, so stalled logins hold nothing for long.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.LoginReadTimeout))
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		w.Header().Set("Connection", "close")
+		s.consoleError(w, r, http.StatusBadRequest, "The login form did not arrive whole: open the login page and try again.")
+		return
+	}
 	name := strings.TrimSpace(r.PostFormValue("name"))
 	next := safeNext(r.PostFormValue("next"))
 	rv, err := s.login(r.Context(), name, r.PostFormValue("password"), clientAddress(r), records.ViaConsole, true)

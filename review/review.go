@@ -51,6 +51,8 @@ type Server struct {
 	// SecureCookies marks the session cookie Secure even on plain HTTP
 	// requests (behind a TLS-terminating proxy). TLS requests always get it.
 	SecureCookies bool
+	// LoginReadTimeout bounds the reading of a console login form (10 s).
+	LoginReadTimeout time.Duration
 
 	handler http.Handler
 	// hashing holds one token per password check that may run at once.
@@ -101,7 +103,7 @@ func New(store *records.Store, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{Store: store, Log: log, SessionTTL: 12 * time.Hour, hashing: make(chan struct{}, hashSlots)}
+	s := &Server{Store: store, Log: log, SessionTTL: 12 * time.Hour, LoginReadTimeout: 10 * time.Second, hashing: make(chan struct{}, hashSlots)}
 	mux := http.NewServeMux()
 	s.routesAPI(mux)
 	s.routesConsole(mux)

@@ -46,6 +46,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	resumeWindow := fs.Duration("sftp-resume-window", intake.DefaultResumeWindow, "an SFTP upload cut off (or temp-named, never renamed) can be resumed this long after its last write")
 	jobTimeout := fs.Duration("job-timeout", intake.DefaultJobTimeout, "longest processing of one file; then it is cancelled and retried")
 	orphanAfter := fs.Duration("orphan-after", intake.DefaultOrphanAfter, "a received file left unprocessed by a stopped process is queued again after this long")
+	readTimeout := fs.Duration("http-read-timeout", 5*time.Minute, "longest time to read one HTTP request, body included (a 64 MiB submission needs about 220 KB/s)")
+	writeTimeout := fs.Duration("http-write-timeout", 5*time.Minute, "longest time to write one HTTP response")
+	httpIdleTimeout := fs.Duration("http-idle-timeout", 2*time.Minute, "an idle keep-alive HTTP connection is closed after this long")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -183,7 +186,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		wg.Go(func() { queue.SweepOrphans(runCtx, e.store.Pool(), *orphanAfter) })
 		wg.Go(func() { outbound.Sweep(runCtx, disp, queue.Insert) })
 	}
-	httpSrv := &http.Server{Handler: observeHTTP(mux, reg, log, e.tracing), ReadHeaderTimeout: 10 * time.Second}
+	// Every read has a deadline: headers within 10 s, a whole request within
+	// --http-read-timeout (webhook bodies and login forms within 10 s, set
+	// by their handlers), and idle connections are closed.
+	httpSrv := &http.Server{Handler: observeHTTP(mux, reg, log, e.tracing), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *httpIdleTimeout}
 	wg.Go(func() {
 		log.Info("http listening", "addr", httpLn.Addr().String())
 		if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -55,6 +55,14 @@ const (
 	DefaultReapEvery      = time.Hour
 	DefaultReapBatch      = 1000
 	DefaultTolerance      = 5 * time.Minute
+	// A webhook body (at most 1 MiB) is read within DefaultWebhookReadTimeout,
+	// and at most DefaultWebhooksReading bodies are read at once, before any
+	// signature is checked: a sender that stalls holds a slot and a socket
+	// for seconds, not for ever, and stalled senders cannot hold unbounded
+	// memory. A delivery that finds no free slot within a second gets 503
+	// with Retry-After (Standard Webhooks senders retry).
+	DefaultWebhookReadTimeout = 10 * time.Second
+	DefaultWebhooksReading    = 64
 )
 
 // Config tunes the API. Zero values take the defaults above.
@@ -67,7 +75,11 @@ type Config struct {
 	ReapEvery      time.Duration // how often the reaper runs
 	ReapBatch      int           // keys deleted per statement
 	Tolerance      time.Duration // accepted clock skew of webhook-timestamp
-	Now            func() time.Time
+	// WebhookReadTimeout and WebhooksReading bound the reading of webhook
+	// bodies (see DefaultWebhookReadTimeout).
+	WebhookReadTimeout time.Duration
+	WebhooksReading    int
+	Now                func() time.Time
 	// Enqueue, when set (the serve job queue's Enqueue), schedules background
 	// processing in the transaction that records a submission, so an
 	// envelope is never durable without its job even if this process dies
@@ -90,6 +102,7 @@ type API struct {
 	cfg     Config
 	log     *slog.Logger
 	process func(ctx context.Context, id int64) (records.Envelope, error) // in.Process; replaced in tests
+	reading chan struct{}                                                 // a token per webhook body being read
 }
 
 // New returns the API on in's store.
@@ -118,7 +131,14 @@ func New(in *intake.Intake, cfg Config) *API {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &API{in: in, st: in.Store, cfg: cfg, log: in.Log, process: in.Process}
+	if cfg.WebhookReadTimeout <= 0 {
+		cfg.WebhookReadTimeout = DefaultWebhookReadTimeout
+	}
+	if cfg.WebhooksReading <= 0 {
+		cfg.WebhooksReading = DefaultWebhooksReading
+	}
+	return &API{in: in, st: in.Store, cfg: cfg, log: in.Log, process: in.Process,
+		reading: make(chan struct{}, cfg.WebhooksReading)}
 }
 
 // Mount registers the API on mux with the default configuration (bodies

@@ -32,6 +32,8 @@ var problemDocs = []problemDoc{
 	{"idempotency_key_parameter_mismatch", "422", "The Idempotency-Key was already used for a request with other parameters.", "Repeat the original request exactly, or use a new key for a new request."},
 	{"invalid_name", "400", "The ?name= of a submission is missing or not a plain file name.", "Give the file's name (at most 255 bytes, no slashes or control characters); it names the result and is checked against the agreed file pattern."},
 	{"body_too_large", "413", "The body is larger than the server accepts (64 MiB for a submission, 1 MiB for a webhook).", "Split the payroll run into several submissions; send one pay-line change per webhook."},
+	{"body_timeout", "408", "The webhook body did not arrive within the server's deadline (10 s); nothing was stored and the connection was closed.", "Deliver the webhook again; send the whole body at once."},
+	{"busy", "503", "Too many webhook bodies were being received at once; this one was not read.", "Deliver it again after the seconds in Retry-After (Standard Webhooks senders retry by themselves)."},
 	{"body_unreadable", "400", "The body could not be read to its end (the connection broke or was too slow).", "Send the request again with the same Idempotency-Key or webhook-id."},
 	{"not_found", "404", "There is no such resource for your partner account (another partner's submissions do not exist for you).", "Check the id or path; the API is described at /v1/openapi.json."},
 	{"method_not_allowed", "405", "The path exists but not with this method.", "Use one of the methods in the Allow header."},

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +37,20 @@ type webhookAnswer struct {
 func (a *API) postWebhook(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	partner := r.PathValue("partner")
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxWebhookBody))
+	body, err := a.readWebhookBody(w, r)
+	if errors.Is(err, errReadersBusy) {
+		w.Header().Set("Connection", "close") // its body is not read
+		w.Header().Set("Retry-After", "1")
+		writeProblem(w, newProblem(http.StatusServiceUnavailable, "busy",
+			"too many webhook bodies are being received right now; deliver it again in a second"))
+		return
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		w.Header().Set("Connection", "close")
+		writeProblem(w, newProblem(http.StatusRequestTimeout, "body_timeout",
+			fmt.Sprintf("the webhook body did not arrive within %s; nothing was stored: deliver it again", a.cfg.WebhookReadTimeout)))
+		return
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -88,6 +102,31 @@ func (a *API) postWebhook(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, ans.IdemResponse)
 }
 
+// errReadersBusy: every webhook-reading slot stayed taken for a second.
+var errReadersBusy = errors.New("too many webhook bodies being read")
+
+// readWebhookBody reads the body under a.cfg.WebhookReadTimeout, holding one
+// of a.cfg.WebhooksReading slots while it does.
+func (a *API) readWebhookBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	// The deadline is set first: even a sender turned away unread must not
+	// hold the connection (the server would wait for its body).
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(a.cfg.WebhookReadTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return nil, fmt.Errorf("set the body's read deadline: %w", err)
+	}
+	wait := time.NewTimer(time.Second)
+	defer wait.Stop()
+	select {
+	case a.reading <- struct{}{}:
+	case <-wait.C:
+		return nil, errReadersBusy
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
+	defer func() { <-a.reading }()
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxWebhookBody))
+}
+
 func renderWebhook(res records.WebhookResult) records.IdemResponse {
 	if inv := res.Invalid; inv != nil {
 		p := newProblem(http.StatusUnprocessableEntity, inv.Code, inv.Message)
@@ -119,6 +158,11 @@ func (a *API) verifyWebhook(r *http.Request, partner, id string, body []byte) *p
 	}
 	if skew := a.cfg.Now().Sub(time.Unix(sec, 0)); skew > a.cfg.Tolerance || skew < -a.cfg.Tolerance {
 		return deny("timestamp_out_of_tolerance", fmt.Sprintf("webhook-timestamp is more than %s away from the server's clock (a replayed or delayed message); sign it again when sending", a.cfg.Tolerance))
+	}
+	if !records.ValidPartnerID(partner) {
+		// A malformed partner (invalid UTF-8 included) is an unknown one:
+		// no secret of it can match.
+		return deny("signature_invalid", "no webhook-signature matches the body with an active secret of this partner")
 	}
 	keys, err := a.st.WebhookSecrets(r.Context(), partner)
 	if err != nil {
