@@ -40,7 +40,7 @@ const employeeRejectsSQL = `WITH ` + employeeCTE + `
 SELECT EXISTS (SELECT 1 FROM emp WHERE kind IN ('employee_taken', 'unknown_rejected'))`
 
 // classifySQL decides every row's outcome against the stored records, in the
-// order of SPEC.md: invalid, duplicate in file, employee unknown and
+// order of docs/contract.md: invalid, duplicate in file, employee unknown and
 // rejected (or its derived id taken), file rejected (all-or-nothing),
 // employee unknown and held, new key (created, or held if the period is
 // closed), identical content (unchanged), older sequence (stale), locked
