@@ -38,7 +38,9 @@ func (s *Store) LoginLockedUntil(ctx context.Context, account, address string) (
 // returns until when they are locked (zero: not locked).
 func (s *Store) RecordLoginFailure(ctx context.Context, account, address string) (time.Time, error) {
 	var until *time.Time
-	// n is the new failure count; the lock grows with it.
+	// The lock doubles with each failure past the free ones, up to
+	// LoginLockMax; the exponent is capped so that a storm of failures
+	// never overflows PostgreSQL's interval.
 	err := s.pool.QueryRow(ctx, `
 		WITH up AS (
 			INSERT INTO login_failures AS f (scope, key, failures, last_failed_at)
@@ -48,7 +50,7 @@ func (s *Store) RecordLoginFailure(ctx context.Context, account, address string)
 				last_failed_at = now(),
 				locked_until = CASE
 					WHEN f.last_failed_at < now() - $3::interval OR f.failures + 1 <= $4 THEN NULL
-					ELSE now() + least($5::interval * power(2, f.failures - $4), $6::interval) END
+					ELSE now() + least($5::interval * power(2, least(f.failures - $4, 30)), $6::interval) END
 			RETURNING f.locked_until
 		)
 		SELECT max(locked_until) FROM up`,
