@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -409,3 +410,57 @@ func TestOneDispatcherPerPeriod(t *testing.T) {
 }
 
 var _ = json.Marshal
+
+// TestPipelineWithPartialAnswers: many pages of few chunks, with the
+// loader, the sender and the recorder overlapping, and every third answer a
+// 207 that leaves two lines to retry and drops one: lines put back behind
+// the loader's cursor are still sent (after the barrier), each key is paid
+// exactly once, and the run completes with every line succeeded.
+func TestPipelineWithPartialAnswers(t *testing.T) {
+	e := newEnv(t, Target{ChunkSize: 10, MaxAttempts: 5})
+	e.ingest("a.csv", payroll(300, "2026-11"))
+	e.lock("2026-11")
+	e.v.script = func(n int, r vendorReq) answer {
+		if n%3 != 1 || len(r.lines) < 4 {
+			return answer{status: 200}
+		}
+		return answer{status: 207, results: func(keys []string) []map[string]any {
+			var res []map[string]any
+			for i, k := range keys[:len(keys)-1] { // the last line is missing from the answer
+				st := 200
+				if i < 2 {
+					st = 503
+				}
+				res = append(res, map[string]any{"key": k, "status": st, "detail": "x"})
+			}
+			return res
+		}}
+	}
+	d := New(e.store.Pool(), Config{ChunksPerPage: 2, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+	runs, err := d.Dispatch(e.ctx, "acme", "2026-11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].State != RunComplete || runs[0].Settled != 300 {
+		t.Fatalf("runs %+v, want one complete run of 300 settled lines", runs)
+	}
+	partial := 0
+	for i, r := range e.v.requests() {
+		if i%3 == 1 && len(r.lines) >= 4 {
+			partial++
+		}
+	}
+	if partial < 10 {
+		t.Fatalf("only %d partial answers: the test does not test the pipeline", partial)
+	}
+	e.checkPaidOnce(e.expectedKeys("2026-11"))
+	for k, n := range e.v.paidKeys() {
+		if n != 1 {
+			t.Errorf("key %s paid %d times", k, n)
+		}
+	}
+	if st := e.status("2026-11")[0]; st.Succeeded != 300 || st.Pending != 0 || st.Failed != 0 {
+		t.Errorf("status %+v", st)
+	}
+	t.Logf("%d requests, %d of them 207", len(e.v.requests()), partial)
+}

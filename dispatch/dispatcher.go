@@ -2,9 +2,11 @@ package dispatch
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,7 +33,7 @@ type Config struct {
 	// Progress, when set, is called after every recorded answer.
 	Progress func(Run)
 	// ChunksPerPage is how many chunks' lines are taken from the database
-	// at once (default 10).
+	// at once (default 25).
 	ChunksPerPage int
 }
 
@@ -64,7 +66,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Dispatcher {
 		cfg.Sleep = sleep
 	}
 	if cfg.ChunksPerPage <= 0 {
-		cfg.ChunksPerPage = 10
+		cfg.ChunksPerPage = 25
 	}
 	return &Dispatcher{st: NewStore(pool), cfg: cfg, gates: map[string]*gate{}}
 }
@@ -164,7 +166,10 @@ func (d *Dispatcher) Dispatch(ctx context.Context, partner, period string) ([]Ru
 	return done, nil
 }
 
-// run sends the pending lines of one run, a page at a time.
+// run sends the pending lines of one run. Three stages overlap: a loader
+// takes pages of pending lines (writing their ledger rows, the hash guard,
+// before any of them is sent), the sender POSTs their chunks one at a time,
+// and a recorder writes the answers while the next chunks go out.
 func (d *Dispatcher) run(ctx context.Context, r Run) (Run, error) {
 	t, err := d.st.Target(ctx, r.Target)
 	if err != nil {
@@ -177,43 +182,52 @@ func (d *Dispatcher) run(ctx context.Context, r Run) (Run, error) {
 	log := d.cfg.Log.With("partner", r.Partner, "pay_period", r.Period, "batch_key", r.BatchKey(), "target", t.Name)
 	d.cfg.Metrics.runsInProgress.Inc()
 	defer d.cfg.Metrics.runsInProgress.Dec()
-	s := &sender{d: d, t: t, token: token, run: r, g: d.gate(t), log: log,
-		prefix: []byte(`{"batch_key":` + string(appendJSONString(nil, r.BatchKey())) + `,"partner":` +
-			string(appendJSONString(nil, r.Partner)) + `,"pay_period":` + string(appendJSONString(nil, r.Period)) + `,"lines":[`)}
-	var from position
-	for {
-		lines, conflicts, settled, err := d.st.takePending(ctx, r, t.ChunkSize*d.cfg.ChunksPerPage, from)
-		if err != nil {
+	if r.Total-r.Settled >= analyzeAbove {
+		if err := d.st.analyze(ctx); err != nil {
 			return r, err
 		}
-		for _, c := range conflicts {
-			log.Error("dispatch: request-hash conflict, line not sent (a bug: the same key would carry other content)",
-				"key", c.key, "stored_hash", hex.EncodeToString(c.stored), "request_hash", hex.EncodeToString(c.want))
-			d.cfg.Metrics.lines.WithLabelValues("conflict").Inc()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rec := newRecorder(ctx, d, r, d.cfg.ChunksPerPage)
+	s := &sender{d: d, t: t, token: token, run: r, g: d.gate(t), log: log, rec: rec,
+		prefix: []byte(`{"batch_key":` + string(appendJSONString(nil, r.BatchKey())) + `,"partner":` +
+			string(appendJSONString(nil, r.Partner)) + `,"pay_period":` + string(appendJSONString(nil, r.Period)) + `,"lines":[`)}
+	pages := make(chan page, 1)
+	loaded := make(chan error, 1)
+	go func() {
+		loaded <- d.load(ctx, r, t.ChunkSize*d.cfg.ChunksPerPage, log, pages)
+		close(pages)
+	}()
+	var sendErr error
+	for p := range pages {
+		if sendErr != nil {
+			continue // drain until the loader sees the cancellation
 		}
-		if settled > 0 {
-			if r, err = d.st.run(ctx, r.ID); err != nil {
-				return r, err
+		if p.barrier != nil {
+			if sendErr = rec.flush(ctx); sendErr == nil {
+				close(p.barrier)
+			} else {
+				cancel()
+			}
+			continue
+		}
+		for start := 0; start < len(p.lines); start += t.ChunkSize {
+			if sendErr = s.send(ctx, p.lines[start:min(start+t.ChunkSize, len(p.lines))]); sendErr != nil {
+				cancel()
+				break
 			}
 		}
-		if len(lines) == 0 {
-			if len(conflicts) > 0 || settled > 0 {
-				continue // a page of lines settled without sending; more may follow
-			}
-			break
+	}
+	recErr := rec.close()
+	loadErr := <-loaded
+	for _, err := range []error{sendErr, recErr, loadErr} {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return r, err
 		}
-		from = position{lines[len(lines)-1].round, lines[len(lines)-1].dueID}
-		for start := 0; start < len(lines); start += t.ChunkSize {
-			chunk := lines[start:min(start+t.ChunkSize, len(lines))]
-			if err := s.send(ctx, chunk); err != nil {
-				return r, err
-			}
-			if d.cfg.Progress != nil {
-				if pr, err := d.st.run(ctx, r.ID); err == nil {
-					d.cfg.Progress(pr)
-				}
-			}
-		}
+	}
+	if err := cmp.Or(sendErr, recErr, loadErr); err != nil {
+		return r, err
 	}
 	if _, err := d.st.finish(ctx, r.ID); err != nil {
 		return r, err
@@ -225,6 +239,59 @@ func (d *Dispatcher) run(ctx context.Context, r Run) (Run, error) {
 	return r, err
 }
 
+// page is a page of lines for the sender, or a barrier: the sender closes
+// it once every line handed out before it is sent and its answer recorded.
+type page struct {
+	lines   []line
+	barrier chan struct{}
+}
+
+// load hands the pending lines of a run to the sender, a page at a time,
+// until none is left. Lines put back for a later chunk (a 207, a line
+// missing from one) come back in a later round; before it concludes that
+// nothing is left, it waits for every line handed out to be recorded and
+// looks once more from the start.
+func (d *Dispatcher) load(ctx context.Context, r Run, size int, log *slog.Logger, pages chan<- page) error {
+	var from position
+	handed := false // lines handed out since the last barrier
+	for {
+		lines, conflicts, settled, err := d.st.takePending(ctx, r, size, from)
+		if err != nil {
+			return err
+		}
+		for _, c := range conflicts {
+			log.Error("dispatch: request-hash conflict, line not sent (a bug: the same key would carry other content)",
+				"key", c.key, "stored_hash", hex.EncodeToString(c.stored), "request_hash", hex.EncodeToString(c.want))
+			d.cfg.Metrics.lines.WithLabelValues("conflict").Inc()
+		}
+		var p page
+		switch {
+		case len(lines) > 0:
+			from, handed = position{lines[len(lines)-1].round, lines[len(lines)-1].dueID}, true
+			p.lines = lines
+		case len(conflicts) > 0 || settled > 0:
+			continue // a page of lines settled without sending; more may follow
+		case !handed:
+			return nil
+		default:
+			p.barrier = make(chan struct{})
+		}
+		select {
+		case pages <- p:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if p.barrier != nil {
+			select {
+			case <-p.barrier:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			from, handed = position{}, false
+		}
+	}
+}
+
 // sender sends the chunks of one run.
 type sender struct {
 	d      *Dispatcher
@@ -234,6 +301,7 @@ type sender struct {
 	g      *gate
 	log    *slog.Logger
 	prefix []byte
+	rec    *recorder
 }
 
 // retryable statuses of SPEC's response table (also per line in a 207).
@@ -333,7 +401,7 @@ func (s *sender) send(ctx context.Context, chunk []line) error {
 			}
 			// Count the attempt durably, so a crash does not give the chunk
 			// more attempts than allowed; the lines stay first in line.
-			if _, err := s.d.st.record(ctx, s.run, outcomes(chunk, StatePending, status, detail), false, 0); err != nil {
+			if _, err := s.d.st.record(ctx, s.run, outcomes(chunk, StatePending, status, detail), 1, 0); err != nil {
 				return err
 			}
 			delay := backoff.Delay(s.t.RetryBase, attempt, hdr.Get("Retry-After"), time.Now(), s.d.cfg.Rand)
@@ -450,28 +518,13 @@ func (s *sender) multiStatus(ctx context.Context, log *slog.Logger, chunk []line
 	return err
 }
 
-// settle records the outcome of every line of the chunk (one transaction),
-// logs the dead letters and counts the lines.
+// settle hands the outcome of every line of the chunk to the recorder
+// (requeue: a line left pending goes back for a later chunk).
 func (s *sender) settle(ctx context.Context, log *slog.Logger, chunk []line, cursor int64, f func(line) outcome, requeue bool) error {
 	outs := make([]outcome, len(chunk))
 	for i, l := range chunk {
 		outs[i] = f(l)
+		outs[i].requeue = requeue && outs[i].state == StatePending
 	}
-	if _, err := s.d.st.record(ctx, s.run, outs, requeue, cursor); err != nil {
-		return err
-	}
-	for i, o := range outs {
-		switch o.state {
-		case StateFailed:
-			l := chunk[i]
-			log.Error("dispatch: dead letter", "key", o.key, "employee_ref", l.ref, "component", l.comp,
-				"version", l.version, "line_status", o.status, "detail", o.detail)
-			s.d.cfg.Metrics.lines.WithLabelValues("dead_letter").Inc()
-		case StateSucceeded:
-			s.d.cfg.Metrics.lines.WithLabelValues("succeeded").Inc()
-		default:
-			s.d.cfg.Metrics.lines.WithLabelValues("retried").Inc()
-		}
-	}
-	return nil
+	return s.rec.submit(ctx, answered{outs: outs, chunk: chunk, log: log, cursor: cursor})
 }

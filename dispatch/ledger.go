@@ -105,7 +105,6 @@ type dueRow struct {
 	employeeID, employeeRef, component string
 	amount, currency                   string
 	hours, rate, payDate               *string
-	key                                *string
 }
 
 // lineBody is the line object of the request body, in SPEC's field order.
@@ -146,21 +145,24 @@ type conflict struct {
 }
 
 // takePending returns up to limit pending lines of a run in sending order
-// (round, then due order), giving a ledger row to those that have none yet in
-// one transaction. Lines whose key is already settled (by another run) are
-// settled in this run too; lines whose key holds another request hash are
-// marked as conflicts and returned in conflicts, never sent.
+// (round, then due order), giving a ledger row (key and request hash, state
+// pending) to those that have none yet, in one transaction: the request-hash
+// guard holds before anything is sent. Lines whose key is already settled
+// (by another run) are settled in this run too; lines whose key holds
+// another request hash are marked as conflicts and returned in conflicts,
+// never sent.
 // Only lines after position from (round, id) are taken: the caller has
-// settled or put back (into a later round) every line before it, and the
-// index scan does not wade through the settled lines' dead entries.
+// settled, put back (into a later round) or handed to the sender every line
+// before it, and the index scan does not wade through the settled lines'
+// dead entries.
 func (s *Store) takePending(ctx context.Context, run Run, limit int, from position) (lines []line, conflicts []conflict, settledNow int, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		lines, conflicts, settledNow = nil, nil, 0
-		if err := asyncCommit(ctx, tx); err != nil {
+		if err := txSettings(ctx, tx); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT id, record_id, version, round, employee_id, employee_ref, component,
-				amount, currency, hours, rate, pay_date, key
+				amount, currency, hours, rate, pay_date
 			FROM dispatch_due WHERE run_id = $1 AND state = 'pending' AND (round, id) > ($3, $4)
 			ORDER BY round, id LIMIT $2`, run.ID, limit, from.round, from.id)
 		if err != nil {
@@ -169,7 +171,7 @@ func (s *Store) takePending(ctx context.Context, run Run, limit int, from positi
 		var due []dueRow
 		var d dueRow
 		_, err = pgx.ForEachRow(rows, []any{&d.id, &d.recordID, &d.version, &d.round, &d.employeeID, &d.employeeRef,
-			&d.component, &d.amount, &d.currency, &d.hours, &d.rate, &d.payDate, &d.key}, func() error {
+			&d.component, &d.amount, &d.currency, &d.hours, &d.rate, &d.payDate}, func() error {
 			due = append(due, d)
 			return nil
 		})
@@ -179,111 +181,117 @@ func (s *Store) takePending(ctx context.Context, run Run, limit int, from positi
 		if len(due) == 0 {
 			return nil
 		}
-		// New ledger rows for the lines taken for the first time.
-		var (
-			keys, refs, emps, comps []string
-			vers                    []int32
-			recs, dueIDs            []int64
-			hashes, bodies          [][]byte
-		)
-		allKeys := make([]string, len(due))
-		mine := map[string][]byte{} // key → request hash this run would send
+		// A ledger row for every line: new keys get theirs here; a key the
+		// ledger (or its archive) already holds keeps its row.
+		n := len(due)
+		keys, refs, emps, comps := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		vers, recs := make([]int32, n), make([]int64, n)
+		hashes, bodies := make([][]byte, n), make([][]byte, n)
 		for i, d := range due {
 			k := LineKey(run.Partner, d.employeeID, run.Period, d.component, d.version)
-			allKeys[i] = k
 			body := lineBody(k, run.Partner, run.Period, d)
 			sum := sha256.Sum256(body)
-			mine[k] = sum[:]
-			if d.key != nil {
-				continue
-			}
-			keys, refs, emps, comps = append(keys, k), append(refs, d.employeeRef), append(emps, d.employeeID), append(comps, d.component)
-			vers, recs, dueIDs = append(vers, int32(d.version)), append(recs, d.recordID), append(dueIDs, d.id)
-			hashes, bodies = append(hashes, sum[:]), append(bodies, body)
+			keys[i], refs[i], emps[i], comps[i] = k, d.employeeRef, d.employeeID, d.component
+			vers[i], recs[i], hashes[i], bodies[i] = int32(d.version), d.recordID, sum[:], body
 		}
-		if len(keys) > 0 {
-			// An archived key stays taken: it is copied back as it was
-			// (settled), so it is neither sent again nor given a new hash.
-			if _, err := tx.Exec(ctx, `INSERT INTO dispatch_ledger (key, request_hash, partner_id, pay_period, employee_id,
-					employee_ref, component, version, record_id, line, state, attempts, last_status, last_detail,
-					created_at, updated_at, settled_at)
-				SELECT key, request_hash, partner_id, pay_period, employee_id, employee_ref, component, version, record_id,
-					line, state, attempts, last_status, last_detail, created_at, updated_at, settled_at
-				FROM dispatch_ledger_archive WHERE key = ANY($1)
-				ON CONFLICT (key) DO NOTHING`, keys); err != nil {
-				return fmt.Errorf("consult the ledger archive: %w", err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO dispatch_ledger (key, request_hash, partner_id, pay_period, employee_id,
-					employee_ref, component, version, record_id, line)
-				SELECT u.key, u.hash, $1, $2, u.emp, u.ref, u.comp, u.ver, u.rec, u.body
-				FROM unnest($3::text[], $4::bytea[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bigint[], $10::bytea[])
-					AS u(key, hash, emp, ref, comp, ver, rec, body)
-				ON CONFLICT (key) DO NOTHING`, run.Partner, run.Period, keys, hashes, emps, refs, comps, vers, recs, bodies); err != nil {
-				return fmt.Errorf("write ledger rows: %w", err)
-			}
-			if _, err := tx.Exec(ctx, `UPDATE dispatch_due d SET key = u.key FROM unnest($1::bigint[], $2::text[]) AS u(id, key)
-				WHERE d.id = ANY($1) AND d.id = u.id`, dueIDs, keys); err != nil {
-				return fmt.Errorf("link due lines to their keys: %w", err)
-			}
+		// An archived key stays taken: it is copied back as it was
+		// (settled), so it is neither sent again nor given a new hash.
+		if _, err := tx.Exec(ctx, `INSERT INTO dispatch_ledger (key, request_hash, partner_id, pay_period, employee_id,
+				employee_ref, component, version, record_id, line, state, attempts, last_status, last_detail,
+				created_at, updated_at, settled_at)
+			SELECT key, request_hash, partner_id, pay_period, employee_id, employee_ref, component, version, record_id,
+				line, state, attempts, last_status, last_detail, created_at, updated_at, settled_at
+			FROM dispatch_ledger_archive WHERE key = ANY($1)
+			ON CONFLICT (key) DO NOTHING`, keys); err != nil {
+			return fmt.Errorf("consult the ledger archive: %w", err)
 		}
-		// What the ledger holds for every key taken, whoever wrote it.
+		rows, err = tx.Query(ctx, `INSERT INTO dispatch_ledger (key, request_hash, partner_id, pay_period, employee_id,
+				employee_ref, component, version, record_id, line)
+			SELECT u.key, u.hash, $1, $2, u.emp, u.ref, u.comp, u.ver, u.rec, u.body
+			FROM unnest($3::text[], $4::bytea[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bigint[], $10::bytea[])
+				AS u(key, hash, emp, ref, comp, ver, rec, body)
+			ON CONFLICT (key) DO NOTHING
+			RETURNING key`, run.Partner, run.Period, keys, hashes, emps, refs, comps, vers, recs, bodies)
+		if err != nil {
+			return fmt.Errorf("write ledger rows: %w", err)
+		}
+		fresh := make(map[string]bool, n)
+		var k string
+		if _, err := pgx.ForEachRow(rows, []any{&k}, func() error { fresh[k] = true; return nil }); err != nil {
+			return fmt.Errorf("write ledger rows: %w", err)
+		}
+		// What the ledger holds for the keys it already had, whoever wrote them.
 		type held struct {
 			hash, body []byte
 			state      string
 			attempts   int
 		}
-		ledger := make(map[string]held, len(due))
-		rows, err = tx.Query(ctx, `SELECT key, request_hash, line, state, attempts FROM dispatch_ledger WHERE key = ANY($1)`, allKeys)
-		if err != nil {
-			return err
+		var old []string
+		for _, k := range keys {
+			if !fresh[k] {
+				old = append(old, k)
+			}
 		}
-		var k string
-		var h held
-		_, err = pgx.ForEachRow(rows, []any{&k, &h.hash, &h.body, &h.state, &h.attempts}, func() error {
-			ledger[k] = h
-			return nil
-		})
-		if err != nil {
-			return err
+		ledger := make(map[string]held, len(old))
+		if len(old) > 0 {
+			rows, err = tx.Query(ctx, `SELECT key, request_hash, line, state, attempts FROM dispatch_ledger WHERE key = ANY($1)`, old)
+			if err != nil {
+				return err
+			}
+			var h held
+			_, err = pgx.ForEachRow(rows, []any{&k, &h.hash, &h.body, &h.state, &h.attempts}, func() error {
+				ledger[k] = h
+				return nil
+			})
+			if err != nil {
+				return err
+			}
 		}
 		var settledIDs []int64
-		var settledStates []string
+		var settledKeys, settledStates []string
 		var conflictIDs []int64
+		var conflictKeys []string
+		lines = make([]line, 0, n)
 		for i, d := range due {
-			k := allKeys[i]
-			l, ok := ledger[k]
-			if !ok {
-				return fmt.Errorf("ledger row of key %s is missing", k)
+			k := keys[i]
+			l := line{dueID: d.id, round: d.round, key: k, body: bodies[i], ref: d.employeeRef, comp: d.component, version: d.version}
+			if !fresh[k] {
+				h, ok := ledger[k]
+				if !ok {
+					return fmt.Errorf("ledger row of key %s is missing", k)
+				}
+				if string(h.hash) != string(hashes[i]) {
+					conflicts = append(conflicts, conflict{key: k, stored: h.hash, want: hashes[i]})
+					conflictIDs, conflictKeys = append(conflictIDs, d.id), append(conflictKeys, k)
+					continue
+				}
+				if h.state != StatePending {
+					settledIDs, settledKeys, settledStates = append(settledIDs, d.id), append(settledKeys, k), append(settledStates, h.state)
+					continue
+				}
+				l.body, l.attempts = h.body, h.attempts
 			}
-			if string(l.hash) != string(mine[k]) {
-				conflicts = append(conflicts, conflict{key: k, stored: l.hash, want: mine[k]})
-				conflictIDs = append(conflictIDs, d.id)
-				continue
-			}
-			if l.state != StatePending {
-				settledIDs, settledStates = append(settledIDs, d.id), append(settledStates, l.state)
-				continue
-			}
-			lines = append(lines, line{dueID: d.id, round: d.round, key: k, body: l.body, attempts: l.attempts,
-				ref: d.employeeRef, comp: d.component, version: d.version})
+			lines = append(lines, l)
 		}
 		if len(conflicts) > 0 {
-			ks, stored, want := make([]string, len(conflicts)), make([][]byte, len(conflicts)), make([][]byte, len(conflicts))
+			stored, want := make([][]byte, len(conflicts)), make([][]byte, len(conflicts))
 			for i, c := range conflicts {
-				ks[i], stored[i], want[i] = c.key, c.stored, c.want
+				stored[i], want[i] = c.stored, c.want
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO dispatch_conflicts (key, run_id, stored_hash, request_hash)
 				SELECT u.key, $1, u.stored, u.want FROM unnest($2::text[], $3::bytea[], $4::bytea[]) AS u(key, stored, want)
-				ON CONFLICT DO NOTHING`, run.ID, ks, stored, want); err != nil {
+				ON CONFLICT DO NOTHING`, run.ID, conflictKeys, stored, want); err != nil {
 				return fmt.Errorf("record request-hash conflicts: %w", err)
 			}
-			if _, err := tx.Exec(ctx, `UPDATE dispatch_due SET state = 'conflict' WHERE id = ANY($1)`, conflictIDs); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE dispatch_due d SET state = 'conflict', key = u.key
+				FROM unnest($1::bigint[], $2::text[]) AS u(id, key) WHERE d.id = u.id`, conflictIDs, conflictKeys); err != nil {
 				return fmt.Errorf("record request-hash conflicts: %w", err)
 			}
 		}
 		if len(settledIDs) > 0 {
-			if _, err := tx.Exec(ctx, `UPDATE dispatch_due d SET state = u.state FROM unnest($1::bigint[], $2::text[]) AS u(id, state)
-				WHERE d.id = ANY($1) AND d.id = u.id`, settledIDs, settledStates); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE dispatch_due d SET state = u.state, key = u.key
+				FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, key, state) WHERE d.id = u.id`,
+				settledIDs, settledKeys, settledStates); err != nil {
 				return fmt.Errorf("settle lines already settled: %w", err)
 			}
 		}
@@ -302,15 +310,43 @@ func (s *Store) takePending(ctx context.Context, run Run, limit int, from positi
 	return lines, conflicts, settledNow, nil
 }
 
-// asyncCommit lets a dispatch transaction commit without waiting for its
-// WAL flush (synchronous_commit off, this transaction only). Safe by
-// design: the transaction is still atomic, and if the database server
-// itself crashed before the flush, the line is simply pending again and is
-// sent again under the same key, which the vendor deduplicates. What it
-// saves is a disk flush per chunk, most of a chunk's time on a busy disk.
-func asyncCommit(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+// txSettings sets a dispatch transaction's local settings:
+//
+//   - synchronous_commit off: the transaction commits without waiting for
+//     its WAL flush. Safe by design: the transaction is still atomic, and if
+//     the database server itself crashed before the flush, the line is
+//     simply pending again and is sent again under the same key, which the
+//     vendor deduplicates. What it saves is a disk flush per transaction.
+//   - plan_cache_mode force_custom_plan and no hash or merge joins, bitmap
+//     scans or sorts: every statement here either walks a run's lines in
+//     their index order past a cursor or looks rows up by key or id from an
+//     array. Index scans in nested loops are the right plan for all of them
+//     whatever the statistics say, and the statistics are always stale here
+//     (a lock has just added 100,000 due lines; the run is adding as many
+//     ledger rows): with them the planner joined an answer's 5,000 ids
+//     against a sequential scan of the run, and sorted 95,000 lines to take
+//     the first 5,000.
+func txSettings(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off; SET LOCAL plan_cache_mode = force_custom_plan;
+		SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off`); err != nil {
 		return fmt.Errorf("dispatch transaction: %w", err)
+	}
+	return nil
+}
+
+// analyzeAbove: a run with at least this many lines to send first brings
+// the planner's statistics of the due lines up to date (see analyze).
+const analyzeAbove = 2000
+
+// analyze refreshes the statistics of the due lines. The lock that opened a
+// run has just added its lines, and autovacuum has not looked yet: with the
+// old statistics the planner believes the run has one pending line and
+// joins an answer's 5,000 ids against it by scanning the run for each (6 s
+// a statement at 100,000 lines instead of 0.1 s). It samples at most 30,000
+// rows (default_statistics_target), so it costs the same at any size.
+func (s *Store) analyze(ctx context.Context) error {
+	if _, err := s.pool.Exec(ctx, `ANALYZE dispatch_due`); err != nil {
+		return fmt.Errorf("refresh the statistics of the due lines: %w", err)
 	}
 	return nil
 }
@@ -323,44 +359,48 @@ type position struct {
 
 // outcome is what one response (or its absence) did to one line.
 type outcome struct {
-	key    string
-	dueID  int64
-	state  string // succeeded, failed, or pending (to be sent again)
-	status int    // HTTP status; 0: no answer
-	detail string
+	key     string
+	dueID   int64
+	state   string // succeeded, failed, or pending (to be sent again)
+	status  int    // HTTP status; 0: no answer
+	detail  string
+	requeue bool // pending: back for a later chunk (207); otherwise first in line for the same chunk again
 }
 
-// record writes the outcome of one request for its lines in one
-// transaction: the ledger, the run's due lines (a pending line goes back
-// for a later chunk when requeue is set; otherwise it stays first in line
-// for the same chunk again) and the resume record.
-func (s *Store) record(ctx context.Context, run Run, outs []outcome, requeue bool, cursor int64) (settled int, err error) {
-	keys, states, details := make([]string, len(outs)), make([]string, len(outs)), make([]string, len(outs))
-	statuses := make([]int32, len(outs))
-	ids := make([]int64, len(outs))
+// record writes the outcomes of answers (one or more requests; every
+// line once) in one transaction: the ledger, the run's due lines and the
+// resume record (answers requests more, cursor at least cursor). It
+// returns how many of the lines are settled now.
+func (s *Store) record(ctx context.Context, run Run, outs []outcome, answers int, cursor int64) (settled int, err error) {
+	n := len(outs)
+	keys, states, details := make([]string, n), make([]string, n), make([]string, n)
+	statuses := make([]int32, n)
+	ids := make([]int64, n)
+	requeue := make([]bool, n)
 	for i, o := range outs {
-		keys[i], states[i], statuses[i], details[i], ids[i] = o.key, o.state, int32(o.status), o.detail, o.dueID
+		keys[i], states[i], statuses[i], details[i], ids[i], requeue[i] = o.key, o.state, int32(o.status), o.detail, o.dueID, o.requeue
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := asyncCommit(ctx, tx); err != nil {
+		if err := txSettings(ctx, tx); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE dispatch_ledger l SET state = u.state, attempts = l.attempts + 1,
 				last_status = nullif(u.status, 0), last_detail = u.detail, updated_at = now(),
 				settled_at = CASE WHEN u.state <> 'pending' THEN now() END
 			FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) AS u(key, state, status, detail)
-			WHERE l.key = ANY($1) AND l.key = u.key AND l.state = 'pending'`, keys, states, statuses, details); err != nil {
+			WHERE l.key = u.key AND l.state = 'pending'`, keys, states, statuses, details); err != nil {
 			return fmt.Errorf("update the ledger: %w", err)
 		}
 		fault.Point(fault.DispatchMidRecord)
 		// A key settled meanwhile by another run keeps its ledger state; the
 		// due line takes the ledger's state.
-		rows, err := tx.Query(ctx, `UPDATE dispatch_due d SET
+		rows, err := tx.Query(ctx, `UPDATE dispatch_due d SET key = u.key,
 				state = CASE WHEN l.state <> 'pending' THEN l.state ELSE 'pending' END,
-				round = d.round + CASE WHEN l.state = 'pending' AND $3 THEN 1 ELSE 0 END
-			FROM dispatch_ledger l
-			WHERE d.id = ANY($2) AND d.run_id = $1 AND d.state = 'pending' AND l.key = d.key
-			RETURNING d.state`, run.ID, ids, requeue)
+				round = d.round + CASE WHEN l.state = 'pending' AND u.requeue THEN 1 ELSE 0 END
+			FROM unnest($2::bigint[], $3::text[], $4::bool[]) AS u(id, key, requeue)
+				JOIN dispatch_ledger l ON l.key = u.key
+			WHERE d.id = u.id AND d.run_id = $1 AND d.state = 'pending'
+			RETURNING d.state`, run.ID, ids, keys, requeue)
 		if err != nil {
 			return fmt.Errorf("update the due lines: %w", err)
 		}
@@ -374,14 +414,14 @@ func (s *Store) record(ctx context.Context, run Run, outs []outcome, requeue boo
 		}); err != nil {
 			return fmt.Errorf("update the due lines: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE dispatch_runs SET settled = settled + $2, requests = requests + 1,
-				cursor = greatest(cursor, $3), updated_at = now() WHERE id = $1`, run.ID, settled, cursor); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE dispatch_runs SET settled = settled + $2, requests = requests + $4,
+				cursor = greatest(cursor, $3), updated_at = now() WHERE id = $1`, run.ID, settled, cursor, answers); err != nil {
 			return fmt.Errorf("update the resume record: %w", err)
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("record the answer for run %s: %w", run.BatchKey(), err)
+		return 0, fmt.Errorf("record the answers for run %s: %w", run.BatchKey(), err)
 	}
 	return settled, nil
 }

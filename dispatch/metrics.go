@@ -32,6 +32,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Dispatch runs being sent by this process now.",
 		}),
 	}
+	// Every result and the common statuses exist from the start at 0, so an
+	// alert on their increase sees the first one.
+	for _, r := range []string{"succeeded", "retried", "dead_letter", "conflict"} {
+		m.lines.WithLabelValues(r)
+	}
 	if reg != nil {
 		reg.MustRegister(m.lines, m.requests, m.retryDelay, m.runsInProgress)
 	}
