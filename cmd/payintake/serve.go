@@ -49,6 +49,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	readTimeout := fs.Duration("http-read-timeout", 5*time.Minute, "longest time to read one HTTP request, body included (a 64 MiB submission needs about 220 KB/s)")
 	writeTimeout := fs.Duration("http-write-timeout", 5*time.Minute, "longest time to write one HTTP response")
 	httpIdleTimeout := fs.Duration("http-idle-timeout", 2*time.Minute, "an idle keep-alive HTTP connection is closed after this long")
+	pprofAddr := fs.String("pprof-addr", "", "serve Go's profiler (net/http/pprof, /debug/pprof/) on this loopback address, for finding where time goes (off when empty)")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -178,6 +179,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
+	if *pprofAddr != "" {
+		if err := servePprof(runCtx, &wg, *pprofAddr, log); err != nil {
+			sftpLn.Close()
+			httpLn.Close()
+			_ = queue.Stop(context.Background())
+			return err
+		}
+	}
 	errs := make(chan error, 2)
 	if *workers > 0 {
 		// Work left by a process that died is found within --orphan-after
