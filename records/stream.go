@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -127,6 +128,11 @@ func (st *Stream) copyErr() error {
 // finish sends the last chunk, ends the COPY and checks that it holds size
 // bytes; the stream's transaction is then ready for the envelope.
 func (st *Stream) finish(size int64) error {
+	// How long the close waits for the database to catch up with the
+	// upload (the part of the close this stream did not hide).
+	defer func(t0 time.Time) {
+		st.s.log.Debug("upload stream finished", "bytes", st.total, "wait", time.Since(t0))
+	}(time.Now())
 	if len(st.buf) > 0 {
 		if err := st.send(); err != nil {
 			return err
