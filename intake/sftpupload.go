@@ -704,6 +704,11 @@ func (fs *partnerFS) receive(p *pending) error {
 		return failure(fmt.Sprintf("the upload of %s could not be recorded (server error); nothing was received: send it again", name))
 	}
 	fs.srv.m.received(env)
+	if stream != nil && stream.Committed() {
+		fs.srv.m.uploadStored.WithLabelValues("streamed").Inc()
+	} else {
+		fs.srv.m.uploadStored.WithLabelValues("at_close").Inc()
+	}
 	fs.log.Info("upload received", "file", name, "envelope", env.ID, "status", env.Status,
 		"bytes", env.Size, "sha256", fmt.Sprintf("%x", env.SHA256), "replay_of", env.ReplayOf,
 		"duration", time.Since(p.started).Round(time.Millisecond), "close_duration", time.Since(closing).Round(time.Millisecond))

@@ -32,13 +32,14 @@ type Stream struct {
 	cancel  context.CancelFunc
 	release func()
 
-	chunks  chan []byte
-	buf     []byte
-	total   int64
-	copying bool
-	done    chan struct{} // closed when the COPY has ended
-	err     error         // the COPY's error, set before done closes
-	once    sync.Once
+	chunks    chan []byte
+	buf       []byte
+	total     int64
+	copying   bool
+	committed bool
+	done      chan struct{} // closed when the COPY has ended
+	err       error         // the COPY's error, set before done closes
+	once      sync.Once
 }
 
 // ErrNoStream means no stream can be started now (all the connections
@@ -207,5 +208,10 @@ func (st *Stream) commit(ctx context.Context, record func(pgx.Tx) error) error {
 	if err := st.tx.Commit(ctx); err != nil {
 		return fmt.Errorf("record envelope: commit: %w", err)
 	}
+	st.committed = true
 	return nil
 }
+
+// Committed tells whether Receive recorded the envelope with this stream's
+// bytes (false: it stored them from the spool, or failed).
+func (st *Stream) Committed() bool { return st.committed }
