@@ -34,6 +34,7 @@ type Store struct {
 	log      *slog.Logger
 	spoolDir string
 	tracer   trace.Tracer
+	keys     *secretKeyring
 }
 
 // Options tune Open.
@@ -47,6 +48,11 @@ type Options struct {
 	// TracerProvider, when set, traces each envelope from its receipt to
 	// its result, with the SQL statements as child spans (nil: no tracing).
 	TracerProvider trace.TracerProvider
+	// SecretKeys loads the keys that seal webhook secrets at rest; it is
+	// called again when a sealed secret names a key not loaded (another
+	// process rotated them) and before each sealing. Nil: webhook secrets
+	// can be neither added nor checked.
+	SecretKeys func() (*SecretKeys, error)
 }
 
 // Open connects to the database at url. It does not migrate; call Migrate first.
@@ -75,7 +81,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
-	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName)}, nil
+	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName),
+		keys: &secretKeyring{load: opts.SecretKeys}}, nil
 }
 
 // Pool gives the underlying connection pool (for the job queue and tests).

@@ -97,6 +97,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := intake.MigrateQueue(ctx, e.store.Pool()); err != nil {
 		return err
 	}
+	// A serve started with another secret key than the one the webhook
+	// secrets were sealed under says so now, not at the first delivery.
+	if err := e.store.CheckWebhookSecrets(ctx); err != nil {
+		return err
+	}
 
 	hostKey, err := intake.LoadOrCreateHostKey(filepath.Join(dataDir, intake.HostKeyFile))
 	if err != nil {
