@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payintake/payintake/internal/jsondup"
 	"github.com/payintake/payintake/records"
 )
 
@@ -298,6 +299,11 @@ func readBody(w http.ResponseWriter, r *http.Request, v any, example string, str
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		writeProblem(w, r, http.StatusUnsupportedMediaType, "bad-request", "JSON body expected",
 			"send Content-Type: application/json with a body like "+example, nil)
+		return false
+	}
+	if name, dup := jsondup.Find(raw); dup {
+		writeProblem(w, r, http.StatusUnprocessableEntity, "duplicate_key", "Duplicate JSON member",
+			fmt.Sprintf("the body has the member %q more than once; send each field once (nothing was decided)", name), map[string]any{"field": name})
 		return false
 	}
 	dec := json.NewDecoder(strings.NewReader(string(raw)))

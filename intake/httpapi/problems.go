@@ -54,6 +54,7 @@ var problemDocs = []problemDoc{
 	{"invalid_webhook_id", "400", "The webhook-id is longer than 255 bytes.", "Use a shorter, unique id per message."},
 	{"webhook_id_reuse", "422", "The webhook-id was already delivered with a different body. Nothing was applied; the body is kept for audit.", "Give every new message its own webhook-id; a redelivery sends the same body."},
 	{"invalid_json", "422", "The webhook or leg replay body is not one JSON object of the documented shape (or a field is not valid JSON). Nothing applied (a webhook's body is quarantined).", "Send one JSON object per delivery."},
+	{"duplicate_key", "422", "A JSON body names one member twice in an object (field says which, e.g. amount or rows[0].amount). Nothing applied (a webhook's body is quarantined; a leg replay or review request is refused whole).", "Send each field once: a repeated field is never resolved by taking the first or the last value."},
 	{"invalid_type", "422", "A webhook field has the wrong JSON type. Quarantined, nothing applied.", "Send the pay-line fields as JSON strings (version as an integer)."},
 	{"money_not_string", "422", "amount or rate is a JSON number. Money is never converted from a number, to avoid rounding. Nothing applied (a webhook's body is quarantined; a leg replay is refused whole).", "Send money as a JSON string such as \"2150.00\"."},
 	{"invalid_entity_id", "422", "entity_id is longer than 255 bytes. Quarantined, nothing applied.", "Use the sender's id of the pay line, at most 255 bytes."},
