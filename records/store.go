@@ -35,6 +35,10 @@ type Store struct {
 	spoolDir string
 	tracer   trace.Tracer
 	keys     *secretKeyring
+	// streams holds a slot per running upload Stream: streams may hold at
+	// most a quarter of the pool's connections, so that they never starve
+	// processing and the API.
+	streams chan struct{}
 }
 
 // Options tune Open.
@@ -82,7 +86,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		tp = noop.NewTracerProvider()
 	}
 	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName),
-		keys: &secretKeyring{load: opts.SecretKeys}}, nil
+		keys: &secretKeyring{load: opts.SecretKeys}, streams: make(chan struct{}, max(1, cfg.MaxConns/4))}, nil
 }
 
 // Pool gives the underlying connection pool (for the job queue and tests).
