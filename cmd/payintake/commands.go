@@ -64,6 +64,8 @@ func commandTable() []command {
 			"payintake partner token revoke acme pit_3f9a", cmdPartnerTokenRevoke},
 		{"partner webhook-secret", "ID [--revoke-old]", "add a webhook signing secret (whsec_..., printed on the last line)",
 			"payintake partner webhook-secret acme", cmdPartnerWebhookSecret},
+		{"secrets rotate", "", "seal every webhook secret again under a new key (secret.key) or the first of PAYINTAKE_SECRET_KEY",
+			"payintake secrets rotate", cmdSecretsRotate},
 		{"employees import", "--partner ID FILE", "store a partner's employee mapping (CSV: employee_ref,employee_id[,name]), all or nothing",
 			"payintake employees import --partner acme employees.csv", cmdEmployeesImport},
 		{"employees list", "--partner ID [--format json]", "list a partner's employee mapping",
