@@ -28,7 +28,10 @@ func setupDemoDispatch(ctx context.Context, st *records.Store, httpAddr net.Addr
 	url := "http://" + httpAddr.String() + demoVendorPath
 	ds := outbound.NewStore(st.Pool())
 	if err := ds.PutTarget(ctx, outbound.Target{Name: "demo", URL: url, RateLimit: outbound.DefaultRateLimit,
-		ChunkSize: 20, MaxAttempts: outbound.DefaultMaxAttempts, RetryBase: outbound.DefaultRetryBase,
+		// Chunks of 2: the 13 demo lines of 2026-11 take 7 requests or more,
+		// so the demo vendor's 429 (every 5th request) and 207 (every 7th)
+		// show, handled, in the log and in /metrics.
+		ChunkSize: 2, MaxAttempts: outbound.DefaultMaxAttempts, RetryBase: outbound.DefaultRetryBase,
 		Timeout: outbound.DefaultTimeout, LineStatus: true}); err != nil {
 		return err
 	}

@@ -202,6 +202,16 @@ func TestServeDemoWithOpenSSH(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// Along the way the demo vendor answered 429 and 207 (chunks of 2: 7
+	// chunks, the 5th request a 429, the 7th a 207), and the run still
+	// completed with all 13 lines: both were handled.
+	metrics = get("/metrics")
+	for _, want := range []string{`payintake_dispatch_requests_total{status="429"} `, `payintake_dispatch_requests_total{status="207"} `,
+		`payintake_dispatch_lines_total{result="succeeded"} 13`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("after the demo dispatch, /metrics lacks %s", want)
+		}
+	}
 
 	if code := stop(); code != 0 {
 		t.Fatalf("serve exited %d:\n%s", code, stderr)
