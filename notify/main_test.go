@@ -170,3 +170,5 @@ func next(t *testing.T, reqs <-chan request) request {
 		return request{}
 	}
 }
+
+func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
