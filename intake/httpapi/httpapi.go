@@ -168,6 +168,7 @@ var routes = []route{
 	{"GET", "/v1/submissions/{id}/rows", (*API).listRows},
 	{"POST", "/v1/submissions/{id}/replays", (*API).postReplay},
 	{"GET", "/v1/submissions/{id}/result.csv", (*API).getResult},
+	{"GET", "/v1/submissions/{id}/review.csv", (*API).getReview},
 	{"POST", "/v1/webhooks/{partner}", (*API).postWebhook},
 	{"GET", "/v1/openapi.json", (*API).getOpenAPI},
 	{"GET", "/v1/problems", (*API).getProblems},
