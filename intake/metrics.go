@@ -17,6 +17,7 @@ import (
 type Metrics struct {
 	uploads       *prometheus.CounterVec
 	uploadBytes   prometheus.Counter
+	uploadStored  *prometheus.CounterVec
 	downloads     prometheus.Counter
 	downloadBytes prometheus.Counter
 	envelopes     *prometheus.CounterVec
@@ -40,6 +41,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "payintake_sftp_uploads_total",
 			Help: "SFTP uploads by result: received (a new envelope), replay, key_reuse, incomplete (connection dropped), too_large, failed.",
 		}, []string{"result"}),
+		uploadStored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payintake_sftp_upload_stored_total",
+			Help: "SFTP uploads recorded as envelopes by how their bytes reached the database: streamed (while they arrived) or at_close (from the spool after the last write: resumed, temp-named and renamed, or no stream free).",
+		}, []string{"how"}),
 		uploadBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "payintake_sftp_upload_bytes_total",
 			Help: "Bytes written by SFTP clients to upload handles.",
@@ -102,7 +107,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.webhooks)
-		reg.MustRegister(m.uploads, m.uploadBytes, m.downloads, m.downloadBytes, m.envelopes, m.rows,
+		reg.MustRegister(m.uploads, m.uploadStored, m.uploadBytes, m.downloads, m.downloadBytes, m.envelopes, m.rows,
 			m.processing, m.latency, m.logins, m.sessions, m.failures, m.stuck, m.idleClosed, m.loginsClosed,
 			m.partnerBusy)
 	}

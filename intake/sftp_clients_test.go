@@ -367,6 +367,18 @@ func TestClientRclone(t *testing.T) {
 		}
 		return out
 	}
+	// A remote path without a leading slash is relative to the login
+	// directory, /inbox: pi:inbox is /inbox/inbox, which cannot exist, so
+	// the copy fails and nothing is received (the README says to write
+	// pi:/inbox).
+	if out, err := ce.run(env, rcloneBin, "copy", "--retries", "1", src, "pi:inbox"); err == nil {
+		t.Fatalf("rclone copy to pi:inbox (/inbox/inbox) exited 0:\n%s", out)
+	} else {
+		t.Logf("rclone copy to pi:inbox: %v\n%s", err, out)
+	}
+	if n := ce.count(`SELECT count(*) FROM envelopes WHERE partner_id = 'acme'`); n != 0 {
+		t.Fatalf("rclone copy to pi:inbox (/inbox/inbox) was received: %d envelopes", n)
+	}
 	// Default settings: exits 0 (it stats each file after upload, on
 	// another of its pooled connections).
 	rclone("copy", src, "pi:/inbox")

@@ -111,6 +111,12 @@ func TestSFTPResumeWithinSession(t *testing.T) {
 	if got := z.statuses("acme"); strings.Join(got, ",") != "received,replay" {
 		t.Fatalf("envelopes: %v", got)
 	}
+	// The temp-named, resumed file was stored from the spool at its rename;
+	// the one sent in one go was streamed while it arrived.
+	if at, st := z.metric("payintake_sftp_upload_stored_total", "how=at_close"),
+		z.metric("payintake_sftp_upload_stored_total", "how=streamed"); at != 1 || st != 1 {
+		t.Fatalf("stored at close %v, streamed %v; want 1 and 1", at, st)
+	}
 }
 
 // Resume after a cut connection, as paramiko open(..., 'ab') and curl -C -

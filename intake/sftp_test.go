@@ -362,6 +362,8 @@ func TestSFTPUploadThenDownloadResult(t *testing.T) {
 		want   float64
 	}{
 		{"payintake_sftp_uploads_total", []string{"result=received"}, 1},
+		{"payintake_sftp_upload_stored_total", []string{"how=streamed"}, 1},
+		{"payintake_sftp_upload_stored_total", []string{"how=at_close"}, 0},
 		{"payintake_sftp_upload_bytes_total", nil, float64(len(payroll))},
 		{"payintake_envelopes_total", []string{"source=sftp", "outcome=processed"}, 1},
 		{"payintake_rows_total", []string{"outcome=created"}, 3},

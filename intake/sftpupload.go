@@ -28,6 +28,7 @@ package intake
 // and stored in one read of the spool.
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -79,6 +80,49 @@ type pending struct {
 	touched time.Time
 	mtime   time.Time // set by the client, zero if never
 	gone    bool      // received or discarded
+	// stream copies the hashed bytes into the database as they arrive, so
+	// that a clean close only records the envelope; nil when the upload did
+	// not start from byte 0 in this handle, or the stream failed (the
+	// spool is then stored at the close, as without it).
+	stream *records.Stream
+}
+
+// startStream gives a new upload from byte 0 its database stream, when a
+// connection for it is free. Called with p.mu held.
+func (p *pending) startStream(fs *partnerFS) {
+	if p.stream != nil || p.hashed != 0 || isTempName(p.name) {
+		return
+	}
+	st, err := fs.srv.cfg.Store.StartStream(context.WithoutCancel(fs.ctx))
+	if err != nil {
+		if !errors.Is(err, records.ErrNoStream) {
+			fs.log.Warn("upload stored at its close instead of while it arrives", "file", p.name, "err", err)
+		}
+		return
+	}
+	p.stream = st
+}
+
+// hashed adds b, the bytes that follow the contiguous prefix, to the hash
+// and to the stream. Called with p.mu held.
+func (p *pending) addHashed(fs *partnerFS, b []byte) {
+	p.h.Write(b)
+	p.hashed += int64(len(b))
+	if p.stream == nil {
+		return
+	}
+	if err := p.stream.Write(b); err != nil {
+		fs.log.Warn("upload stored at its close instead of while it arrives", "file", p.name, "err", err)
+		p.dropStream()
+	}
+}
+
+// dropStream ends p's stream, its bytes not recorded. Called with p.mu held.
+func (p *pending) dropStream() {
+	if p.stream != nil {
+		p.stream.Abort()
+		p.stream = nil
+	}
 }
 
 type heldWrite struct {
@@ -324,6 +368,9 @@ func (fs *partnerFS) Filewrite(r *sftp.Request) (io.WriterAt, error) {
 	}
 	p.mu.Lock()
 	u.p, u.base = p, p.size
+	if u.base == 0 {
+		p.startStream(fs)
+	}
 	if p.f == nil {
 		p.f, err = os.OpenFile(p.spool, os.O_RDWR, 0)
 		if err != nil {
@@ -460,9 +507,8 @@ func (p *pending) write(u *upload, b []byte, off int64) *failReason {
 	}
 	switch {
 	case off <= p.hashed && end > p.hashed:
-		p.h.Write(b[p.hashed-off:])
-		p.hashed = end
-		if err := p.drain(); err != nil {
+		p.addHashed(u.fs, b[p.hashed-off:])
+		if err := p.drain(u.fs); err != nil {
 			u.fs.log.Error("read spool file", "file", u.name, "err", err)
 			return &failReason{failure("the server could not store the upload (disk error); nothing will be received: try again later"), "failed"}
 		}
@@ -482,7 +528,7 @@ func (p *pending) write(u *upload, b []byte, off int64) *failReason {
 }
 
 // drain hashes held writes that the contiguous prefix has reached.
-func (p *pending) drain() error {
+func (p *pending) drain(fs *partnerFS) error {
 	for progress := true; progress && len(p.held) > 0; {
 		progress = false
 		for off, hw := range p.held {
@@ -497,8 +543,7 @@ func (p *pending) drain() error {
 						return err
 					}
 				}
-				p.h.Write(data[p.hashed-off:])
-				p.hashed = end
+				p.addHashed(fs, data[p.hashed-off:])
 			}
 			p.heldMem -= int64(len(hw.data))
 			delete(p.held, off)
@@ -586,6 +631,11 @@ func (u *upload) Close() error {
 			u.name, p.hashed, p.size, p.hashed)), reason: "refused"}
 	}
 	name, size := p.name, p.size
+	if transferErr != nil || failed != nil || isTempName(name) {
+		// Not received at this close: what was streamed goes (a resume
+		// or the rename stores the spool).
+		p.dropStream()
+	}
 	if transferErr != nil || failed != nil {
 		p.settle()
 		size = p.size
@@ -636,15 +686,17 @@ func (fs *partnerFS) receive(p *pending) error {
 	fs.srv.detach(p)
 	p.mu.Lock()
 	p.gone = true
-	name, size, mtime := p.name, p.hashed, p.mtime
+	name, size, mtime, stream := p.name, p.hashed, p.mtime, p.stream
 	sum := p.h.Sum(nil)
+	p.stream = nil
 	p.mu.Unlock()
 	defer os.Remove(p.spool)
 	ctx, cancel := fs.bgCtx(30 * time.Minute)
 	defer cancel()
+	closing := time.Now()
 	env, err := fs.srv.cfg.Store.Receive(ctx, records.Incoming{
 		PartnerID: fs.partner, FileName: name, Source: "sftp", Path: p.spool,
-		SHA256: sum, Size: size, ModTime: mtime,
+		SHA256: sum, Size: size, ModTime: mtime, Stream: stream,
 	}, fs.srv.cfg.Enqueue)
 	if err != nil {
 		fs.srv.m.uploads.WithLabelValues("failed").Inc()
@@ -652,9 +704,14 @@ func (fs *partnerFS) receive(p *pending) error {
 		return failure(fmt.Sprintf("the upload of %s could not be recorded (server error); nothing was received: send it again", name))
 	}
 	fs.srv.m.received(env)
+	if stream != nil && stream.Committed() {
+		fs.srv.m.uploadStored.WithLabelValues("streamed").Inc()
+	} else {
+		fs.srv.m.uploadStored.WithLabelValues("at_close").Inc()
+	}
 	fs.log.Info("upload received", "file", name, "envelope", env.ID, "status", env.Status,
 		"bytes", env.Size, "sha256", fmt.Sprintf("%x", env.SHA256), "replay_of", env.ReplayOf,
-		"duration", time.Since(p.started).Round(time.Millisecond))
+		"duration", time.Since(p.started).Round(time.Millisecond), "close_duration", time.Since(closing).Round(time.Millisecond))
 	return nil
 }
 

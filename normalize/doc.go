@@ -64,5 +64,7 @@
 //   - Limits bound physical lines and cells per row; a single quoted cell
 //     spanning many short lines is not bounded beyond that.
 //   - Display values are always passed through SafeCell, including normalised
-//     text, so an employee_ref "=cmd()" cannot run in a spreadsheet either.
+//     text, so an employee_ref "=cmd()" cannot run in a spreadsheet either;
+//     SafeCell looks past leading whitespace, control and format characters
+//     (FormulaLead), so " =1+1" and NBSP + "=1+1" are escaped too.
 package normalize

@@ -235,24 +235,6 @@ type Row struct {
 	Extra   []string  // the raw cells of Settings.Extra's columns, when it names any
 }
 
-// SafeCell prefixes with ' a value a spreadsheet would run as a formula: one
-// that starts with = + - @ tab or CR and is not a plain number such as "-5",
-// "+1" or "-12.50" (digits with an optional sign and one '.' or ',' decimal
-// part). Other values are returned unchanged.
-func SafeCell(s string) string {
-	if s == "" {
-		return s
-	}
-	switch s[0] {
-	case '=', '+', '-', '@', '\t', '\r':
-		if isPlainNumber(s) {
-			return s
-		}
-		return "'" + s
-	}
-	return s
-}
-
 func isPlainNumber(s string) bool {
 	if s != "" && (s[0] == '+' || s[0] == '-') {
 		s = s[1:]

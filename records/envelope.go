@@ -75,6 +75,11 @@ type Incoming struct {
 	Size   int64
 	// ModTime is a modification time the client set on the file, if any.
 	ModTime time.Time
+	// Stream, when set, already holds the file's bytes (all Size of them,
+	// streamed while they arrived): Receive records the envelope in the
+	// stream's transaction instead of storing the bytes from Path, and ends
+	// the stream either way. It needs SHA256.
+	Stream *Stream
 }
 
 // AfterInsert runs inside the transaction that records a new envelope, so work
@@ -122,11 +127,32 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 	}
 	env := Envelope{PartnerID: in.PartnerID, FileName: in.FileName, Key: SubmissionKey(key),
 		SHA256: sum, Size: size, Source: in.Source, Status: StatusReceived}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// The bytes: stored from the spool in the envelope's transaction, or
+	// already copied there by the stream (whose transaction this is).
+	st := in.Stream
+	if st != nil {
+		defer st.Abort() // after its commit, only gives the connection back
+		if err := st.finish(size); err != nil {
+			// The bytes are still in the spool: stored from there.
+			s.log.Warn("streamed upload bytes lost; storing them from the spool", "file", in.FileName, "err", err)
+			st.Abort()
+			st = nil
+		}
+	}
+	var id *int64 // the envelope id the stream reserved
+	store := func(tx pgx.Tx) error { return storeChunks(ctx, tx, env.ID, in.Path, env.Size) }
+	if st != nil {
+		id = &st.id
+		store = func(pgx.Tx) error { return nil }
+	}
+	record := func(tx pgx.Tx) error {
+		// clock_timestamp, not now(): a stream's transaction began when the
+		// upload did.
 		if err := tx.QueryRow(ctx, `
-			INSERT INTO envelopes (partner_id, file_name, submission_key, sha256, size, source, status)
-			VALUES ($1, $2, $3, $4, $5, $6, 'received') RETURNING id, received_at`,
-			env.PartnerID, env.FileName, env.Key, env.SHA256, env.Size, env.Source,
+			INSERT INTO envelopes (id, partner_id, file_name, submission_key, sha256, size, source, status, received_at)
+			VALUES (coalesce($7, nextval(pg_get_serial_sequence('envelopes', 'id'))), $1, $2, $3, $4, $5, $6, 'received', clock_timestamp())
+			RETURNING id, received_at`,
+			env.PartnerID, env.FileName, env.Key, env.SHA256, env.Size, env.Source, id,
 		).Scan(&env.ID, &env.ReceivedAt); err != nil {
 			return fmt.Errorf("record envelope: %w", err)
 		}
@@ -145,7 +171,7 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 			return fmt.Errorf("claim submission key: %w", err)
 		}
 		if claimed {
-			if err := storeChunks(ctx, tx, env.ID, in.Path, env.Size); err != nil {
+			if err := store(tx); err != nil {
 				return err
 			}
 			if after != nil {
@@ -161,19 +187,32 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 		}
 		if bytes.Equal(firstSum, env.SHA256) {
 			env.Status, env.ReplayOf = StatusReplay, first
-			_, err := tx.Exec(ctx, `UPDATE envelopes SET status = 'replay', replay_of = $2, processed_at = now() WHERE id = $1`, env.ID, first)
+			_, err := tx.Exec(ctx, `UPDATE envelopes SET status = 'replay', replay_of = $2, processed_at = clock_timestamp() WHERE id = $1`, env.ID, first)
 			if err != nil {
 				return fmt.Errorf("record replay: %w", err)
+			}
+			if st != nil {
+				// A replay keeps no bytes of its own (those of the first
+				// envelope are the same).
+				if _, err := tx.Exec(ctx, `DELETE FROM envelope_chunks WHERE envelope_id = $1`, env.ID); err != nil {
+					return fmt.Errorf("record replay: drop its streamed bytes: %w", err)
+				}
 			}
 			return nil
 		}
 		env.Status = StatusKeyReuse
-		if err := storeChunks(ctx, tx, env.ID, in.Path, env.Size); err != nil {
+		if err := store(tx); err != nil {
 			return err
 		}
 		msg := fmt.Sprintf("a different file named %q was already received (envelope %d); nothing from this file was applied: send a new payroll run under a new file name, or resend the original file unchanged", env.FileName, first)
 		return s.fileResult(ctx, tx, &env, FileReject{Code: "idempotency_key_reuse", Message: msg}, StatusKeyReuse)
-	})
+	}
+	var err error
+	if st != nil {
+		err = st.commit(ctx, record)
+	} else {
+		err = pgx.BeginFunc(ctx, s.pool, record)
+	}
 	if err != nil {
 		return Envelope{}, err
 	}
@@ -391,7 +430,7 @@ func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr Fil
 	if _, err := tx.Exec(ctx, `INSERT INTO envelope_results (envelope_id, n, data) VALUES ($1, 0, $2)`, env.ID, b.Bytes()); err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
-	_, err := tx.Exec(ctx, `UPDATE envelopes SET status = $2, counts = $3, result_size = $4, seq = $5, processed_at = now() WHERE id = $1`,
+	_, err := tx.Exec(ctx, `UPDATE envelopes SET status = $2, counts = $3, result_size = $4, seq = $5, processed_at = clock_timestamp() WHERE id = $1`,
 		env.ID, status, env.Counts, env.ResultSize, env.Seq)
 	if err != nil {
 		return fmt.Errorf("close envelope: %w", err)

@@ -34,6 +34,10 @@ type Store struct {
 	log      *slog.Logger
 	spoolDir string
 	tracer   trace.Tracer
+	// streams holds a slot per running upload Stream: streams may hold at
+	// most a quarter of the pool's connections, so that they never starve
+	// processing and the API.
+	streams chan struct{}
 }
 
 // Options tune Open.
@@ -75,7 +79,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
-	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName)}, nil
+	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName),
+		streams: make(chan struct{}, max(1, cfg.MaxConns/4))}, nil
 }
 
 // Pool gives the underlying connection pool (for the job queue and tests).

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -250,6 +251,43 @@ func TestBrowserBulkReview(t *testing.T) {
 		t.Fatalf("no next page: %v", err)
 	}
 	screenshot(t, ctx, "bulk-queue.png")
+	// Page through the filtered queue: 50, 50, then 20 rows, each row on
+	// exactly one page, in order, and no next link on the last page.
+	firstPage, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for page, want := range []int{50, 50, 20} {
+		if page > 0 {
+			href, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#next"), "href"))
+			if err != nil {
+				t.Fatalf("page %d: next link: %v", page+1, err)
+			}
+			if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+href.Value), chromedp.WaitVisible(chromedp.CSS("table.queue"))); err != nil {
+				t.Fatalf("page %d: %v", page+1, err)
+			}
+		}
+		refs := regexp.MustCompile(`W\d{4}`).FindAllString(text("table.queue tbody"), -1)
+		if len(refs) != want {
+			t.Fatalf("page %d shows %d rows, want %d: %v", page+1, len(refs), want, refs)
+		}
+		for i, ref := range refs {
+			if wantRef := fmt.Sprintf("W%04d", page*50+i); ref != wantRef {
+				t.Fatalf("page %d row %d is %s, want %s", page+1, i+1, ref, wantRef)
+			}
+			seen[ref]++
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("the pages showed %d distinct employees, want %d", len(seen), n)
+	}
+	if nodes, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSS("#next"), chromedp.AtLeast(0))); err != nil || len(nodes) != 0 {
+		t.Fatalf("the last page still has a next link (%d, %v)", len(nodes), err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(firstPage), chromedp.WaitVisible(chromedp.CSS("#approve-all"))); err != nil {
+		t.Fatal(err)
+	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#approve-all")), chromedp.WaitVisible(chromedp.CSS("#confirm"))); err != nil {
 		t.Fatalf("open the confirm page: %v", err)
 	}

@@ -2,7 +2,11 @@
 # Upload speed of the SFTP drop zone against OpenSSH's own SFTP server, side
 # by side in one run, with the OpenSSH sftp client (as partners send files).
 #
-#   scripts/sftp-upload-speed.sh [SIZE_MB] [RUNS]     (defaults: 60 MB, 5 runs)
+#   scripts/sftp-upload-speed.sh [SIZE_MB] [RUNS] [random|csv]
+#                                 (defaults: 60 MB, 5 runs, random bytes)
+#
+# random: bytes from /dev/urandom (incompressible); csv: a payroll-like CSV
+# (compresses about 2x, as partners' files do).
 #
 # Measured: upload start to the answered close of one SIZE_MB file, i.e. the
 # time of `sftp -b` running `put FILE` minus the time of the same client
@@ -19,6 +23,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 size_mb=${1:-60}
 runs=${2:-5}
+kind=${3:-random}
+case $kind in random|csv) ;; *) echo "sftp-upload-speed: the file kind is random or csv, not $kind" >&2; exit 2;; esac
 
 for bin in /usr/bin/sftp /usr/sbin/sshd /usr/bin/ssh-keygen; do
 	[ -x "$bin" ] || { echo "sftp-upload-speed: $bin is missing: apt-get install openssh-client openssh-server" >&2; exit 1; }
@@ -45,7 +51,18 @@ free_port() { # a loopback port nobody listens on
 go build -o "$work/payintake" ./cmd/payintake
 ssh-keygen -q -t ed25519 -N '' -f "$work/id_ed25519"
 ssh-keygen -q -t ed25519 -N '' -f "$work/host_ed25519"
-head -c "$((size_mb * 1000 * 1000))" /dev/urandom >"$work/upload.bin"
+if [ "$kind" = csv ]; then
+	awk -v n="$((size_mb * 1000 * 1000))" 'BEGIN {
+		srand(1); split("base_salary overtime bonus tax_withholding pension", c, " ")
+		h = "employee_ref,pay_period,component,amount,currency"; print h; m = length(h) + 1
+		while (m < n) {
+			l = sprintf("E%07d,2026-%02d,%s,%d.%02d,EUR", int(rand() * 1e7), 1 + int(rand() * 12), c[1 + int(rand() * 5)], int(rand() * 1e5), int(rand() * 100))
+			print l; m += length(l) + 1
+		}
+	}' | head -c "$((size_mb * 1000 * 1000))" >"$work/upload.bin"
+else
+	head -c "$((size_mb * 1000 * 1000))" /dev/urandom >"$work/upload.bin"
+fi
 
 # payintake: a data dir of its own, one partner with the key.
 export PAYINTAKE_DATA_DIR="$work/data"
@@ -121,7 +138,7 @@ for r in $(seq "$runs"); do
 done
 o=$(printf '%s\n' "${ours[@]}" | median)
 t=$(printf '%s\n' "${theirs[@]}" | median)
-printf 'file: %d MB, %d runs each, OpenSSH sftp client %s\n' "$size_mb" "$runs" "$(ssh -V 2>&1)"
+printf 'file: %d MB (%s), %d runs each, OpenSSH sftp client %s\n' "$size_mb" "$kind" "$runs" "$(ssh -V 2>&1)"
 printf 'payintake (hashed and stored in PostgreSQL before the close is answered): median %.2f s (%.0f MB/s); runs: %s\n' \
 	"$o" "$(calc "$size_mb / $o")" "${ours[*]}"
 printf 'openssh internal-sftp (written to a local file):                        median %.2f s (%.0f MB/s); runs: %s\n' \

@@ -180,6 +180,12 @@ func printCommand(w io.Writer, c command, fs *flag.FlagSet) {
 	fmt.Fprint(w, "\nglobal flags:\n")
 	printFlags(w, fs, func(name string) bool { return slices.Contains(globalFlags, name) })
 	fmt.Fprintf(w, "\nexample:\n  %s\n", c.example)
+	// A command that is also a group ("dispatch", "partner token") names
+	// the commands under it, which its own -h would otherwise hide.
+	if subs := group(commandTable(), c.path); len(subs) > 0 {
+		fmt.Fprintf(w, "\nmore commands under payintake %s (each has -h):\n", c.path)
+		printList(w, subs)
+	}
 }
 
 func printFlags(w io.Writer, fs *flag.FlagSet, keep func(string) bool) {

@@ -23,7 +23,8 @@ func mountDemoVendor(mux *http.ServeMux) {
 // setupDemoDispatch adds target "demo" (the demo vendor on httpAddr) and
 // gives it to partner demo, unless the partner has another target, then
 // says how to watch a period dispatched.
-func setupDemoDispatch(ctx context.Context, st *records.Store, httpAddr net.Addr, stdout io.Writer) error {
+// cli is how a printed line runs payintake (demoCLI).
+func setupDemoDispatch(ctx context.Context, st *records.Store, httpAddr net.Addr, cli string, stdout io.Writer) error {
 	url := "http://" + httpAddr.String() + demoVendorPath
 	ds := outbound.NewStore(st.Pool())
 	if err := ds.PutTarget(ctx, outbound.Target{Name: "demo", URL: url, RateLimit: outbound.DefaultRateLimit,
@@ -45,9 +46,9 @@ func setupDemoDispatch(ctx context.Context, st *records.Store, httpAddr net.Addr
 	fmt.Fprintf(stdout, `Partner demo dispatches to target %q (a demo payroll vendor at %s). Once the
 sample is processed, lock its period and watch it dispatched:
 
-  payintake records lock --partner demo --period 2026-11
-  payintake dispatch status --partner demo
+  %s records lock --partner demo --period 2026-11
+  %s dispatch status --partner demo
 
-`, p.Target, url)
+`, p.Target, url, cli, cli)
 	return nil
 }

@@ -29,6 +29,8 @@ type globals struct {
 	databaseURL string
 	verbose     bool
 	log         logFlags
+	// stderr is where the install script (installServerBinaries) speaks.
+	stderr io.Writer
 }
 
 func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
@@ -37,7 +39,7 @@ func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 	// turns its errors into one sentence, and -h prints the flags (run).
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	g := &globals{}
+	g := &globals{stderr: stderr}
 	fs.StringVar(&g.dataDir, "data-dir", envOr("PAYINTAKE_DATA_DIR", "./payintake-data"), "host keys, the embedded database, spool files")
 	fs.StringVar(&g.databaseURL, "database-url", os.Getenv("PAYINTAKE_DATABASE_URL"), "an external PostgreSQL; empty means the embedded one")
 	fs.BoolVar(&g.verbose, "verbose", false, "log progress to stderr")
@@ -121,6 +123,9 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("create data dir: %w", err)
+		}
+		if err := installServerBinaries(ctx, g.stderr); err != nil {
+			return nil, err
 		}
 		srv, err := pgserver.Start(ctx, pgserver.Options{DataDir: dir, Logger: log})
 		if err != nil {

@@ -33,6 +33,12 @@ func TestHelpForEveryCommand(t *testing.T) {
 				if he.fs.Name() != c.path {
 					t.Fatalf("%s parses a FlagSet named %q", c.path, he.fs.Name())
 				}
+				// A command that is also a group names the commands under it.
+				for _, sub := range commandTable() {
+					if strings.HasPrefix(sub.path, c.path+" ") && !strings.Contains(got, "\n  "+sub.path+" ") {
+						t.Errorf("%s %s does not name %s:\n%s", c.path, h, sub.path, got)
+					}
+				}
 				he.fs.VisitAll(func(f *flag.Flag) {
 					if !strings.Contains(got, "\n  --"+f.Name+" ") {
 						t.Errorf("%s -h does not show --%s:\n%s", c.path, f.Name, got)

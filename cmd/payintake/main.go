@@ -25,6 +25,12 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
+// reportedError is a failure already explained on stderr (by a script the
+// command ran): run exits with its code and prints nothing more.
+type reportedError struct{ code int }
+
+func (e reportedError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 // run executes one command and returns the process exit code: 0 success,
@@ -33,9 +39,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := dispatch(ctx, hoistFlags(args), stdout, stderr)
 	var ue usageError
 	var he helpError
+	var re reportedError
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &re):
+		return re.code
 	case errors.As(err, &he):
 		c, _, _ := find(commandTable(), strings.Fields(he.fs.Name()))
 		printCommand(stdout, c, he.fs)

@@ -38,7 +38,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs, g := newFlagSet("serve", stderr)
 	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "address of the HTTP API, /metrics and /healthz")
 	sftpAddr := fs.String("sftp-addr", "127.0.0.1:2022", "address of the SFTP drop zone")
-	demo := fs.Bool("demo", false, "add a demo partner with a fresh key pair and print the sftp command")
+	demo := fs.Bool("demo", false, "set up a demo (SFTP partner, held exceptions, reviewer, API token, webhook secret, vendor target) and print how to try each")
 	workers := fs.Int("workers", 4, "files processed at once by this process (0: only receive; another serve processes)")
 	maxConns := fs.Int("db-max-conns", 20, "database connections at most (at least 2 per worker plus 2)")
 	maxSize := fs.String("max-file-size", "1GiB", "largest file accepted over SFTP (bytes, or with KiB, MiB, GiB)")
@@ -50,6 +50,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	readTimeout := fs.Duration("http-read-timeout", 5*time.Minute, "longest time to read one HTTP request, body included (a 64 MiB submission needs about 220 KB/s)")
 	writeTimeout := fs.Duration("http-write-timeout", 5*time.Minute, "longest time to write one HTTP response")
 	httpIdleTimeout := fs.Duration("http-idle-timeout", 2*time.Minute, "an idle keep-alive HTTP connection is closed after this long")
+	pprofAddr := fs.String("pprof-addr", "", "serve Go's profiler (net/http/pprof, /debug/pprof/) on this loopback address, for finding where time goes (off when empty)")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -180,6 +181,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
+	if *pprofAddr != "" {
+		if err := servePprof(runCtx, &wg, *pprofAddr, log); err != nil {
+			sftpLn.Close()
+			httpLn.Close()
+			_ = queue.Stop(context.Background())
+			return err
+		}
+	}
 	errs := make(chan error, 2)
 	if *workers > 0 {
 		// Work left by a process that died is found within --orphan-after
@@ -263,6 +272,7 @@ type demo struct {
 	httpURL  string // http://127.0.0.1:PORT
 	hostKey  ssh.PublicKey
 	out      io.Writer
+	cli      string // how a printed line runs payintake on this server's database (demoCLI)
 }
 
 // demoStep is one part of `serve --demo`: it sets something up (again, on
@@ -280,14 +290,16 @@ func demoSteps() []demoStep {
 		{"reviewer", demoReviewer},
 		{"http api", demoAPI},
 		{"webhook", demoWebhook},
-		{"vendor target", func(ctx context.Context, d *demo) error { return setupDemoDispatch(ctx, d.e.store, d.httpAddr, d.out) }},
+		{"vendor target", func(ctx context.Context, d *demo) error {
+			return setupDemoDispatch(ctx, d.e.store, d.httpAddr, d.cli, d.out)
+		}},
 	}
 }
 
 // setupDemo runs the demo steps in order and prints what each one offers.
 func setupDemo(ctx context.Context, e *env, dataDir string, sftpAddr, httpAddr net.Addr, hostKey ssh.PublicKey, stdout io.Writer) error {
 	d := &demo{e: e, dir: filepath.Join(dataDir, "demo"), sftpAddr: sftpAddr, httpAddr: httpAddr, httpURL: "http://" + loopback(httpAddr.String()),
-		hostKey: hostKey, out: stdout}
+		hostKey: hostKey, out: stdout, cli: demoCLI(e.g, dataDir)}
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", d.dir, err)
 	}
@@ -297,6 +309,31 @@ func setupDemo(ctx context.Context, e *env, dataDir string, sftpAddr, httpAddr n
 		}
 	}
 	return nil
+}
+
+// demoCLI is how the demo's printed command lines run payintake so that they
+// work as printed: the way this process was started ("go run
+// ./cmd/payintake" when it runs from Go's build cache, which is how `go run`
+// starts it, so the line runs from the source tree; else this executable's
+// path), with the flag that reaches the same database (--database-url when
+// given as a flag, else --data-dir unless it is the default for the current
+// folder).
+func demoCLI(g *globals, dataDir string) string {
+	prog := "payintake"
+	if exe, err := os.Executable(); err == nil {
+		if strings.Contains(exe, string(filepath.Separator)+"go-build") {
+			prog = "go run ./cmd/payintake"
+		} else {
+			prog = shellQuote(exe)
+		}
+	}
+	switch def, _ := filepath.Abs("payintake-data"); {
+	case g.databaseURL != "" && g.databaseURL != os.Getenv("PAYINTAKE_DATABASE_URL"):
+		return prog + " --database-url " + shellQuote(g.databaseURL)
+	case g.databaseURL == "" && dataDir != def:
+		return prog + " --data-dir " + shellQuote(dataDir)
+	}
+	return prog
 }
 
 // loopback replaces an unspecified listen host (0.0.0.0, ::) by 127.0.0.1.
@@ -419,8 +456,8 @@ func demoReviewer(ctx context.Context, d *demo) error {
 	case errors.Is(err, records.ErrExists):
 		fmt.Fprintf(d.out, `
 Review console: %s/review/ as %s (its password was printed when the demo first ran;
-`+"`payintake reviewer password %s`"+` sets a new one).
-`, d.httpURL, name, name)
+`+"`%s reviewer password %s`"+` sets a new one).
+`, d.httpURL, name, d.cli, name)
 		return nil
 	case err != nil:
 		return err

@@ -121,6 +121,14 @@ func TestServeDemoWithOpenSSH(t *testing.T) {
 		t.Fatalf("downloaded result: %v\n%s", err, res)
 	}
 
+	// The interactive login line, as printed, with commands on its stdin.
+	login := waitFor(t, stdout, regexp.MustCompile(`(?m)^  (sftp -i [^\n]* demo@[^\s:]+)$`))
+	cmd := exec.Command("/bin/sh", "-c", login)
+	cmd.Stdin = strings.NewReader("ls /results\n")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "clean-first-run.result.csv") {
+		t.Fatalf("%s with `ls /results` on stdin: %v\n%s", login, err, out)
+	}
+
 	get := func(path string) string {
 		resp, err := http.Get("http://" + httpAddr + path)
 		if err != nil {
@@ -177,6 +185,24 @@ func TestServeDemoWithOpenSSH(t *testing.T) {
 		t.Fatalf("%s:\n%s", hook, out)
 	}
 
+	// The vendor target: lock the sample's period as printed (the commands
+	// run from the source tree), then watch the run complete with the
+	// printed status line: the 8 rows of the SFTP sample and the 5 of the
+	// curl submission, all of 2026-11 (the webhook's line is of 2026-12).
+	lock := waitFor(t, stdout, regexp.MustCompile(`(?m)^  (\S.* records lock --partner demo --period 2026-11)$`))
+	status := waitFor(t, stdout, regexp.MustCompile(`(?m)^  (\S.* dispatch status --partner demo)$`))
+	sh(filepath.Join("..", ".."), lock)
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		out := sh(filepath.Join("..", ".."), status)
+		if regexp.MustCompile(`(?m)^demo\s+2026-11\s+1\s+\S+\s+complete\s+13\s+13\s`).MatchString(out) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never showed the 13 lines of 2026-11 dispatched:\n%s\nserver log:\n%s", status, out, stderr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
 	if code := stop(); code != 0 {
 		t.Fatalf("serve exited %d:\n%s", code, stderr)
 	}
@@ -195,6 +221,22 @@ func TestServeDemoWithOpenSSH(t *testing.T) {
 	}
 	if key2, _ := os.ReadFile(filepath.Join(data, "demo", "id_ed25519")); !bytes.Equal(key, key2) {
 		t.Error("demo key changed on restart")
+	}
+	// The restart's line for a new password works as printed, and the
+	// password it prints opens the console.
+	setPassword := waitFor(t, stdout2, regexp.MustCompile("`([^`]* reviewer password demo-reviewer)`"))
+	newPassword := strings.TrimSpace(sh(filepath.Join("..", ".."), setPassword))
+	newPassword = newPassword[strings.LastIndex(newPassword, "\n")+1:]
+	httpAddr2 := waitFor(t, stderr2, regexp.MustCompile(`msg="http listening" addr=(\S+)`))
+	jar2, _ := cookiejar.New(nil)
+	resp, err = (&http.Client{Jar: jar2}).PostForm("http://"+httpAddr2+"/review/login", neturl.Values{"name": {"demo-reviewer"}, "password": {newPassword}, "next": {"/review/queue"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), "demo-hr") {
+		t.Fatalf("console after %s (password %q): %s\n%s", setPassword, newPassword, resp.Status, page)
 	}
 	if code := stop2(); code != 0 {
 		t.Fatalf("serve exited %d:\n%s", code, stderr2)

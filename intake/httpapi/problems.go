@@ -60,7 +60,7 @@ var problemDocs = []problemDoc{
 	{"invalid_version", "422", "version is not a non-negative JSON integer. Quarantined, nothing applied.", "Send the pay line's version as an integer that grows with every change."},
 	{"missing_value", "422", "A required value is missing (field says which). In a file this rejects the row.", "Send the value."},
 	{"mangled_identifier", "422", "employee_ref looks like spreadsheet scientific notation (1.23E+05): the real id was lost.", "Export the id as text and send it again."},
-	{"invalid_identifier", "422", "employee_ref has characters that are not allowed.", "Send the employee reference as agreed."},
+	{"invalid_identifier", "422", "An identifier (employee_ref, pay_period or component; field says which) is longer than 128 characters.", "Check the column mapping and send the identifier itself."},
 	{"invalid_amount", "422", "amount is not a decimal amount (exponents and other forms are refused).", "Send a plain decimal such as 1234.50."},
 	{"invalid_rate", "422", "rate is not a decimal number.", "Send a plain decimal."},
 	{"invalid_hours", "422", "hours is not a decimal number.", "Send a plain decimal."},

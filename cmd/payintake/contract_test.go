@@ -1,0 +1,74 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// TestContractNamesEveryResultCode reads the code that writes result files
+// and keeps docs/contract.md telling partners about every code they can
+// find there: the normaliser's row and file codes, the codes the
+// classification statement gives rows, and every file-level rejection.
+func TestContractNamesEveryResultCode(t *testing.T) {
+	root := filepath.Join("..", "..")
+	read := func(rel string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	codes := map[string]string{} // code → where it comes from
+	add := func(where string, re *regexp.Regexp, src string) {
+		t.Helper()
+		ms := re.FindAllStringSubmatch(src, -1)
+		if len(ms) == 0 {
+			t.Fatalf("no codes found in %s with %s: the test no longer matches the code", where, re)
+		}
+		for _, m := range ms {
+			codes[m[1]] = where
+		}
+	}
+	add("normalize/normalize.go", regexp.MustCompile(`(?m)^\s+Code\w+\s+= "(\w+)"`), read("normalize/normalize.go"))
+	classify := read("records/classify.go")
+	i, j := strings.Index(classify, "END AS outcome,"), strings.Index(classify, "END AS out_code,")
+	if i < 0 || j < i {
+		t.Fatal("records/classify.go: no out_code CASE found")
+	}
+	add("records/classify.go", regexp.MustCompile(`THEN '(\w+)'`), classify[i:j])
+	fileRejects := regexp.MustCompile(`FileReject\{Code: "(\w+)"|reject\("(\w+)"`)
+	for _, rel := range []string{"records/apply.go", "records/envelope.go", "records/replay.go", "intake/intake.go", "intake/replay.go"} {
+		for _, m := range fileRejects.FindAllStringSubmatch(read(rel), -1) {
+			codes[m[1]+m[2]] = rel
+		}
+	}
+	add("records/webhook.go", regexp.MustCompile(`res.Code = "stale", "(\w+)"`), read("records/webhook.go"))
+	contract := read("docs/contract.md")
+	var missing []string
+	for c, where := range codes {
+		if !strings.Contains(contract, "`"+c+"`") {
+			missing = append(missing, c+" ("+where+")")
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Fatalf("docs/contract.md does not tell partners about %d code(s) their results can carry: %s", len(missing), strings.Join(missing, ", "))
+	}
+	if len(codes) < 30 {
+		t.Fatalf("only %d codes found: the test no longer reads the code right: %v", len(codes), codes)
+	}
+	t.Logf("%d result codes, each in docs/contract.md", len(codes))
+	// The contract stands alone: a user's clone has no ../shared.
+	for _, bad := range []string{"../shared", "SPEC.md"} {
+		for _, rel := range []string{"docs/contract.md", "docs/review.md", "README.md"} {
+			if strings.Contains(read(rel), bad) {
+				t.Errorf("%s points at %s, which users do not have", rel, bad)
+			}
+		}
+	}
+}

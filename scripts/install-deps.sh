@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# install-deps.sh [--dry-run] serve|test — the one list of Debian packages
+# payintake needs, shared by `payintake serve` (embedded in the binary: it
+# runs this script when the PostgreSQL server binaries are missing) and by
+# .ci/run (the whole test suite).
+#
+#   serve  the PostgreSQL 15 server binaries for the embedded database
+#   test   serve's, plus what the tests run: the OpenSSH sftp client and
+#          sftp-server, the SFTP clients of the client matrix, Chromium, curl
+#          and openssl for the demo's printed lines, npm for the OpenAPI
+#          linter, prometheus for promtool, Python 3 and Node.js
+#
+# It installs only what is missing. As root it says what it runs, then runs
+# it; as another user it prints one sentence saying what to run as root and
+# exits 1. With --dry-run (or PAYINTAKE_INSTALL_DRY_RUN=1) it prints the
+# commands it would run, one a line, and changes nothing.
+set -euo pipefail
+
+name=${0##*/}
+dry_run=${PAYINTAKE_INSTALL_DRY_RUN:-}
+[ "$dry_run" = 0 ] && dry_run=
+if [ "${1:-}" = --dry-run ]; then
+	dry_run=1
+	shift
+fi
+profile=${1:-}
+case "$profile" in
+serve | test) ;;
+*)
+	echo "usage: $name [--dry-run] serve|test" >&2
+	exit 2
+	;;
+esac
+
+# pg_bindir finds the PostgreSQL server binaries as payintake does
+# (pgserver.FindBinDir): $PAYINTAKE_PG_BINDIR, pg_ctl on PATH, pg_config
+# --bindir, then the highest /usr/lib/postgresql/*/bin.
+pg_bindir() {
+	if [ -n "${PAYINTAKE_PG_BINDIR:-}" ]; then
+		echo "$PAYINTAKE_PG_BINDIR"
+		return
+	fi
+	local d
+	if d=$(command -v pg_ctl) && d=$(dirname "$(readlink -f "$d")") && has_server "$d"; then
+		echo "$d"
+		return
+	fi
+	if command -v pg_config >/dev/null && d=$(pg_config --bindir 2>/dev/null) && has_server "$d"; then
+		echo "$d"
+		return
+	fi
+	ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1
+}
+has_server() { [ -x "$1/initdb" ] && [ -x "$1/pg_ctl" ] && [ -x "$1/postgres" ]; }
+
+# missing lists the Debian packages of the profile that are not installed.
+missing() {
+	local need=()
+	has_server "$(pg_bindir)" || need+=(postgresql-15)
+	if [ "$profile" = test ]; then
+		command -v sftp >/dev/null || need+=(openssh-client)
+		[ -x /usr/lib/openssh/sftp-server ] || need+=(openssh-sftp-server)
+		# The SFTP client matrix (intake/sftp_clients_test.go): the clients partners run.
+		/usr/bin/curl -V 2>/dev/null | grep -q sftp || need+=(curl)
+		[ -x /usr/bin/lftp ] || need+=(lftp)
+		[ -x /usr/bin/rclone ] || need+=(rclone)
+		/usr/bin/python3 -c 'import paramiko' 2>/dev/null || need+=(python3-paramiko)
+		command -v chromium >/dev/null || need+=(chromium)
+		command -v openssl >/dev/null || need+=(openssl) # the demo's webhook signature; leg-key test vectors
+		# The OpenAPI linter runs on Node.js (npm); promtool checks deploy/'s alerting rules.
+		command -v npm >/dev/null || need+=(npm)
+		command -v promtool >/dev/null || need+=(prometheus)
+		# dispatch keys are checked against Python's json.dumps and Node's JSON.stringify.
+		command -v python3 >/dev/null || need+=(python3)
+		command -v node >/dev/null || need+=(nodejs)
+	fi
+	# curl is listed once even when both of its checks want it.
+	printf '%s\n' "${need[@]}" | awk 'NF && !seen[$0]++' | tr '\n' ' '
+}
+
+need=$(missing)
+need=${need% }
+[ -n "$need" ] || exit 0
+
+update="apt-get update -qq"
+install="apt-get install -y -qq --no-install-recommends $need"
+if [ -n "$dry_run" ]; then
+	echo "$update"
+	echo "$install"
+	exit 0
+fi
+if ! command -v apt-get >/dev/null; then
+	echo "$name: missing $need, and this is not a Debian machine (no apt-get): install PostgreSQL 15 server binaries yourself, or set PAYINTAKE_PG_BINDIR to the folder holding initdb, pg_ctl and postgres, and run this command again." >&2
+	exit 1
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "$name: Debian packages $need are missing and only root can install them: as root, run \`$update && $install\`, then run this command again." >&2
+	exit 1
+fi
+echo "$name: installing Debian packages $need (running as root): $update && $install" >&2
+export DEBIAN_FRONTEND=noninteractive
+$update
+# shellcheck disable=SC2086 # $install is words on purpose
+$install >/dev/null
+need=$(missing)
+if [ -n "$need" ]; then
+	echo "$name: installed, but still missing: ${need% } — check apt-get's output above" >&2
+	exit 1
+fi
