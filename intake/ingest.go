@@ -10,11 +10,23 @@ import (
 	"github.com/payintake/payintake/records"
 )
 
+// CheckIngestName applies the file name rule of every door
+// (records.CheckFileName) to the name of the file at path.
+func CheckIngestName(path string) error {
+	if err := records.CheckFileName(filepath.Base(path), records.MaxFileNameLen); err != nil {
+		return fmt.Errorf("file name %q cannot be sent: %w; rename the file (the same rule holds for SFTP, HTTP and ingest)", filepath.Base(path), err)
+	}
+	return nil
+}
+
 // IngestFile receives the file at path for partner under its base name (the
 // submission key, as an upload would) and processes it now. It returns the
 // envelope as received (a replay or key reuse says so in its status) and the
 // envelope that holds the outcome: for a replay, the original one.
 func (in *Intake) IngestFile(ctx context.Context, partner, path, source string) (got, out records.Envelope, err error) {
+	if err := CheckIngestName(path); err != nil {
+		return got, out, err
+	}
 	got, err = in.Store.Receive(ctx, records.Incoming{
 		PartnerID: partner, FileName: filepath.Base(path), Source: source, Path: path,
 	}, nil)

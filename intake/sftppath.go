@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/pkg/sftp"
@@ -19,7 +18,7 @@ import (
 const (
 	dirInbox   = "inbox"
 	dirResults = "results"
-	maxNameLen = 255 // bytes, like most file systems
+	maxNameLen = records.MaxFileNameLen
 	// A result or review report name is its upload's name without the
 	// extension plus ".review.csv" at most: it may be that much longer.
 	maxResultNameLen = maxNameLen + len(records.ReviewSuffix)
@@ -84,22 +83,11 @@ func parsePath(p string) (vpath, error) {
 	return vpath{dir: parts[0], name: parts[1]}, nil
 }
 
-// validName accepts file names a partner's system can sensibly send: at most
-// limit bytes of UTF-8, no control characters, no slashes or backslashes.
+// validName applies records.CheckFileName, the rule of every door, with
+// limit bytes (longer in /results: a review report's suffix).
 func validName(n string, limit int) error {
-	switch {
-	case n == "" || n == "." || n == "..":
-		return denied("invalid file name")
-	case len(n) > limit:
-		return denied(fmt.Sprintf("file name too long (%d bytes, at most %d)", len(n), limit))
-	case strings.TrimSpace(n) != n:
-		return denied("file names cannot start or end with spaces")
-	}
-	for _, r := range n {
-		if r == utf8.RuneError || unicode.IsControl(r) || r == '/' || r == '\\' || r == 0x7f ||
-			unicode.Is(unicode.Cf, r) {
-			return denied("file names cannot hold control or format characters, slashes or backslashes")
-		}
+	if err := records.CheckFileName(n, limit); err != nil {
+		return denied(err.Error())
 	}
 	return nil
 }

@@ -34,6 +34,7 @@ type Store struct {
 	log      *slog.Logger
 	spoolDir string
 	tracer   trace.Tracer
+	keys     *secretKeyring
 	// streams holds a slot per running upload Stream: streams may hold at
 	// most a quarter of the pool's connections, so that they never starve
 	// processing and the API.
@@ -51,6 +52,11 @@ type Options struct {
 	// TracerProvider, when set, traces each envelope from its receipt to
 	// its result, with the SQL statements as child spans (nil: no tracing).
 	TracerProvider trace.TracerProvider
+	// SecretKeys loads the keys that seal webhook secrets at rest; it is
+	// called again when a sealed secret names a key not loaded (another
+	// process rotated them) and before each sealing. Nil: webhook secrets
+	// can be neither added nor checked.
+	SecretKeys func() (*SecretKeys, error)
 }
 
 // Open connects to the database at url. It does not migrate; call Migrate first.
@@ -80,7 +86,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		tp = noop.NewTracerProvider()
 	}
 	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName),
-		streams: make(chan struct{}, max(1, cfg.MaxConns/4))}, nil
+		keys: &secretKeyring{load: opts.SecretKeys}, streams: make(chan struct{}, max(1, cfg.MaxConns/4))}, nil
 }
 
 // Pool gives the underlying connection pool (for the job queue and tests).

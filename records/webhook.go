@@ -14,7 +14,8 @@ import (
 )
 
 // Webhook secrets (Standard Webhooks): "whsec_" + base64 of 32 random bytes.
-// The raw secret is stored, not a hash: checking an HMAC needs the key.
+// Checking an HMAC needs the key itself, so it cannot be stored as a hash:
+// it is stored sealed (secretkeys.go).
 
 // WebhookSecretPrefix starts every webhook secret.
 const WebhookSecretPrefix = "whsec_"
@@ -27,7 +28,11 @@ func (s *Store) AddWebhookSecret(ctx context.Context, partner string) (string, e
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("generate webhook secret: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO webhook_secrets (partner_id, secret) VALUES ($1, $2)`, partner, b[:]); err != nil {
+	sealed, err := s.sealSecret(partner, b[:])
+	if err != nil {
+		return "", fmt.Errorf("seal the webhook secret of partner %q: %w", partner, err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO webhook_secrets (partner_id, sealed) VALUES ($1, $2)`, partner, sealed); err != nil {
 		return "", fmt.Errorf("store webhook secret for partner %q: %w", partner, err)
 	}
 	return WebhookSecretPrefix + base64.StdEncoding.EncodeToString(b[:]), nil
@@ -42,13 +47,22 @@ func (s *Store) RevokeOldWebhookSecrets(ctx context.Context, partner string) (in
 // WebhookSecrets returns the active signing keys of partner (none for an
 // unknown partner), newest first.
 func (s *Store) WebhookSecrets(ctx context.Context, partner string) ([][]byte, error) {
-	rows, err := s.pool.Query(ctx, `SELECT secret FROM webhook_secrets WHERE partner_id = $1 AND revoked_at IS NULL ORDER BY id DESC`, partner)
+	rows, err := s.pool.Query(ctx, `SELECT sealed FROM webhook_secrets
+		WHERE partner_id = $1 AND revoked_at IS NULL AND sealed IS NOT NULL ORDER BY id DESC`, partner)
 	if err != nil {
 		return nil, fmt.Errorf("read webhook secrets of partner %q: %w", partner, err)
 	}
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	sealed, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
 	if err != nil {
 		return nil, fmt.Errorf("read webhook secrets of partner %q: %w", partner, err)
+	}
+	keys := make([][]byte, 0, len(sealed))
+	for _, b := range sealed {
+		k, err := s.openSecret(partner, b)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
 	}
 	return keys, nil
 }

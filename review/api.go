@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payintake/payintake/internal/jsondup"
 	"github.com/payintake/payintake/records"
 )
 
@@ -240,7 +241,7 @@ func (s *Server) exceptionFor(w http.ResponseWriter, r *http.Request, rv records
 	}
 	d, err := s.Store.ExceptionDetail(r.Context(), id)
 	if errors.Is(err, records.ErrNotFound) {
-		s.notFound(w, r, via, fmt.Sprintf("there is no exception %d", id))
+		s.notFound(w, r, via, noException(id))
 		return d, false
 	}
 	if err != nil {
@@ -258,6 +259,10 @@ func (s *Server) exceptionFor(w http.ResponseWriter, r *http.Request, rv records
 	return d, true
 }
 
+// noException is the answer for an exception id that does not exist, or
+// that the reviewer may not see: the two are told apart by nobody.
+func noException(id int64) string { return fmt.Sprintf("there is no exception %d", id) }
+
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request, via, detail string) {
 	if via == records.ViaConsole {
 		s.consoleError(w, r, http.StatusNotFound, detail)
@@ -266,10 +271,21 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request, via, detail st
 	writeProblem(w, r, http.StatusNotFound, "not-found", "No such exception", detail, nil)
 }
 
+// denied answers a reviewer acting outside their partners, and audits the
+// refusal with the partner. The answer tells nothing of other partners: for
+// one exception (id != 0) it is the very 404 of an exception that does not
+// exist (neither its existence nor its partner is told); for a partner the
+// reviewer named (a filter, a bulk body, a dispatch page) it is 403 listing
+// only the reviewer's own partners, the same whether that partner exists or
+// not.
 func (s *Server) denied(w http.ResponseWriter, r *http.Request, rv records.Reviewer, via string, id int64, partner string) {
 	s.audit(r.Context(), records.AuditEntry{Actor: rv.Name, Via: via, Action: "denied", ExceptionID: id, PartnerID: partner,
 		Detail: r.Method + " " + r.URL.Path})
-	detail := fmt.Sprintf("reviewer %s may not review partner %s (allowed: %s)", rv.Name, partner, strings.Join(rv.Partners, ", "))
+	if id != 0 {
+		s.notFound(w, r, via, noException(id))
+		return
+	}
+	detail := fmt.Sprintf("you may review only partner(s) %s; the partner asked for is not one of them", strings.Join(rv.Partners, ", "))
 	if via == records.ViaConsole {
 		s.consoleError(w, r, http.StatusForbidden, detail)
 		return
@@ -298,6 +314,11 @@ func readBody(w http.ResponseWriter, r *http.Request, v any, example string, str
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		writeProblem(w, r, http.StatusUnsupportedMediaType, "bad-request", "JSON body expected",
 			"send Content-Type: application/json with a body like "+example, nil)
+		return false
+	}
+	if name, dup := jsondup.Find(raw); dup {
+		writeProblem(w, r, http.StatusUnprocessableEntity, "duplicate_key", "Duplicate JSON member",
+			fmt.Sprintf("the body has the member %q more than once; send each field once (nothing was decided)", name), map[string]any{"field": name})
 		return false
 	}
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
@@ -439,7 +460,7 @@ func (s *Server) decisionProblem(w http.ResponseWriter, r *http.Request, rv reco
 	case errors.Is(err, records.ErrForbidden):
 		s.denied(w, r, rv, records.ViaAPI, d.ID, d.PartnerID)
 	case errors.Is(err, records.ErrNotFound):
-		writeProblem(w, r, http.StatusNotFound, "not-found", "No such exception", err.Error(), nil)
+		s.notFound(w, r, records.ViaAPI, noException(d.ID))
 	default:
 		s.internal(w, r, err)
 	}

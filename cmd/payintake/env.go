@@ -143,12 +143,24 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 		e.close()
 		return nil, err
 	}
-	st, err := records.Open(ctx, url, records.Options{MaxConns: maxConns, Logger: log, TracerProvider: e.tracing})
+	// secret.key is created on first use, unless the database already holds
+	// secrets sealed under a key this process would then not have.
+	var sealedExist bool
+	st, err := records.Open(ctx, url, records.Options{MaxConns: maxConns, Logger: log, TracerProvider: e.tracing,
+		SecretKeys: g.secretKeyLoader(func() bool { return !sealedExist })})
 	if err != nil {
 		e.close()
 		return nil, err
 	}
 	e.store = st
+	if err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_secrets WHERE sealed IS NOT NULL)`).Scan(&sealedExist); err != nil {
+		e.close()
+		return nil, fmt.Errorf("look for sealed webhook secrets: %w", err)
+	}
+	if err := e.sealPlaintextSecrets(ctx); err != nil {
+		e.close()
+		return nil, err
+	}
 	// The job queue's own tables (River) are migrations too: every command
 	// applies them, so `migrate` leaves nothing for `serve` to do.
 	if err := intake.MigrateQueue(ctx, st.Pool()); err != nil {

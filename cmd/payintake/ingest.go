@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/records"
 )
 
@@ -30,6 +31,9 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("ingest needs at least one FILE")
 	}
 	for _, f := range files {
+		if err := intake.CheckIngestName(f); err != nil {
+			return err
+		}
 		if st, err := os.Stat(f); err != nil {
 			return fmt.Errorf("cannot read %s: %w", f, err)
 		} else if st.IsDir() {

@@ -50,6 +50,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	readTimeout := fs.Duration("http-read-timeout", 5*time.Minute, "longest time to read one HTTP request, body included (a 64 MiB submission needs about 220 KB/s)")
 	writeTimeout := fs.Duration("http-write-timeout", 5*time.Minute, "longest time to write one HTTP response")
 	httpIdleTimeout := fs.Duration("http-idle-timeout", 2*time.Minute, "an idle keep-alive HTTP connection is closed after this long")
+	metricsAddr := fs.String("metrics-addr", os.Getenv("PAYINTAKE_METRICS_ADDR"), "serve /metrics on this address only, not on --http-addr (PAYINTAKE_METRICS_ADDR; empty: on --http-addr)")
+	metricsTokenFile := fs.String("metrics-token-file", os.Getenv("PAYINTAKE_METRICS_TOKEN_FILE"), "/metrics requires \"Authorization: Bearer TOKEN\" with the token in this file (PAYINTAKE_METRICS_TOKEN_FILE; empty: no token)")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's profiler (net/http/pprof, /debug/pprof/) on this loopback address, for finding where time goes (off when empty)")
 	if pos, err := parse(fs, args); err != nil {
 		return err
@@ -76,6 +78,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usagef("--max-file-size %q: %v", *maxSize, err)
 	}
+	metricsToken, err := readMetricsToken(*metricsTokenFile)
+	if err != nil {
+		return err
+	}
 	log := g.alwaysLogger(stderr)
 	dataDir, err := filepath.Abs(g.dataDir)
 	if err != nil {
@@ -97,6 +103,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer e.close()
 	if err := intake.MigrateQueue(ctx, e.store.Pool()); err != nil {
+		return err
+	}
+	// A serve started with another secret key than the one the webhook
+	// secrets were sealed under says so now, not at the first delivery.
+	if err := e.store.CheckWebhookSecrets(ctx); err != nil {
 		return err
 	}
 
@@ -140,7 +151,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	mux.Handle("GET /metrics", metricsHandler(reg))
+	// /metrics goes on --http-addr, or only on its own --metrics-addr; with a
+	// token, only to a scraper that sends it.
+	var metricsMux *http.ServeMux
+	if *metricsAddr != "" {
+		metricsMux = http.NewServeMux()
+		metricsMux.Handle("GET /metrics", protectMetrics(metricsHandler(reg), metricsToken))
+	} else {
+		mux.Handle("GET /metrics", protectMetrics(metricsHandler(reg), metricsToken))
+	}
 	// Other HTTP handlers are mounted here, one line each, on mux. Metrics of
 	// their own go on reg (never the global default registry).
 	httpapi.Mount(ctx, mux, e.intake, dataDir, httpapi.WithEnqueue(queue.Enqueue)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
@@ -157,6 +176,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		sftpLn.Close()
 		return fmt.Errorf("listen on --http-addr %s: %w", *httpAddr, err)
+	}
+	var metricsLn net.Listener
+	if metricsMux != nil {
+		if metricsLn, err = net.Listen("tcp", *metricsAddr); err != nil {
+			sftpLn.Close()
+			httpLn.Close()
+			return fmt.Errorf("listen on --metrics-addr %s: %w", *metricsAddr, err)
+		}
+		defer metricsLn.Close()
 	}
 	if err := queue.Start(ctx); err != nil {
 		sftpLn.Close()
@@ -189,7 +217,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	errs := make(chan error, 2)
+	errs := make(chan error, 3)
 	if *workers > 0 {
 		// Work left by a process that died is found within --orphan-after
 		// (River alone would wait for its rescue, --job-timeout + 5m). The
@@ -217,6 +245,23 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer cancel()
 		_ = httpSrv.Shutdown(shut)
 	})
+	if metricsLn != nil {
+		metricsSrv := &http.Server{Handler: metricsMux, ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: *httpIdleTimeout}
+		wg.Go(func() {
+			log.Info("metrics listening", "addr", metricsLn.Addr().String(), "token", metricsToken != "")
+			if err := metricsSrv.Serve(metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("metrics server: %w", err)
+				stop()
+			}
+		})
+		wg.Go(func() {
+			<-runCtx.Done()
+			shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = metricsSrv.Shutdown(shut)
+		})
+	}
 	wg.Go(func() {
 		log.Info("sftp listening", "addr", sftpLn.Addr().String(), "workers", *workers, "max_file_size", maxFileSize)
 		if err := sftpSrv.Serve(runCtx, sftpLn); err != nil {

@@ -39,7 +39,14 @@ func cmdPartnerToken(ctx context.Context, args []string, stdout, stderr io.Write
 // newest.
 func cmdPartnerWebhookSecret(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return partnerCredential(ctx, "webhook-secret", args, stdout, stderr, credential{
-		issue: func(e *env, id string) (string, error) { return e.store.AddWebhookSecret(ctx, id) },
+		issue: func(e *env, id string) (string, error) {
+			// A process with the wrong secret key would seal the new secret
+			// under a key the servers do not have: refuse, saying so.
+			if err := e.store.CheckWebhookSecrets(ctx); err != nil {
+				return "", err
+			}
+			return e.store.AddWebhookSecret(ctx, id)
+		},
 		revokeOld: func(e *env, id string) (int64, error) {
 			return e.store.RevokeOldWebhookSecrets(ctx, id)
 		},

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/jsondup"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
@@ -136,6 +137,9 @@ func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *problem) {
 		p := newProblem(http.StatusUnprocessableEntity, code, detail+"; nothing was applied")
 		p.Field = field
 		return nil, &p
+	}
+	if name, dup := jsondup.Find(body); dup {
+		return bad("duplicate_key", name, fmt.Sprintf("the body has the member %q more than once; send each field once", name))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()

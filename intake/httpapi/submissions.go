@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/records"
@@ -120,9 +119,8 @@ func submissionName(r *http.Request) (string, *problem) {
 	if name == "" {
 		return bad("give the file's name as ?name=NAME (for example payroll-2026-03.csv); it names the result and is checked against the agreed file pattern")
 	}
-	if len(name) > 255 || !utf8.ValidString(name) || name == "." || name == ".." ||
-		strings.ContainsAny(name, "/\\\x00") || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
-		return bad("the name must be a plain file name of at most 255 bytes, without slashes or control characters")
+	if err := records.CheckFileName(name, records.MaxFileNameLen); err != nil {
+		return bad(fmt.Sprintf("?name= is not a plain file name: %v; send the file's own name, as it would be uploaded over SFTP", err))
 	}
 	return name, nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/jsondup"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
@@ -212,12 +213,17 @@ func Sign(secret, id string, ts int64, body []byte) (string, error) {
 // (employee_ref, pay_period, component, amount, currency, and optional
 // hours, rate, pay_date). Money must be a string: a JSON number is refused,
 // never converted. hours may also be a JSON number, taken as its literal
-// text (no floating point). Unknown fields are ignored; null is absent.
+// text (no floating point). Unknown fields are ignored; null is absent; a
+// field given twice is refused (duplicate_key).
 // The values are then normalised exactly as a CSV row with the partner's
 // settings.
 func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *records.WebhookInvalid) {
 	invalid := func(code, field, msg string) (*records.WebhookChange, *records.WebhookInvalid) {
 		return nil, &records.WebhookInvalid{Code: code, Field: field, Message: msg}
+	}
+	if name, dup := jsondup.Find(body); dup {
+		return invalid("duplicate_key", name, fmt.Sprintf(
+			"the body has the member %q more than once; send each field once (a repeated field is never resolved by taking one of its values)", name))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()

@@ -195,12 +195,19 @@ func New(t testing.TB) string {
 // Store opens a records.Store on a fresh database, closed when the test ends.
 func Store(t testing.TB) *records.Store {
 	t.Helper()
-	st, err := records.Open(context.Background(), New(t), records.Options{})
+	st, err := records.Open(context.Background(), New(t), records.Options{SecretKeys: TestSecretKeys})
 	if err != nil {
 		t.Fatalf("pgtest: open store: %v", err)
 	}
 	t.Cleanup(st.Close)
 	return st
+}
+
+// TestSecretKeys are the keys a test store seals webhook secrets with: one
+// fixed key, derived from a label (test databases hold no real secrets).
+func TestSecretKeys() (*records.SecretKeys, error) {
+	k := sha256.Sum256([]byte("pgtest secret key"))
+	return records.NewSecretKeys(k[:])
 }
 
 // Count runs a query that returns one number, such as SELECT count(*), on

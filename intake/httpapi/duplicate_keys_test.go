@@ -1,0 +1,62 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+)
+
+// A hostile sender repeats a JSON member hoping one reader takes the first
+// value and another the last (the issue: a webhook with "amount" twice was
+// applied with the last). Every webhook and leg replay body naming a member
+// twice is refused 422 duplicate_key, naming it; nothing is applied.
+func TestHostileDuplicateJSONKeys(t *testing.T) {
+	e := newEnv(t, Config{})
+	hooks := []struct{ body, field string }{
+		{`{"entity_id":"x","version":1,"employee_ref":"E1","pay_period":"2026-03","component":"BASE","amount":"1.00","currency":"USD","amount":"9999.00"}`, "amount"},
+		{`{"entity_id":"x","version":1,"version":999,"employee_ref":"E1","pay_period":"2026-03","component":"BASE","amount":"1.00","currency":"USD"}`, "version"},
+		{`{"entity_id":"x","entity_id":"y","version":1,"employee_ref":"E1","pay_period":"2026-03","component":"BASE","amount":"1.00","currency":"USD"}`, "entity_id"},
+		{`{"entity_id":"x","version":1,"employee_ref":"E1","employee_ref":"E2","pay_period":"2026-03","component":"BASE","amount":"1.00","currency":"USD"}`, "employee_ref"},
+		{`{"entity_id":"x","version":1,"employee_ref":"E1","pay_period":"2026-03","component":"BASE","am\u006funt":"1.00","currency":"USD","amount":"9999.00"}`, "amount"}, // escaped spelling
+		{`{"entity_id":"x","version":1,"employee_ref":"E1","pay_period":"2026-03","component":"BASE","amount":"1.00","currency":"USD","extra":{"a":1,"a":2}}`, "extra.a"},
+	}
+	refused := 0
+	for i, h := range hooks {
+		r := e.hook("acme", fmt.Sprintf("dup_%d", i), h.body)
+		p := wantProblem(t, r, http.StatusUnprocessableEntity, "duplicate_key")
+		if p["field"] != h.field || p["quarantined"] != true {
+			t.Errorf("webhook %d: %s, want field %s, quarantined", i, r.body, h.field)
+			continue
+		}
+		refused++
+	}
+	if n := e.count(`SELECT count(*) FROM records`); n != 0 {
+		t.Fatalf("%d records written by bodies with a repeated member", n)
+	}
+	// The same change, each member once, is applied: the refusals were about the repeat.
+	wantStatus(t, e.hook("acme", "ok_1", change("x", 1, "E1", "1.00")), http.StatusOK)
+	if got := e.record("acme", "E1", "2026-03", "BASE"); got.Amount != "1.00" {
+		t.Fatalf("record %+v", got)
+	}
+
+	id := submissionID(t, e.submit("acme", "run-1", "march.csv", csvRows("E001,2026-03,BASE,abc,USD")))
+	replays := []struct{ body, field string }{
+		{`{"rows":[{"row":1,"employee_ref":"E001","pay_period":"2026-03","component":"BASE","amount":"1.00","amount":"9999.00","currency":"USD"}]}`, "rows[0].amount"},
+		{`{"rows":[{"row":1,"row":2,"employee_ref":"E001","pay_period":"2026-03","component":"BASE","amount":"1.00","currency":"USD"}]}`, "rows[0].row"},
+		{`{"rows":[],"rows":[{"row":1,"employee_ref":"E001","pay_period":"2026-03","component":"BASE","amount":"1.00","currency":"USD"}]}`, "rows"},
+	}
+	for i, rp := range replays {
+		r := e.replay("acme", id, fmt.Sprintf("fix-%d", i), rp.body)
+		p := wantProblem(t, r, http.StatusUnprocessableEntity, "duplicate_key")
+		if p["field"] != rp.field {
+			t.Errorf("replay %d: %s, want field %s", i, r.body, rp.field)
+			continue
+		}
+		refused++
+	}
+	if n := e.count(`SELECT count(*) FROM records WHERE employee_ref = 'E001'`); n != 0 {
+		t.Fatalf("a replay with a repeated member wrote a record")
+	}
+	t.Logf("SUMMARY duplicate-keys: %d of %d bodies with a repeated member refused 422 duplicate_key naming it (%d webhooks, quarantined; %d leg replays); 0 records written",
+		refused, len(hooks)+len(replays), len(hooks), len(replays))
+}

@@ -1,0 +1,143 @@
+package records_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/payintake/payintake/pgserver/pgtest"
+	"github.com/payintake/payintake/records"
+)
+
+func testKey(label string) []byte {
+	k := sha256.Sum256([]byte(label))
+	return k[:]
+}
+
+func storeWithKeys(t *testing.T, url string, keys ...[]byte) *records.Store {
+	t.Helper()
+	st, err := records.Open(context.Background(), url, records.Options{SecretKeys: func() (*records.SecretKeys, error) {
+		return records.NewSecretKeys(keys...)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
+// tableBytes is everything webhook_secrets holds, as hex, as a dump would.
+func tableBytes(t *testing.T, st *records.Store) string {
+	t.Helper()
+	var s string
+	if err := st.Pool().QueryRow(context.Background(), `SELECT coalesce(string_agg(encode(coalesce(secret, ''), 'hex') || encode(coalesce(sealed, ''), 'hex'), ''), '')
+		FROM webhook_secrets`).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Webhook secrets are sealed at rest: the database holds no plaintext, a
+// secret stored in plain text by an earlier version is sealed, a process
+// with another key says which key it lacks, a sealed secret moved to another
+// partner does not open, and rotation seals everything under the new key.
+func TestWebhookSecretsSealedAtRest(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.New(t)
+	k1, k2 := testKey("k1"), testKey("k2")
+	st := storeWithKeys(t, url, k1)
+	for _, p := range []string{"acme", "globex"} {
+		if err := st.AddPartner(ctx, records.Partner{ID: p, Name: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	printable, err := st.AddWebhookSecret(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := records.ParseWebhookSecret(printable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A secret an earlier version stored in plain text.
+	legacy := testKey("legacy secret")
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO webhook_secrets (partner_id, secret) VALUES ('acme', $1)`, legacy); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tableBytes(t, st), hex.EncodeToString(legacy)) {
+		t.Fatal("the legacy secret is not in the table: the test proves nothing")
+	}
+	rep, err := st.SealWebhookSecrets(ctx, false)
+	if err != nil || rep.Sealed != 1 || rep.Resealed != 0 {
+		t.Fatalf("seal: %+v %v, want 1 sealed", rep, err)
+	}
+	dump := tableBytes(t, st)
+	for name, k := range map[string][]byte{"new": fresh, "legacy": legacy, "key": k1} {
+		if strings.Contains(dump, hex.EncodeToString(k)) {
+			t.Errorf("the %s secret is in webhook_secrets in plain text", name)
+		}
+	}
+	if n := pgtest.Count(ctx, t, st, `SELECT count(*) FROM webhook_secrets WHERE secret IS NOT NULL`); n != 0 {
+		t.Errorf("%d plaintext secrets left", n)
+	}
+	got, err := st.WebhookSecrets(ctx, "acme")
+	if err != nil || len(got) != 2 || !bytes.Equal(got[0], legacy) || !bytes.Equal(got[1], fresh) {
+		t.Fatalf("secrets of acme: %x %v, want the legacy and the new one", got, err)
+	}
+
+	// Another key: a clear error naming the key that is missing.
+	wrong := storeWithKeys(t, url, k2)
+	_, err = wrong.WebhookSecrets(ctx, "acme")
+	id1 := records.SecretKeyID(k1)
+	if !errors.Is(err, records.ErrSecretKeyUnknown) || !strings.Contains(err.Error(), hex.EncodeToString(id1[:])) ||
+		!strings.Contains(err.Error(), "PAYINTAKE_SECRET_KEY") {
+		t.Errorf("wrong key: %v", err)
+	}
+	if err := wrong.CheckWebhookSecrets(ctx); !errors.Is(err, records.ErrSecretKeyUnknown) {
+		t.Errorf("check with the wrong key: %v", err)
+	}
+	if _, err := wrong.SealWebhookSecrets(ctx, true); err == nil || !strings.Contains(err.Error(), "list the key") {
+		t.Errorf("rotate with the wrong key: %v", err)
+	}
+
+	// Rotation: k2 seals, k1 still opens; afterwards k2 alone opens all.
+	rot := storeWithKeys(t, url, k2, k1)
+	rep, err = rot.SealWebhookSecrets(ctx, true)
+	if err != nil || rep.Resealed != 2 {
+		t.Fatalf("rotate: %+v %v, want 2 resealed", rep, err)
+	}
+	after := storeWithKeys(t, url, k2)
+	got, err = after.WebhookSecrets(ctx, "acme")
+	if err != nil || len(got) != 2 || !bytes.Equal(got[0], legacy) || !bytes.Equal(got[1], fresh) {
+		t.Fatalf("after rotation: %x %v", got, err)
+	}
+	if _, err := st.WebhookSecrets(ctx, "acme"); !errors.Is(err, records.ErrSecretKeyUnknown) {
+		t.Errorf("the retired key still opens: %v", err)
+	}
+
+	// A sealed secret moved to another partner's row does not open.
+	if _, err := st.Pool().Exec(ctx, `UPDATE webhook_secrets SET partner_id = 'globex' WHERE id = (SELECT min(id) FROM webhook_secrets)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := after.WebhookSecrets(ctx, "globex"); err == nil || !strings.Contains(err.Error(), "does not open") {
+		t.Errorf("moved secret: %v", err)
+	}
+}
+
+func TestSecretKeysParse(t *testing.T) {
+	if _, err := records.ParseSecretKeys("c2hvcnQ="); err == nil || !strings.Contains(err.Error(), "32") {
+		t.Errorf("short key: %v", err)
+	}
+	if _, err := records.ParseSecretKeys("not base64!"); err == nil || !strings.Contains(err.Error(), "base64") {
+		t.Errorf("bad base64: %v", err)
+	}
+	ks, err := records.ParseSecretKeys("# comment\n" + records.FormatSecretKey(testKey("a")) + "\n," + records.FormatSecretKey(testKey("b")) + "\n")
+	id := records.SecretKeyID(testKey("a"))
+	if err != nil || ks.ID() != hex.EncodeToString(id[:]) {
+		t.Errorf("list: %v %v", ks, err)
+	}
+}
