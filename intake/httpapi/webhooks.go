@@ -133,7 +133,7 @@ func renderWebhook(res records.WebhookResult) records.IdemResponse {
 		p.Title = "Invalid webhook body: nothing was applied, the body is kept in quarantine"
 		p.Field = inv.Field
 		p.Quarantined = true
-		return p.response()
+		return problemResponse(p)
 	}
 	return jsonResponse(http.StatusOK, webhookAnswer{Outcome: res.Outcome, Code: res.Code, Version: res.Version,
 		EntityID: res.EntityID, Message: res.Message, ExceptionID: res.ExceptionID, EmployeeID: res.EmployeeID})
