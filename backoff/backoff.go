@@ -86,3 +86,15 @@ func clamp(d float64) time.Duration {
 	}
 	return time.Duration(d)
 }
+
+// Retryable reports whether an HTTP answer with this status is tried again
+// (after Delay): a timeout, too many requests, or a server-side failure that
+// may pass. Any other answer that is not a success is final. (A request that
+// got no answer at all, a timeout or a dropped connection, is retried too.)
+func Retryable(status int) bool {
+	switch status {
+	case 408, 429, 500, 502, 503, 504:
+		return true
+	}
+	return false
+}

@@ -237,13 +237,7 @@ type sender struct {
 }
 
 // retryable statuses of SPEC's response table (also per line in a 207).
-func retryable(status int) bool {
-	switch status {
-	case 408, 429, 500, 502, 503, 504:
-		return true
-	}
-	return false
-}
+func retryable(status int) bool { return backoff.Retryable(status) }
 
 // maxDetail bounds the detail kept from a vendor's answer.
 const maxDetail = 1024

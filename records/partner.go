@@ -32,7 +32,10 @@ type Partner struct {
 	UnknownEmployee string `json:"unknown_employee"`
 	// Target names the payroll vendor its approved periods are dispatched
 	// to ("" none; see package dispatch).
-	Target    string    `json:"target"`
+	Target string `json:"target"`
+	// NotifyURL receives the partner's result notifications ("" none;
+	// see package notify).
+	NotifyURL string    `json:"notify_url"`
 	CreatedAt time.Time `json:"created_at"`
 	Keys      int       `json:"keys"` // active SSH keys
 }
@@ -87,6 +90,8 @@ type PartnerUpdate struct {
 	UnknownEmployee *string
 	// Target, when not nil, becomes the dispatch target ("" for none).
 	Target *string
+	// NotifyURL, when not nil, becomes the notify URL ("" for none).
+	NotifyURL *string
 	// AuthorizedKeys, when not nil, become the partner's active SSH keys:
 	// keys not in it are revoked, the others added or reactivated.
 	AuthorizedKeys *[]PartnerKey
@@ -112,6 +117,11 @@ func (u PartnerUpdate) columns() (cols []string, vals []any) {
 		add("dispatch_target", true, nil)
 	} else {
 		add("dispatch_target", u.Target != nil, u.Target)
+	}
+	if u.NotifyURL != nil && *u.NotifyURL == "" {
+		add("notify_url", true, nil)
+	} else {
+		add("notify_url", u.NotifyURL != nil, u.NotifyURL)
 	}
 	return cols, vals
 }
@@ -177,12 +187,12 @@ func updatePartner(ctx context.Context, tx pgx.Tx, id string, u PartnerUpdate) e
 	return nil
 }
 
-const partnerColumns = `p.id, p.name, p.delimiter, p.decimal_comma, p.date_format, p.currency, p.file_pattern, p.mode, p.unknown_employee, coalesce(p.dispatch_target, ''), p.created_at,
+const partnerColumns = `p.id, p.name, p.delimiter, p.decimal_comma, p.date_format, p.currency, p.file_pattern, p.mode, p.unknown_employee, coalesce(p.dispatch_target, ''), coalesce(p.notify_url, ''), p.created_at,
 	(SELECT count(*) FROM partner_keys k WHERE k.partner_id = p.id AND k.revoked_at IS NULL)`
 
 func scanPartner(row pgx.Row) (Partner, error) {
 	var p Partner
-	err := row.Scan(&p.ID, &p.Name, &p.Delimiter, &p.DecimalComma, &p.DateFormat, &p.Currency, &p.FilePattern, &p.Mode, &p.UnknownEmployee, &p.Target, &p.CreatedAt, &p.Keys)
+	err := row.Scan(&p.ID, &p.Name, &p.Delimiter, &p.DecimalComma, &p.DateFormat, &p.Currency, &p.FilePattern, &p.Mode, &p.UnknownEmployee, &p.Target, &p.NotifyURL, &p.CreatedAt, &p.Keys)
 	return p, err
 }
 

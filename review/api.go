@@ -12,9 +12,11 @@ package review
 //	POST /v1/review/bulk/reject                          "employee", "min_change", "max_change", "note", "dry_run"}
 //	                                               → {"status", "matched", "total_change", "decided", "refused", "dry_run"}
 //
-// Errors are RFC 7807 problem documents (application/problem+json), with
-// type "urn:payintake:problem:NAME": unauthenticated (401), forbidden (403),
-// not-found (404), already-decided and stale (409), bad-request (400).
+// Errors are RFC 9457 problem documents (application/problem+json) of the
+// one vocabulary of every HTTP surface (internal/problems): type
+// "/v1/problems/CODE" and member "code": unauthenticated (401), forbidden
+// (403), not_found (404), already_decided and stale (409), duplicate_key
+// (422), bad_request (400, 415), login_locked (429), login_busy (503).
 
 import (
 	"encoding/json"
@@ -29,6 +31,7 @@ import (
 	"time"
 
 	"github.com/payintake/payintake/internal/jsondup"
+	"github.com/payintake/payintake/internal/problems"
 	"github.com/payintake/payintake/records"
 )
 
@@ -46,26 +49,23 @@ func (s *Server) routesAPI(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/review/bulk/approve", s.authAPI(s.apiBulk(true)))
 	mux.HandleFunc("POST /v1/review/bulk/reject", s.authAPI(s.apiBulk(false)))
 	mux.HandleFunc("/v1/review/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, http.StatusNotFound, "not-found", "Not found",
+		writeProblem(w, r, http.StatusNotFound, "not_found", "Not found",
 			"no such review endpoint: see GET /v1/review/exceptions", nil)
 	})
 }
 
 // writeProblem writes an RFC 7807 problem document.
-func writeProblem(w http.ResponseWriter, r *http.Request, status int, typ, title, detail string, extra map[string]any) {
-	body := map[string]any{}
-	for k, v := range extra {
-		body[k] = v
+// writeProblem answers with the problem document of code (one of
+// problems.Docs), a title of the review API's own, and extra members.
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, code, title, detail string, extra map[string]any) {
+	p := problems.New(status, code, detail)
+	p.Title, p.Instance, p.Extra = title, r.URL.Path, extra
+	if f, ok := extra["field"].(string); ok {
+		p.Field = f
+		delete(p.Extra, "field")
 	}
-	body["type"] = "urn:payintake:problem:" + typ
-	body["title"] = title
-	body["status"] = status
-	body["detail"] = detail
-	body["instance"] = r.URL.Path
-	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
+	problems.Write(w, p)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -122,13 +122,13 @@ func (s *Server) loginAPI(w http.ResponseWriter, r *http.Request, name, pw strin
 	var le *lockedError
 	if errors.As(err, &le) {
 		w.Header().Set("Retry-After", retryAfter(err))
-		writeProblem(w, r, http.StatusTooManyRequests, "login-locked", "Too many failed logins",
+		writeProblem(w, r, http.StatusTooManyRequests, "login_locked", "Too many failed logins",
 			"too many failed logins for this name or from this address: wait for the time in Retry-After (it doubles with each further failure), or ask an operator to run `payintake reviewer unlock NAME`", nil)
 		return rv, false
 	}
 	if errors.Is(err, errBusy) {
 		w.Header().Set("Retry-After", retryAfter(err))
-		writeProblem(w, r, http.StatusServiceUnavailable, "login-busy", "Too many logins at once",
+		writeProblem(w, r, http.StatusServiceUnavailable, "login_busy", "Too many logins at once",
 			"the server is checking other logins right now: try again in a second, or use a bearer token from POST /v1/review/token instead of HTTP Basic on every request", nil)
 		return rv, false
 	}
@@ -141,7 +141,7 @@ func (s *Server) loginAPI(w http.ResponseWriter, r *http.Request, name, pw strin
 
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
 	s.Log.ErrorContext(r.Context(), "review api", "path", r.URL.Path, "err", err)
-	writeProblem(w, r, http.StatusInternalServerError, "internal", "Internal error",
+	writeProblem(w, r, http.StatusInternalServerError, "internal_error", "Internal error",
 		"the server could not complete the request; try again, and tell the operator if it persists", nil)
 }
 
@@ -171,13 +171,13 @@ func (s *Server) apiList(w http.ResponseWriter, r *http.Request, rv records.Revi
 		File: q.Get("file"), Code: q.Get("code"), Component: q.Get("component"), Employee: q.Get("employee"),
 		MinChange: q.Get("min_change"), MaxChange: q.Get("max_change")}
 	if err := f.Check(); err != nil {
-		writeProblem(w, r, http.StatusBadRequest, "bad-request", "Bad filter", err.Error(), nil)
+		writeProblem(w, r, http.StatusBadRequest, "bad_request", "Bad filter", err.Error(), nil)
 		return
 	}
 	switch f.Status {
 	case "", records.ExceptionOpen, records.ExceptionApproved, records.ExceptionRejected, records.ExceptionSuperseded:
 	default:
-		writeProblem(w, r, http.StatusBadRequest, "bad-request", "Bad status filter",
+		writeProblem(w, r, http.StatusBadRequest, "bad_request", "Bad status filter",
 			fmt.Sprintf("status %q: use open, approved, rejected or superseded", f.Status), nil)
 		return
 	}
@@ -189,7 +189,7 @@ func (s *Server) apiList(w http.ResponseWriter, r *http.Request, rv records.Revi
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxPageSize {
-			writeProblem(w, r, http.StatusBadRequest, "bad-request", "Bad limit",
+			writeProblem(w, r, http.StatusBadRequest, "bad_request", "Bad limit",
 				fmt.Sprintf("limit %q: use a whole number from 1 to %d", v, maxPageSize), nil)
 			return
 		}
@@ -198,7 +198,7 @@ func (s *Server) apiList(w http.ResponseWriter, r *http.Request, rv records.Revi
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			writeProblem(w, r, http.StatusBadRequest, "bad-request", "Bad cursor",
+			writeProblem(w, r, http.StatusBadRequest, "bad_request", "Bad cursor",
 				fmt.Sprintf("after %q: use the id of the last exception of the previous page (the next link gives it)", v), nil)
 			return
 		}
@@ -268,7 +268,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request, via, detail st
 		s.consoleError(w, r, http.StatusNotFound, detail)
 		return
 	}
-	writeProblem(w, r, http.StatusNotFound, "not-found", "No such exception", detail, nil)
+	writeProblem(w, r, http.StatusNotFound, "not_found", "No such exception", detail, nil)
 }
 
 // denied answers a reviewer acting outside their partners, and audits the
@@ -305,14 +305,14 @@ func (s *Server) apiShow(w http.ResponseWriter, r *http.Request, rv records.Revi
 func readBody(w http.ResponseWriter, r *http.Request, v any, example string, strict bool) bool {
 	raw, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 	if err != nil {
-		writeProblem(w, r, http.StatusBadRequest, "bad-request", "Unreadable body", err.Error(), nil)
+		writeProblem(w, r, http.StatusBadRequest, "bad_request", "Unreadable body", err.Error(), nil)
 		return false
 	}
 	if len(strings.TrimSpace(string(raw))) == 0 {
 		return true
 	}
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		writeProblem(w, r, http.StatusUnsupportedMediaType, "bad-request", "JSON body expected",
+		writeProblem(w, r, http.StatusUnsupportedMediaType, "bad_request", "JSON body expected",
 			"send Content-Type: application/json with a body like "+example, nil)
 		return false
 	}
@@ -326,7 +326,7 @@ func readBody(w http.ResponseWriter, r *http.Request, v any, example string, str
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(v); err != nil {
-		writeProblem(w, r, http.StatusBadRequest, "bad-request", "Malformed JSON body",
+		writeProblem(w, r, http.StatusBadRequest, "bad_request", "Malformed JSON body",
 			fmt.Sprintf("the body is not JSON like %s: %v", example, err), nil)
 		return false
 	}
@@ -393,7 +393,7 @@ func (s *Server) apiBulk(approve bool) func(http.ResponseWriter, *http.Request, 
 			return
 		}
 		if body.Partner == "" {
-			writeProblem(w, r, http.StatusBadRequest, "bad-request", "Partner required",
+			writeProblem(w, r, http.StatusBadRequest, "bad_request", "Partner required",
 				`a bulk decision decides the open exceptions of one partner: send {"partner": "ID", ...}`, nil)
 			return
 		}
@@ -402,7 +402,7 @@ func (s *Server) apiBulk(approve bool) func(http.ResponseWriter, *http.Request, 
 			return
 		}
 		if err := body.filter().Check(); err != nil {
-			writeProblem(w, r, http.StatusBadRequest, "bad-request", "Bad filter", err.Error(), nil)
+			writeProblem(w, r, http.StatusBadRequest, "bad_request", "Bad filter", err.Error(), nil)
 			return
 		}
 		ans, err := s.decideAll(r, records.BulkDecision{Filter: body.filter(), Approve: approve, Reviewer: rv.Name,
@@ -453,7 +453,7 @@ func (s *Server) decisionProblem(w http.ResponseWriter, r *http.Request, rv reco
 		if de.SupersededBy != 0 {
 			extra["superseded_by"] = de.SupersededBy
 		}
-		writeProblem(w, r, http.StatusConflict, "already-decided", "Exception already decided", de.Error(), extra)
+		writeProblem(w, r, http.StatusConflict, "already_decided", "Exception already decided", de.Error(), extra)
 	case errors.As(err, &se):
 		writeProblem(w, r, http.StatusConflict, "stale", "Record changed since the exception was raised", se.Error(),
 			map[string]any{"exception_id": se.ID, "record_id": se.RecordID})

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/payintake/payintake/internal/problems"
 	"github.com/payintake/payintake/records"
 )
 
@@ -83,7 +84,7 @@ func bearer(tok string) func(*http.Request) {
 func wantProblem(t *testing.T, r apiResp, status int, typ, detail string) {
 	t.Helper()
 	if r.status != status || r.header.Get("Content-Type") != "application/problem+json" ||
-		r.body["type"] != "urn:payintake:problem:"+typ || r.body["status"] != float64(status) ||
+		r.body["type"] != "/v1/problems/"+typ || r.body["code"] != typ || !problems.Known(typ) || r.body["status"] != float64(status) ||
 		!strings.Contains(fmt.Sprint(r.body["detail"]), detail) || r.body["title"] == "" {
 		t.Fatalf("got %d %s %s, want problem %d %s with %q", r.status, r.header.Get("Content-Type"), r.raw, status, typ, detail)
 	}
@@ -152,10 +153,10 @@ func TestAPIListShowPaginate(t *testing.T) {
 	if r.status != 200 || len(r.body["exceptions"].([]any)) != 0 {
 		t.Fatalf("approved list: %s", r.raw)
 	}
-	wantProblem(t, call(t, "GET", ts.URL+"/v1/review/exceptions?status=maybe", basic("alice"), ""), 400, "bad-request", "use open")
-	wantProblem(t, call(t, "GET", ts.URL+"/v1/review/exceptions?limit=0", basic("alice"), ""), 400, "bad-request", "limit")
-	wantProblem(t, call(t, "GET", ts.URL+"/v1/review/exceptions/99999", basic("alice"), ""), 404, "not-found", "no exception 99999")
-	wantProblem(t, call(t, "GET", ts.URL+"/v1/review/nothing", basic("alice"), ""), 404, "not-found", "")
+	wantProblem(t, call(t, "GET", ts.URL+"/v1/review/exceptions?status=maybe", basic("alice"), ""), 400, "bad_request", "use open")
+	wantProblem(t, call(t, "GET", ts.URL+"/v1/review/exceptions?limit=0", basic("alice"), ""), 400, "bad_request", "limit")
+	wantProblem(t, call(t, "GET", ts.URL+"/v1/review/exceptions/99999", basic("alice"), ""), 404, "not_found", "no exception 99999")
+	wantProblem(t, call(t, "GET", ts.URL+"/v1/review/nothing", basic("alice"), ""), 404, "not_found", "")
 
 	r = call(t, "GET", fmt.Sprintf("%s/v1/review/exceptions/%d", ts.URL, f.e1.ID), basic("alice"), "")
 	if r.status != 200 || r.body["status"] != "open" || r.body["proposed"].(map[string]any)["amount"] != "1100.00" ||
@@ -176,7 +177,7 @@ func TestAPIDecide(t *testing.T) {
 		t.Fatalf("record = %+v", rec)
 	}
 	r = call(t, "POST", fmt.Sprintf("%s/v1/review/exceptions/%d/reject", ts.URL, f.e1.ID), basic("alice"), "")
-	wantProblem(t, r, 409, "already-decided", fmt.Sprintf("exception %d was already approved by alice at", f.e1.ID))
+	wantProblem(t, r, 409, "already_decided", fmt.Sprintf("exception %d was already approved by alice at", f.e1.ID))
 	if r.body["decided_by"] != "alice" || r.body["exception_status"] != "approved" {
 		t.Fatalf("409 extras: %s", r.raw)
 	}
@@ -185,7 +186,7 @@ func TestAPIDecide(t *testing.T) {
 	if r.status != 200 || r.body["status"] != "rejected" {
 		t.Fatalf("reject: %d %s", r.status, r.raw)
 	}
-	wantProblem(t, call(t, "POST", fmt.Sprintf("%s/v1/review/exceptions/%d/approve", ts.URL, f.e4.ID), basic("alice"), `{"note": 5`), 400, "bad-request", "not JSON")
+	wantProblem(t, call(t, "POST", fmt.Sprintf("%s/v1/review/exceptions/%d/approve", ts.URL, f.e4.ID), basic("alice"), `{"note": 5`), 400, "bad_request", "not JSON")
 	if a := f.count(`SELECT count(*) FROM review_audit WHERE via = 'api' AND action IN ('approve', 'reject')`); a != 2 {
 		t.Fatalf("%d api decisions audited, want 2", a)
 	}
@@ -201,8 +202,8 @@ func TestAPICrossPartnerForbidden(t *testing.T) {
 	}
 	wantProblem(t, call(t, "GET", ts.URL+"/v1/review/exceptions?partner=acme", basic("gina"), ""), 403, "forbidden", "you may review only partner(s) globex")
 	// Another partner's exception does not exist for gina (TestHostileScopedReviewerLearnsNothing).
-	wantProblem(t, call(t, "GET", fmt.Sprintf("%s/v1/review/exceptions/%d", ts.URL, f.e1.ID), basic("gina"), ""), 404, "not-found", fmt.Sprintf("there is no exception %d", f.e1.ID))
-	wantProblem(t, call(t, "POST", fmt.Sprintf("%s/v1/review/exceptions/%d/approve", ts.URL, f.e1.ID), basic("gina"), ""), 404, "not-found", fmt.Sprintf("there is no exception %d", f.e1.ID))
+	wantProblem(t, call(t, "GET", fmt.Sprintf("%s/v1/review/exceptions/%d", ts.URL, f.e1.ID), basic("gina"), ""), 404, "not_found", fmt.Sprintf("there is no exception %d", f.e1.ID))
+	wantProblem(t, call(t, "POST", fmt.Sprintf("%s/v1/review/exceptions/%d/approve", ts.URL, f.e1.ID), basic("gina"), ""), 404, "not_found", fmt.Sprintf("there is no exception %d", f.e1.ID))
 	if d := f.exception(f.e1.ID); d.Status != "open" {
 		t.Fatal("a cross-partner approve changed the exception")
 	}
@@ -407,9 +408,9 @@ func TestAPIBulk(t *testing.T) {
 	if a := f.count(`SELECT count(*) FROM review_audit WHERE via = 'api' AND action = 'approve' AND detail = 'ticket 7'`); a != 2 {
 		t.Fatalf("%d audit rows, want 2", a)
 	}
-	wantProblem(t, call(t, "POST", bulk+"reject", basic("alice"), `{"period": "2024-01"}`), 400, "bad-request", "one partner")
-	wantProblem(t, call(t, "POST", bulk+"reject", basic("alice"), `{"partner": "acme", "employe": "E3"}`), 400, "bad-request", "unknown field")
-	wantProblem(t, call(t, "POST", bulk+"reject", basic("alice"), `{"partner": "acme", "code": "nope"}`), 400, "bad-request", "code")
+	wantProblem(t, call(t, "POST", bulk+"reject", basic("alice"), `{"period": "2024-01"}`), 400, "bad_request", "one partner")
+	wantProblem(t, call(t, "POST", bulk+"reject", basic("alice"), `{"partner": "acme", "employe": "E3"}`), 400, "bad_request", "unknown field")
+	wantProblem(t, call(t, "POST", bulk+"reject", basic("alice"), `{"partner": "acme", "code": "nope"}`), 400, "bad_request", "code")
 	wantProblem(t, call(t, "POST", bulk+"reject", basic("gina"), `{"partner": "acme"}`), 403, "forbidden", "you may review only partner(s) globex")
 	r = call(t, "POST", bulk+"reject", basic("alice"), `{"partner": "acme"}`)
 	if r.status != 200 || r.body["decided"] != float64(1) || r.body["status"] != "rejected" {

@@ -112,7 +112,7 @@ func New(store *records.Store, log *slog.Logger) *Server {
 		s.Log.WarnContext(r.Context(), "review: cross-origin request refused", "path", r.URL.Path,
 			"origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
 		if strings.HasPrefix(r.URL.Path, "/v1/") {
-			writeProblem(w, r, http.StatusForbidden, "cross-origin", "Cross-origin request refused",
+			writeProblem(w, r, http.StatusForbidden, "cross_origin", "Cross-origin request refused",
 				"this request came from another web site; send it from the payintake console or from a non-browser client", nil)
 			return
 		}

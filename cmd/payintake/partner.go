@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -113,6 +114,16 @@ func partnerSettings() []partnerSetting {
 					return usagef("--unknown-employee %q: use create, reject or hold", v)
 				}
 				u.UnknownEmployee = &v
+				return nil
+			}},
+		{flag: "notify-url", usage: "http(s) URL that result notifications are POSTed to, signed with the partner's webhook secret; empty: none",
+			check: func(v string, u *records.PartnerUpdate) error {
+				if v != "" {
+					if p, err := url.Parse(v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || strings.ContainsAny(v, " \t\n") {
+						return usagef("--notify-url %q: give an absolute http:// or https:// URL", v)
+					}
+				}
+				u.NotifyURL = &v
 				return nil
 			}},
 		{flag: "target", usage: "payroll vendor (a NAME of target add) that its periods locked as approved are dispatched to; empty: none",
@@ -265,6 +276,12 @@ func cmdPartnerSet(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	fmt.Fprintf(stdout, "partner %s changed: %s\n", id, describePartner(p))
+	if p.NotifyURL != "" {
+		if keys, err := e.store.WebhookSecrets(ctx, id); err == nil && len(keys) == 0 {
+			fmt.Fprintf(stderr, "warning: notifications are signed with the partner's webhook secret and %s has none: "+
+				"run `payintake partner webhook-secret %s`, or its notifications fail\n", id, id)
+		}
+	}
 	return nil
 }
 
@@ -318,10 +335,10 @@ func cmdPartnerList(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs, g := newFlagSet("partner list", stderr)
 	return runList(ctx, fs, g, args, stdout, stderr, listing[records.Partner]{
 		fetch:  func(e *env) ([]records.Partner, error) { return e.store.Partners(ctx) },
-		header: "ID\tNAME\tKEYS\tDELIMITER\tDECIMAL\tDATE FORMAT\tCURRENCY\tMODE\tUNKNOWN EMPLOYEE\tTARGET\tFILE PATTERN",
+		header: "ID\tNAME\tKEYS\tDELIMITER\tDECIMAL\tDATE FORMAT\tCURRENCY\tMODE\tUNKNOWN EMPLOYEE\tTARGET\tNOTIFY URL\tFILE PATTERN",
 		row: func(tw io.Writer, p records.Partner) {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Name, p.Keys, delimName(p.Delimiter), decimalMark(p.DecimalComma),
-				orDash(p.DateFormat), orDash(p.Currency), p.Mode, p.UnknownEmployee, orDash(p.Target), orDash(p.FilePattern))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Name, p.Keys, delimName(p.Delimiter), decimalMark(p.DecimalComma),
+				orDash(p.DateFormat), orDash(p.Currency), p.Mode, p.UnknownEmployee, orDash(p.Target), orDash(p.NotifyURL), orDash(p.FilePattern))
 		},
 	})
 }
@@ -345,9 +362,9 @@ func decimalMark(comma bool) string {
 
 // describePartner is a partner's settings on one line, as partner set prints them.
 func describePartner(p records.Partner) string {
-	return fmt.Sprintf("name=%q keys=%d delimiter=%s decimal=%s date-format=%s currency=%s mode=%s unknown-employee=%s target=%s file-pattern=%s",
+	return fmt.Sprintf("name=%q keys=%d delimiter=%s decimal=%s date-format=%s currency=%s mode=%s unknown-employee=%s target=%s notify-url=%s file-pattern=%s",
 		p.Name, p.Keys, delimName(p.Delimiter), decimalMark(p.DecimalComma), orDash(p.DateFormat), orDash(p.Currency),
-		p.Mode, p.UnknownEmployee, orDash(p.Target), orDash(p.FilePattern))
+		p.Mode, p.UnknownEmployee, orDash(p.Target), orDash(p.NotifyURL), orDash(p.FilePattern))
 }
 
 func orDash(s string) string {

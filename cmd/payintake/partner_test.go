@@ -59,9 +59,9 @@ func TestPartnerSet(t *testing.T) {
 		return nil
 	}
 	want := map[string]any{"id": "acme", "name": "Acme", "delimiter": "", "decimal_comma": false, "date_format": "DD.MM.YYYY",
-		"currency": "", "file_pattern": "", "mode": "all-or-nothing", "unknown_employee": "hold", "target": "", "keys": float64(1)}
+		"currency": "", "file_pattern": "", "mode": "all-or-nothing", "unknown_employee": "hold", "target": "", "notify_url": "", "keys": float64(1)}
 	plain := map[string]any{"id": "plain", "name": "", "delimiter": "", "decimal_comma": false, "date_format": "",
-		"currency": "", "file_pattern": "", "mode": "row", "unknown_employee": "create", "target": "", "keys": float64(0)}
+		"currency": "", "file_pattern": "", "mode": "row", "unknown_employee": "create", "target": "", "notify_url": "", "keys": float64(0)}
 	check := func(step string) {
 		t.Helper()
 		for id, w := range map[string]map[string]any{"acme": want, "plain": plain} {

@@ -23,6 +23,7 @@ import (
 	outbound "github.com/payintake/payintake/dispatch"
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/intake/httpapi"
+	"github.com/payintake/payintake/notify"
 	"github.com/payintake/payintake/records"
 	"github.com/payintake/payintake/review"
 	samplefiles "github.com/payintake/payintake/sample-files"
@@ -125,6 +126,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	// Outbound dispatch runs on the same River client, on a queue of its own.
 	disp := outbound.New(e.store.Pool(), outbound.Config{Log: log.With("component", "dispatch"), Metrics: outbound.NewMetrics(reg)})
+	notifier := notify.New(e.store, notify.Config{Log: log.With("component", "notify"), Metrics: notify.NewMetrics(reg)})
 	queue, err := intake.NewQueue(e.intake, metrics, intake.QueueConfig{Workers: *workers,
 		JobTimeout: *jobTimeout, Register: func(w *river.Workers) { outbound.Register(w, disp) },
 		PeriodicJobs: outbound.PeriodicJobs(), Queues: map[string]river.QueueConfig{outbound.QueueName: {MaxWorkers: dispatchWorkers}}})
@@ -222,6 +224,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// sweep ends with the servers, before the workers stop.
 		wg.Go(func() { queue.SweepOrphans(runCtx, e.store.Pool(), *orphanAfter) })
 		wg.Go(func() { outbound.Sweep(runCtx, disp, queue.Insert) })
+		// Result notifications: POSTs to partners, outside any transaction.
+		wg.Go(func() { notifier.Run(runCtx) })
 	}
 	// Every read has a deadline: headers within 10 s, a whole request within
 	// --http-read-timeout (webhook bodies and login forms within 10 s, set

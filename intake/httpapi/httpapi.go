@@ -43,6 +43,7 @@ import (
 
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/internal/observe"
+	"github.com/payintake/payintake/internal/problems"
 	"github.com/payintake/payintake/records"
 )
 
@@ -168,10 +169,11 @@ var routes = []route{
 	{"GET", "/v1/submissions/{id}/rows", (*API).listRows},
 	{"POST", "/v1/submissions/{id}/replays", (*API).postReplay},
 	{"GET", "/v1/submissions/{id}/result.csv", (*API).getResult},
+	{"GET", "/v1/submissions/{id}/review.csv", (*API).getReview},
 	{"POST", "/v1/webhooks/{partner}", (*API).postWebhook},
 	{"GET", "/v1/openapi.json", (*API).getOpenAPI},
 	{"GET", "/v1/problems", (*API).getProblems},
-	{"GET", ProblemBase + "{code}", (*API).getProblems},
+	{"GET", problems.Base + "{code}", (*API).getProblems},
 }
 
 // Register adds the API's routes to mux, and answers every other request
@@ -252,28 +254,20 @@ func (a *API) getOpenAPI(w http.ResponseWriter, r *http.Request) {
 
 // problem is an RFC 7807 problem document. Code is a snake_case reason, as in
 // result files.
-type problem struct {
-	Type       string `json:"type"`
-	Title      string `json:"title"`
-	Status     int    `json:"status"`
-	Detail     string `json:"detail,omitempty"`
-	Code       string `json:"code,omitempty"`
-	Field      string `json:"field,omitempty"`
-	EnvelopeID int64  `json:"envelope_id,omitempty"`
-	// Quarantined: the refused webhook body is kept for audit.
-	Quarantined bool `json:"quarantined,omitempty"`
+// problem is an answer's problem document: the one vocabulary and writer
+// of every HTTP surface (internal/problems).
+type problem = problems.Problem
+
+func newProblem(status int, code, detail string) problem { return problems.New(status, code, detail) }
+
+func problemResponse(p problem) records.IdemResponse {
+	return records.IdemResponse{Status: p.Status, ContentType: problems.ContentType, Body: p.JSON()}
 }
 
-func newProblem(status int, code, detail string) problem {
-	return problem{Type: ProblemBase + code, Title: http.StatusText(status), Status: status, Detail: detail, Code: code}
-}
+func writeProblem(w http.ResponseWriter, p problem) { writeResponse(w, problemResponse(p)) }
 
-func (p problem) response() records.IdemResponse {
-	b, _ := json.Marshal(p)
-	return records.IdemResponse{Status: p.Status, ContentType: "application/problem+json", Body: append(b, '\n')}
-}
-
-func writeProblem(w http.ResponseWriter, p problem) { writeResponse(w, p.response()) }
+// getProblems serves GET /v1/problems and GET /v1/problems/{code}.
+func (a *API) getProblems(w http.ResponseWriter, r *http.Request) { problems.Handler(w, r) }
 
 func writeResponse(w http.ResponseWriter, resp records.IdemResponse) {
 	w.Header().Set("Content-Type", resp.ContentType)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/payintake/payintake/internal/problems"
 	"github.com/payintake/payintake/normalize"
 )
 
@@ -18,7 +19,7 @@ import (
 // points.
 func TestProblemCodesDocumented(t *testing.T) {
 	documented := map[string]bool{}
-	for _, d := range problemDocs {
+	for _, d := range problems.Docs {
 		if documented[d.Code] {
 			t.Errorf("%s documented twice", d.Code)
 		}
@@ -50,7 +51,7 @@ func TestProblemCodesDocumented(t *testing.T) {
 	}
 	for c, where := range used {
 		if !documented[c] {
-			t.Errorf("code %s (%s) is not in problemDocs", c, where)
+			t.Errorf("code %s (%s) is not in problems.Docs", c, where)
 		}
 	}
 

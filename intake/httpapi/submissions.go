@@ -451,3 +451,28 @@ func (a *API) getResult(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 }
+
+// getReview serves the review report of a submission (NAME.review.csv over
+// SFTP), written once every exception it raised is decided; the
+// review.completed notification points here.
+func (a *API) getReview(w http.ResponseWriter, r *http.Request) {
+	env, out, ok := a.envelopeOf(w, r)
+	if !ok {
+		return
+	}
+	var b bytes.Buffer
+	err := a.st.ReviewReport(r.Context(), out.ID, &b)
+	if errors.Is(err, records.ErrNotFound) {
+		w.Header().Set("Retry-After", "60") // reviewers decide in human time
+		writeProblem(w, newProblem(http.StatusConflict, "not_ready",
+			"this submission has no review report: it is written once every row it had held is decided by a reviewer (and never for a submission that held nothing)"))
+		return
+	}
+	if err != nil {
+		a.internal(w, r, "read review report", err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", records.ReviewReportName(env.FileName)))
+	_, _ = w.Write(b.Bytes())
+}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -134,7 +133,7 @@ func renderWebhook(res records.WebhookResult) records.IdemResponse {
 		p.Title = "Invalid webhook body: nothing was applied, the body is kept in quarantine"
 		p.Field = inv.Field
 		p.Quarantined = true
-		return p.response()
+		return problemResponse(p)
 	}
 	return jsonResponse(http.StatusOK, webhookAnswer{Outcome: res.Outcome, Code: res.Code, Version: res.Version,
 		EntityID: res.EntityID, Message: res.Message, ExceptionID: res.ExceptionID, EmployeeID: res.EmployeeID})
@@ -189,13 +188,7 @@ func signatureValid(keys [][]byte, id, ts string, body []byte, header string) bo
 		}
 	}
 	for _, k := range keys {
-		mac := hmac.New(sha256.New, k)
-		mac.Write([]byte(id))
-		mac.Write([]byte{'.'})
-		mac.Write([]byte(ts))
-		mac.Write([]byte{'.'})
-		mac.Write(body)
-		want := mac.Sum(nil)
+		want := records.WebhookSignature(k, id, ts, body)
 		for _, g := range given {
 			if hmac.Equal(g, want) {
 				return true
@@ -212,10 +205,7 @@ func Sign(secret, id string, ts int64, body []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	mac := hmac.New(sha256.New, key)
-	fmt.Fprintf(mac, "%s.%d.", id, ts)
-	mac.Write(body)
-	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)), nil
+	return "v1," + base64.StdEncoding.EncodeToString(records.WebhookSignature(key, id, records.WebhookTimestamp(ts), body)), nil
 }
 
 // parseWebhook reads a webhook body: a JSON object with entity_id (string),

@@ -1,29 +1,39 @@
-package httpapi
+// Package problems is the one vocabulary of payintake's HTTP error answers
+// and the one way to write them: RFC 9457 problem documents
+// (application/problem+json) whose type is Base + code, for every HTTP
+// surface (the partner API, webhooks, the review API). GET Base + code
+// explains a code (Handler).
+package problems
 
 import (
+	"bytes"
+	"encoding/json"
 	"html/template"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 )
 
-// ProblemBase is where problem types point: every problem document's type
-// is ProblemBase + its code (a reference relative to the server), and
-// GET there explains the code and what to do; GET /v1/problems lists all.
-const ProblemBase = "/v1/problems/"
+// Base is where problem types point: every problem document's type is Base
+// + its code (a reference relative to the server), and GET there explains
+// the code and what to do; GET /v1/problems lists all.
+const Base = "/v1/problems/"
 
-// problemDoc explains one code of the API's problem documents.
-type problemDoc struct {
+// Doc explains one code.
+type Doc struct {
 	Code   string
 	Status string // the HTTP status(es) it comes with
 	Means  string
 	Do     string
 }
 
-// problemDocs is the one vocabulary of the codes the API answers with: its
-// own, the webhook body's and the row codes a quarantined webhook can carry
-// (the same codes as in result files). TestProblemCodesDocumented keeps it
-// complete.
-var problemDocs = []problemDoc{
+// Docs is the one vocabulary of the codes payintake answers with over HTTP:
+// the partner API's, the webhook body's, the row codes a quarantined webhook
+// can carry (the same codes as in result files) and the review API's.
+// TestProblemCodesDocumented (intake/httpapi) and TestReviewProblemCodes
+// (review) keep it complete.
+var Docs = []Doc{
 	{"unauthorized", "401", "The API token is missing, malformed, unknown or revoked.", "Send the partner's token as `Authorization: Bearer TOKEN`; an operator issues one with `payintake partner token ID`."},
 	{"idempotency_key_missing", "400", "A submission came without an Idempotency-Key header.", "Send a key unique to the submission (for example a UUID) and the same key on every retry of it."},
 	{"idempotency_key_malformed", "400", "The Idempotency-Key is empty, repeated, too long (over 255 characters), badly quoted or not printable ASCII.", "Send exactly one key of 1 to 255 printable ASCII characters."},
@@ -35,7 +45,7 @@ var problemDocs = []problemDoc{
 	{"body_timeout", "408", "The webhook body did not arrive within the server's deadline (10 s); nothing was stored and the connection was closed.", "Deliver the webhook again; send the whole body at once."},
 	{"busy", "503", "Too many webhook bodies were being received at once; this one was not read.", "Deliver it again after the seconds in Retry-After (Standard Webhooks senders retry by themselves)."},
 	{"body_unreadable", "400", "The body could not be read to its end (the connection broke or was too slow).", "Send the request again with the same Idempotency-Key or webhook-id."},
-	{"not_found", "404", "There is no such resource for your partner account (another partner's submissions do not exist for you).", "Check the id or path; the API is described at /v1/openapi.json."},
+	{"not_found", "404", "There is no such resource for you: another partner's submissions do not exist for a partner, another partner's exceptions do not exist for a reviewer scoped to other partners.", "Check the id or path; the API is described at /v1/openapi.json."},
 	{"method_not_allowed", "405", "The path exists but not with this method.", "Use one of the methods in the Allow header."},
 	{"not_ready", "409", "The submission has no result yet.", "Retry after the Retry-After seconds."},
 	{"row_not_replayable", "422", "A leg replay names a row that was not rejected or held in the submission, is not one of its rows, or is named twice. Nothing was applied.", "Replay only the rows that GET /v1/submissions/{id}/rows?outcome=rejected,held lists, once each; send changes to other rows as a new submission."},
@@ -46,6 +56,14 @@ var problemDocs = []problemDoc{
 	{"invalid_limit", "400", "The limit of a listing is not a whole number in range.", "Give a limit from 1 to the documented maximum."},
 	{"invalid_status", "400", "The status filter of a listing is not a known status.", "Use one of the statuses in the API description."},
 	{"invalid_outcome", "400", "The outcome filter of a listing is not a known row outcome.", "Use created, updated, unchanged, held, stale or rejected."},
+	{"unauthenticated", "401", "A review API request came without valid reviewer credentials: no HTTP Basic password or reviewer token, a wrong one, an expired token or a disabled reviewer.", "Send the reviewer's name and password (HTTP Basic) or a token from POST /v1/review/token as `Authorization: Bearer TOKEN`."},
+	{"forbidden", "403", "A reviewer named a partner outside the partners they may review (a filter or a bulk decision). Nothing was decided; the refusal is audited.", "Ask an operator to widen the reviewer's scope (`payintake reviewer add NAME --partners ...`), or leave the partner out."},
+	{"cross_origin", "403", "A state-changing review request came from another web site (browser Origin or Sec-Fetch-Site). Nothing was done.", "Open the payintake console directly, or call the API from a non-browser client."},
+	{"already_decided", "409", "The exception was already decided (or superseded); the answer carries exception_status, decided_by, decided_at and superseded_by.", "Reload the exception; decide the newer one if it was superseded."},
+	{"stale", "409", "The record changed after the exception was raised, so approving it would overwrite newer values. Nothing was applied.", "Look at the record's history; reject this exception, or let the newer change be reviewed."},
+	{"login_busy", "503", "Too many reviewer logins were being checked at once; this one was not checked (Retry-After says when to retry).", "Retry after the Retry-After seconds."},
+	{"login_locked", "429", "Too many failed logins for this reviewer or from this address; logins are refused for a while (Retry-After), also with the right password.", "Wait for the Retry-After seconds, or ask an operator to run `payintake reviewer unlock NAME` (or `--address IP`)."},
+	{"bad_request", "400, 415", "A review API request is malformed: a bad filter, status, limit, cursor or id, a body that is not the documented JSON (or not `application/json`), an unknown field in a bulk body.", "Fix the request as the detail says; the review API is described in docs/review.md."},
 	{"internal_error", "500", "The server could not complete the request (for example the database was unreachable). Nothing half-done is kept.", "Retry later with the same Idempotency-Key or webhook-id; if it persists, tell the operator the X-Request-Id."},
 	{"signature_missing", "401", "A webhook came without webhook-id, webhook-timestamp or webhook-signature. Nothing was stored.", "Sign every delivery per Standard Webhooks with a secret from `payintake partner webhook-secret ID`."},
 	{"signature_invalid", "401", "No webhook-signature matches the body with an active secret of the partner. Nothing was stored.", "Sign `id.timestamp.body` with HMAC-SHA256 and the current secret; check that the body is sent byte for byte as signed."},
@@ -73,33 +91,94 @@ var problemDocs = []problemDoc{
 	{"malformed_row", "422", "A CSV row could not be read (quoting).", "Fix the row's quoting."},
 }
 
-var problemsPage = template.Must(template.New("problems").Parse(`<!doctype html>
+// Known tells whether code is in Docs.
+func Known(code string) bool {
+	return slices.ContainsFunc(Docs, func(d Doc) bool { return d.Code == code })
+}
+
+// Problem is one problem document. Extra members (an answer's own details,
+// such as decided_by) follow the fixed ones.
+type Problem struct {
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Status     int    `json:"status"`
+	Detail     string `json:"detail,omitempty"`
+	Code       string `json:"code,omitempty"`
+	Field      string `json:"field,omitempty"`
+	EnvelopeID int64  `json:"envelope_id,omitempty"`
+	// Quarantined: the refused webhook body is kept for audit.
+	Quarantined bool           `json:"quarantined,omitempty"`
+	Instance    string         `json:"instance,omitempty"`
+	Extra       map[string]any `json:"-"`
+}
+
+// New is the problem of code with status: type Base + code, title the
+// status text, detail one sentence saying what to do.
+func New(status int, code, detail string) Problem {
+	return Problem{Type: Base + code, Title: http.StatusText(status), Status: status, Detail: detail, Code: code}
+}
+
+// JSON is the document's bytes, newline-terminated.
+func (p Problem) JSON() []byte {
+	type fixed Problem
+	b, _ := json.Marshal(fixed(p))
+	if len(p.Extra) > 0 {
+		var buf bytes.Buffer
+		buf.Write(b[:len(b)-1])
+		for _, k := range slices.Sorted(maps.Keys(p.Extra)) {
+			kb, _ := json.Marshal(k)
+			vb, err := json.Marshal(p.Extra[k])
+			if err != nil {
+				continue
+			}
+			buf.WriteByte(',')
+			buf.Write(kb)
+			buf.WriteByte(':')
+			buf.Write(vb)
+		}
+		buf.WriteByte('}')
+		b = buf.Bytes()
+	}
+	return append(b, '\n')
+}
+
+// ContentType is a problem document's media type.
+const ContentType = "application/problem+json"
+
+// Write answers with p.
+func Write(w http.ResponseWriter, p Problem) {
+	w.Header().Set("Content-Type", ContentType)
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(p.JSON())
+}
+
+var page = template.Must(template.New("problems").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>payintake problem codes</title></head>
 <body><h1>payintake problem codes</h1>
 <p>Every error of the payintake API is an RFC 9457 problem document (<code>application/problem+json</code>)
 whose <code>type</code> is this page's address followed by its <code>code</code>. The same codes appear in
-result files, webhook answers and the server's logs.</p>
+result files, webhook answers, the review API and the server's logs.</p>
 {{range .}}<section id="{{.Code}}"><h2><a href="/v1/problems/{{.Code}}">{{.Code}}</a> <small>(HTTP {{.Status}})</small></h2>
 <p><b>What it means:</b> {{.Means}}</p><p><b>What to do:</b> {{.Do}}</p></section>
 {{end}}</body></html>
 `))
 
-// getProblems serves GET /v1/problems (every code) and
-// GET /v1/problems/{code} (one code; 404 for an unknown one).
-func (a *API) getProblems(w http.ResponseWriter, r *http.Request) {
-	docs := problemDocs
+// Handler serves GET /v1/problems (every code) and GET /v1/problems/{code}
+// (one code; a not_found problem for an unknown one).
+func Handler(w http.ResponseWriter, r *http.Request) {
+	docs := Docs
 	if code := r.PathValue("code"); code != "" {
 		docs = nil
-		for _, d := range problemDocs {
+		for _, d := range Docs {
 			if d.Code == code {
-				docs = []problemDoc{d}
+				docs = []Doc{d}
 			}
 		}
 		if docs == nil {
-			writeProblem(w, newProblem(http.StatusNotFound, "not_found", "there is no problem code "+strings.ToValidUTF8(code, "")+"; every code is listed at /v1/problems"))
+			Write(w, New(http.StatusNotFound, "not_found", "there is no problem code "+strings.ToValidUTF8(code, "")+"; every code is listed at /v1/problems"))
 			return
 		}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = problemsPage.Execute(w, docs)
+	_ = page.Execute(w, docs)
 }
