@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"errors"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -280,7 +281,8 @@ func TestNoSecretNoURL(t *testing.T) {
 	f.setURL("acme", srv.URL)
 	f.send("acme", "march.csv", payroll)
 	f.setURL("acme", "")
-	n := notify.New(f.st, notify.Config{})
+	reg := prometheus.NewRegistry()
+	n := notify.New(f.st, notify.Config{Metrics: notify.NewMetrics(reg)})
 	if k, err := n.DeliverDue(f.ctx); k != 2 || err != nil {
 		t.Fatalf("DeliverDue: %d %v", k, err)
 	}
@@ -292,6 +294,12 @@ func TestNoSecretNoURL(t *testing.T) {
 	}
 	if ids := rcv.seen(); len(ids) != 0 {
 		t.Fatalf("sent %v", ids)
+	}
+	if got := counter(t, reg, "payintake_notify_deliveries_total", "result", "failed"); got != 2 {
+		t.Errorf("deliveries failed = %v, want 2", got)
+	}
+	if got := counter(t, reg, "payintake_notify_requests_total", "status", "no_answer"); got != 0 {
+		t.Errorf("requests no_answer = %v, want 0: nothing was sent", got)
 	}
 }
 

@@ -43,6 +43,9 @@ func (m *Metrics) observe(r result) {
 	default:
 		m.deliveries.WithLabelValues("failed").Inc()
 	}
+	if !r.sent {
+		return // nothing was sent, so there is no answer to count
+	}
 	status := "no_answer"
 	if r.status != 0 {
 		status = strconv.Itoa(r.status)

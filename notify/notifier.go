@@ -211,6 +211,14 @@ func (n *Notifier) attempt(ctx context.Context, c claimed) result {
 	req.Header.Set("webhook-id", c.webhookID)
 	req.Header.Set("webhook-timestamp", ts)
 	req.Header.Set("webhook-signature", strings.Join(sigs, " "))
+	r := n.post(c, req)
+	r.sent = true
+	return r
+}
+
+// post sends the signed request and decides what becomes of the event
+// from the answer (or its absence).
+func (n *Notifier) post(c claimed, req *http.Request) result {
 	resp, err := n.cfg.Client.Do(req)
 	if err != nil {
 		return n.retry(c, 0, "", fmt.Sprintf("no answer: %v", err))
@@ -223,9 +231,7 @@ func (n *Notifier) attempt(ctx context.Context, c claimed) result {
 	case backoff.Retryable(resp.StatusCode):
 		return n.retry(c, resp.StatusCode, resp.Header.Get("Retry-After"), answer(resp.StatusCode, body))
 	default:
-		r := failed(answer(resp.StatusCode, body))
-		r.status = resp.StatusCode
-		return r
+		return result{state: StateFailed, status: resp.StatusCode, err: answer(resp.StatusCode, body)}
 	}
 }
 

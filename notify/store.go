@@ -232,6 +232,7 @@ type result struct {
 	state  string    // the event's new state
 	next   time.Time // pending: when it is due again
 	status int       // 0: no answer
+	sent   bool      // a request went out (false: nothing to sign with or nowhere to send)
 	err    string    // why it did not succeed ("" when delivered)
 }
 

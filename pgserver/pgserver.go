@@ -75,7 +75,16 @@ const (
 type Options struct {
 	DataDir string       // the payintake data dir; the cluster lives in DataDir/postgres
 	Logger  *slog.Logger // may be nil
+
+	// FallbackDir is where the cluster lives instead when payintake runs as
+	// root and the cluster's account cannot enter DataDir (a data dir under
+	// /root, say): FallbackDir/<hash of DataDir>/postgres, named in
+	// DataDir/postgres.location. Empty means DefaultFallbackDir.
+	FallbackDir string
 }
+
+// DefaultFallbackDir is Options.FallbackDir's default.
+const DefaultFallbackDir = "/var/lib/payintake"
 
 // Server is a handle on the running embedded cluster. It is safe for
 // concurrent use.
@@ -125,14 +134,15 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	if err := ensureTraversable(dataDir, id, log); err != nil {
+	clusterDir, err := placeCluster(dataDir, opts.FallbackDir, id, log)
+	if err != nil {
 		return nil, err
 	}
 	s := &Server{
 		log:     log.With("component", "pgserver"),
 		run:     runner{binDir: binDir, id: id},
 		dataDir: dataDir,
-		dir:     filepath.Join(dataDir, "postgres"),
+		dir:     clusterDir,
 		port:    port,
 	}
 	lock, err := flockFile(ctx, lockPath(dataDir), syscall.LOCK_EX)
@@ -641,9 +651,64 @@ func ensureTraversable(dataDir string, id identity, log *slog.Logger) error {
 			log.Info("made the data dir traversable (o+x) for the postgres user", "dir", p, "mode", fmt.Sprintf("%#o", mode))
 			continue
 		}
-		return fmt.Errorf("embedded PostgreSQL runs as user %s (payintake runs as root), which cannot enter %s (mode %#o); allow it with `chmod o+x %s` or choose a data dir under a path it can traverse", id.name, p, fi.Mode().Perm(), p)
+		return &untraversableError{user: id.name, dir: p, mode: fi.Mode().Perm()}
 	}
 	return nil
+}
+
+// untraversableError says that the cluster's account cannot reach a
+// directory on the way to the data dir.
+type untraversableError struct {
+	user string
+	dir  string
+	mode os.FileMode
+}
+
+func (e *untraversableError) Error() string {
+	return fmt.Sprintf("embedded PostgreSQL runs as user %s (payintake runs as root), which cannot enter %s (mode %#o); allow it with `chmod o+x %s` or choose a data dir under a path it can traverse", e.user, e.dir, e.mode, e.dir)
+}
+
+// locationPath names the file that records where the cluster of a data dir
+// lives when it is not in the data dir itself.
+func locationPath(dataDir string) string { return filepath.Join(dataDir, "postgres.location") }
+
+// placeCluster returns the cluster directory for dataDir: dataDir/postgres
+// when the cluster's account can reach it. When payintake runs as root from
+// a data dir that account cannot enter (the usual first run: root in /root,
+// mode 0700), it does not ask the operator to open up their home: the
+// cluster lives under fallback instead, in a directory named by a hash of
+// the data dir's absolute path (so the same data dir always finds the same
+// cluster), recorded in dataDir/postgres.location for operators. Nothing
+// is made world-readable: the cluster dir stays 0700, owned by postgres.
+func placeCluster(dataDir, fallback string, id identity, log *slog.Logger) (string, error) {
+	err := ensureTraversable(dataDir, id, log)
+	var ue *untraversableError
+	if !errors.As(err, &ue) {
+		return filepath.Join(dataDir, "postgres"), err
+	}
+	if fi, serr := os.Stat(filepath.Join(dataDir, "postgres")); serr == nil && fi.IsDir() {
+		// A cluster already made in the data dir stays where it is: moving
+		// it is the operator's decision.
+		return "", err
+	}
+	if fallback == "" {
+		fallback = DefaultFallbackDir
+	}
+	sum := sha256.Sum256([]byte(dataDir))
+	home := filepath.Join(fallback, hex.EncodeToString(sum[:8]))
+	if mkErr := os.MkdirAll(home, 0o755); mkErr != nil {
+		return "", fmt.Errorf("%w; the fallback %s could not be made either: %w", err, home, mkErr)
+	}
+	if tErr := ensureTraversable(home, id, log); tErr != nil {
+		return "", fmt.Errorf("%w; the fallback %s is not reachable either: %w", err, home, tErr)
+	}
+	dir := filepath.Join(home, "postgres")
+	note := fmt.Sprintf("%s\n# The embedded cluster of the data dir %s lives here because user %s cannot enter %s.\n", dir, dataDir, ue.user, ue.dir)
+	if wErr := os.WriteFile(locationPath(dataDir), []byte(note), 0o600); wErr != nil {
+		return "", fmt.Errorf("record the cluster's location: %w", wErr)
+	}
+	log.Info("the embedded cluster lives outside the data dir, which its account cannot enter", "cluster", dir, "data_dir", dataDir, "user", ue.user, "untraversable", ue.dir)
+	return dir, nil
 }
 
 // rotateLog moves a server log over 16 MiB aside, keeping one old copy.

@@ -3,6 +3,7 @@ package pgserver
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -352,15 +353,90 @@ func TestNotACluster(t *testing.T) {
 
 func TestUntraversableParent(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("only root runs the cluster as another user")
+		t.Fatal("this test needs root (CI runs as root): only root runs the cluster as another user")
 	}
 	t.Parallel()
 	base := t.TempDir() // 0700, root-owned: postgres cannot enter it
 	dataDir := filepath.Join(base, "data")
-	_, err := Start(testCtx(t), Options{DataDir: dataDir})
-	if err == nil || !strings.Contains(err.Error(), "cannot enter") || !strings.Contains(err.Error(), "chmod o+x") {
+	fallback := traversableTempDir(t)
+	ctx := testCtx(t)
+
+	s, err := Start(ctx, Options{DataDir: dataDir, FallbackDir: fallback})
+	if err != nil {
 		t.Fatalf("Start under an untraversable dir: %v", err)
 	}
+	t.Cleanup(func() { s.Stop(context.Background()) })
+	want := filepath.Join(fallback, clusterHomeName(t, dataDir), "postgres")
+	if s.dir != want {
+		t.Fatalf("cluster dir = %s, want %s", s.dir, want)
+	}
+	if _, err := os.Stat(filepath.Join(want, "PG_VERSION")); err != nil {
+		t.Fatalf("no cluster in the fallback: %v", err)
+	}
+	loc, err := os.ReadFile(filepath.Join(dataDir, "postgres.location"))
+	if err != nil || !strings.HasPrefix(string(loc), want+"\n") {
+		t.Fatalf("postgres.location = %q, %v; want it to start with %s", loc, err, want)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "postgres")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a cluster dir was made in the data dir as well: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, s.URL())
+	if err != nil {
+		t.Fatalf("connect to the fallback cluster: %v", err)
+	}
+	conn.Close(ctx)
+
+	// A second Start of the same data dir finds the same cluster.
+	s2, err := Start(ctx, Options{DataDir: dataDir, FallbackDir: fallback})
+	if err != nil {
+		t.Fatalf("second Start: %v", err)
+	}
+	defer s2.Stop(context.Background())
+	if s2.dir != want {
+		t.Fatalf("second Start uses %s, want %s", s2.dir, want)
+	}
+}
+
+func TestUntraversableParentKeepsExistingCluster(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("this test needs root (CI runs as root): only root runs the cluster as another user")
+	}
+	t.Parallel()
+	base := t.TempDir()
+	dataDir := filepath.Join(base, "data")
+	if err := os.MkdirAll(filepath.Join(dataDir, "postgres"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(testCtx(t), Options{DataDir: dataDir, FallbackDir: traversableTempDir(t)})
+	if err == nil || !strings.Contains(err.Error(), "cannot enter") || !strings.Contains(err.Error(), "chmod o+x") {
+		t.Fatalf("Start with a cluster dir the account cannot reach: %v", err)
+	}
+}
+
+// traversableTempDir is a temp dir (and parent) that every account may enter.
+func traversableTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "payintake-fallback-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// clusterHomeName is the fallback folder name for a data dir, computed here
+// from the documented rule (first 8 bytes of SHA-256 of the absolute path).
+func clusterHomeName(t *testing.T, dataDir string) string {
+	t.Helper()
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return fmt.Sprintf("%x", sum[:8])
 }
 
 func TestFindBinDir(t *testing.T) {
