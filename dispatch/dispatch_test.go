@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/riverqueue/river"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -311,6 +312,37 @@ func TestRequestHashConflictIsNotSent(t *testing.T) {
 	if st.Conflicts != 1 || st.Succeeded != 2 || st.State != RunComplete || len(st.DeadLetters) != 1 ||
 		st.DeadLetters[0].Key != key || !strings.HasPrefix(st.DeadLetters[0].Detail, "request_hash_conflict") {
 		t.Errorf("status %+v", st)
+	}
+}
+
+// TestArchiveJobRunsOnTheDispatcherClock: the daily job archives by the
+// dispatcher's clock, so moving that clock past 90 days archives the settled
+// rows and nothing is waited for.
+func TestArchiveJobRunsOnTheDispatcherClock(t *testing.T) {
+	e := newEnv(t, Target{ChunkSize: 50, MaxAttempts: 3})
+	e.ingest("a.csv", payroll(2, "2026-11"))
+	e.lock("2026-11")
+	e.dispatch("2026-11")
+	start := time.Now()
+	count := func() (ledger, archive int) {
+		t.Helper()
+		if err := e.store.Pool().QueryRow(e.ctx, `SELECT (SELECT count(*) FROM dispatch_ledger), (SELECT count(*) FROM dispatch_ledger_archive)`).Scan(&ledger, &archive); err != nil {
+			t.Fatal(err)
+		}
+		return ledger, archive
+	}
+	w := &archiveWorker{d: e.d}
+	for _, c := range []struct {
+		days                  int
+		wantLedger, wantArchv int
+	}{{0, 2, 0}, {89, 2, 0}, {91, 0, 2}} {
+		e.d.cfg.Now = func() time.Time { return start.Add(time.Duration(c.days) * 24 * time.Hour) }
+		if err := w.Work(e.ctx, &river.Job[ArchiveArgs]{}); err != nil {
+			t.Fatalf("archive job at +%d days: %v", c.days, err)
+		}
+		if l, a := count(); l != c.wantLedger || a != c.wantArchv {
+			t.Errorf("after the job at +%d days: ledger %d archive %d, want %d and %d", c.days, l, a, c.wantLedger, c.wantArchv)
+		}
 	}
 }
 

@@ -32,6 +32,9 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Progress, when set, is called after every recorded answer.
 	Progress func(Run)
+	// Now is the clock of the daily archive job (default time.Now); tests
+	// move it past the 90 days instead of waiting.
+	Now func() time.Time
 	// ChunksPerPage is how many chunks' lines are taken from the database
 	// at once (default 25).
 	ChunksPerPage int
@@ -64,6 +67,9 @@ func New(pool *pgxpool.Pool, cfg Config) *Dispatcher {
 	}
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.ChunksPerPage <= 0 {
 		cfg.ChunksPerPage = 25

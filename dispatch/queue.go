@@ -48,7 +48,7 @@ func (ArchiveArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue
 // Register adds dispatch's workers to a River client's workers.
 func Register(w *river.Workers, d *Dispatcher) {
 	river.AddWorker(w, &runWorker{d: d})
-	river.AddWorker(w, &archiveWorker{d: d, now: time.Now})
+	river.AddWorker(w, &archiveWorker{d: d})
 }
 
 // PeriodicJobs is the daily archive (run by River's leader).
@@ -122,12 +122,11 @@ func (d *Dispatcher) sweep(ctx context.Context, insert func(context.Context, riv
 
 type archiveWorker struct {
 	river.WorkerDefaults[ArchiveArgs]
-	d   *Dispatcher
-	now func() time.Time
+	d *Dispatcher
 }
 
 func (w *archiveWorker) Work(ctx context.Context, job *river.Job[ArchiveArgs]) error {
-	n, err := w.d.st.Archive(ctx, w.now())
+	n, err := w.d.st.Archive(ctx, w.d.cfg.Now())
 	if err != nil {
 		return err
 	}
