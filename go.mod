@@ -8,6 +8,7 @@ require (
 	github.com/exaring/otelpgx v0.13.0
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875
 	github.com/gocarina/gocsv v0.0.0-20240520201108-78e41c74b4b1
+	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/pkg/sftp v1.13.12
 	github.com/pressly/goose/v3 v3.30.0

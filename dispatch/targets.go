@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgerrcode"
 	"os"
 	"strings"
 	"time"
@@ -87,10 +88,10 @@ func (s *Store) AddTarget(ctx context.Context, t Target) error {
 		t.Name, t.URL, t.TokenFile, t.RateLimit, t.ChunkSize, t.MaxAttempts, t.RetryBase.Milliseconds(),
 		t.Timeout.Milliseconds(), t.LineStatus)
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" {
+	if errors.As(err, &pe) && pe.Code == pgerrcode.UniqueViolation {
 		return fmt.Errorf("target %q: %w", t.Name, ErrExists)
 	}
-	if errors.As(err, &pe) && pe.Code == "23514" {
+	if errors.As(err, &pe) && pe.Code == pgerrcode.CheckViolation {
 		return fmt.Errorf("target %q is invalid (%s): the name is lower-case letters, digits, '.', '_' or '-', the URL starts with http:// or https://, the chunk size is 1 to 10000, max attempts 1 to 100", t.Name, pe.ConstraintName)
 	}
 	if err != nil {

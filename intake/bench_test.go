@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgerrcode"
 	"io"
 	"os"
 	"path/filepath"
@@ -113,7 +114,7 @@ func TestRecordReferencesAreEnforced(t *testing.T) {
 	pool := f.store.Pool()
 	isFK := func(err error) bool {
 		var pe *pgconn.PgError
-		return errors.As(err, &pe) && pe.Code == "23503"
+		return errors.As(err, &pe) && pe.Code == pgerrcode.ForeignKeyViolation
 	}
 	_, err := pool.Exec(f.ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash)
 		VALUES ('nobody', 'E1', '2026-11', 'BASE', 1, 'USD', '\x00')`)

@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"errors"
+	"github.com/jackc/pgerrcode"
 	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"net/http"
@@ -127,7 +128,7 @@ func TestOneEventPerBusinessEvent(t *testing.T) {
 	_, err = f.st.Pool().Exec(f.ctx, `INSERT INTO notify_events (partner_id, event_type, subject, webhook_id, payload)
 		VALUES ('acme', 'submission.processed', $1, 'another-id', '{}')`, first.ID)
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+	if !errors.As(err, &pgErr) || pgErr.Code != pgerrcode.UniqueViolation {
 		t.Fatalf("a second event for submission %d: %v, want a unique violation", first.ID, err)
 	}
 }

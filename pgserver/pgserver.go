@@ -38,6 +38,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgerrcode"
 	"io"
 	"log/slog"
 	"os"
@@ -463,7 +464,7 @@ func (s *Server) ensureDatabase(ctx context.Context, name string) error {
 	}
 	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
 	var pgErr *pgconn.PgError
-	if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42P04") { // duplicate_database
+	if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == pgerrcode.DuplicateDatabase) {
 		return fmt.Errorf("embedded PostgreSQL: create database %s: %w", name, err)
 	}
 	s.log.Info("created database", "name", name)

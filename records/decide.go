@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgerrcode"
 	"io"
 	"slices"
 	"strings"
@@ -541,10 +542,10 @@ func (s *Store) AddReviewer(ctx context.Context, name, passwordHash string, part
 	_, err := s.pool.Exec(ctx, `INSERT INTO reviewers (name, password_hash, partners) VALUES ($1, $2, $3)`,
 		name, passwordHash, partners)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation {
 		return fmt.Errorf("reviewer %q: %w", name, ErrExists)
 	}
-	if errors.As(err, &pgErr) && pgErr.Code == "23514" {
+	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.CheckViolation {
 		return fmt.Errorf("reviewer name %q must be letters, digits, '.', '_', '@' or '-' (at most 64)", name)
 	}
 	if err != nil {

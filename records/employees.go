@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgerrcode"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -88,7 +89,7 @@ func (s *Store) ImportEmployees(ctx context.Context, partner string, rows []Empl
 	for attempt := 0; attempt < 3; attempt++ {
 		res, err = s.importEmployees(ctx, partner, rows)
 		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		if !errors.As(err, &pgErr) || pgErr.Code != pgerrcode.UniqueViolation {
 			break
 		}
 	}

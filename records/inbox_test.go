@@ -3,6 +3,7 @@ package records_test
 import (
 	"context"
 	"errors"
+	"github.com/jackc/pgerrcode"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +33,7 @@ func TestPartnerIDRuleParity(t *testing.T) {
 			return err
 		})
 		var pgErr *pgconn.PgError
-		if !inTable && !(errors.As(err, &pgErr) && pgErr.Code == "23514") {
+		if !inTable && !(errors.As(err, &pgErr) && pgErr.Code == pgerrcode.CheckViolation) {
 			t.Fatalf("insert %q: %v", id, err)
 		}
 		if got := records.ValidPartnerID(id); got != inTable {

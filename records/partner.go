@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgerrcode"
 	"strings"
 	"time"
 
@@ -68,7 +69,7 @@ func (s *Store) AddPartner(ctx context.Context, p Partner) error {
 
 func addPartnerErr(id string, err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation {
 		return fmt.Errorf("partner %q: %w", id, ErrExists)
 	}
 	if err != nil {

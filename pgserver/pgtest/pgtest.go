@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgerrcode"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -168,7 +169,7 @@ func New(t testing.TB) string {
 		_, err = conn.Exec(ctx, `CREATE DATABASE `+name+` TEMPLATE `+cluster.template)
 		var pgErr *pgconn.PgError
 		// Another backend may briefly hold the template (a concurrent CREATE DATABASE).
-		if errors.As(err, &pgErr) && pgErr.Code == "55006" && i < 50 {
+		if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.ObjectInUse && i < 50 {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
