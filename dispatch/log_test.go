@@ -3,22 +3,10 @@ package dispatch
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/payintake/payintake/internal/syncbuf"
 	"log/slog"
-	"sync"
 	"testing"
 )
-
-// syncBuffer is a bytes.Buffer safe for the dispatcher's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
 
 // TestOneLogLinePerChunk: the structured log has one line per chunk
 // answered, with the batch key, the chunk key (its Idempotency-Key), the
@@ -27,14 +15,14 @@ func TestOneLogLinePerChunk(t *testing.T) {
 	e := newEnv(t, Target{ChunkSize: 200, MaxAttempts: 5})
 	e.ingest("a.csv", payroll(450, "2026-11"))
 	e.lock("2026-11")
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	d := New(e.store.Pool(), Config{Log: slog.New(slog.NewJSONHandler(&buf, nil))})
 	if _, err := d.Dispatch(e.ctx, "acme", "2026-11"); err != nil {
 		t.Fatal(err)
 	}
 	reqs := e.v.requests()
 	var chunks []map[string]any
-	for _, l := range bytes.Split(bytes.TrimSpace(buf.b.Bytes()), []byte("\n")) {
+	for _, l := range bytes.Split(bytes.TrimSpace([]byte(buf.String())), []byte("\n")) {
 		var m map[string]any
 		if err := json.Unmarshal(l, &m); err != nil {
 			t.Fatalf("log line %s: %v", l, err)

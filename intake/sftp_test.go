@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/payintake/payintake/internal/syncbuf"
 	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
@@ -28,24 +29,6 @@ import (
 	"github.com/payintake/payintake/records"
 )
 
-// syncBuffer collects a test server's logs; they are printed if the test fails.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // dropZone is a real SFTP drop zone on 127.0.0.1 with its own database,
 // job queue and spool folder.
 type dropZone struct {
@@ -57,7 +40,7 @@ type dropZone struct {
 	addr    string
 	hostKey ssh.PublicKey
 	spool   string
-	logs    *syncBuffer
+	logs    *syncbuf.Buffer
 	reg     *prometheus.Registry
 	queue   *intake.Queue
 }
@@ -124,7 +107,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	if err := intake.MigrateQueue(ctx, st.Pool()); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {

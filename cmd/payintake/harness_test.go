@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/payintake/payintake/internal/syncbuf"
 	"io"
 	"net"
 	"net/http"
@@ -70,7 +71,7 @@ func removeBinary() {
 type server struct {
 	t        testing.TB
 	cmd      *exec.Cmd
-	logs     *lockedBuffer
+	logs     *syncbuf.Buffer
 	sftpAddr string
 	httpAddr string
 	hostKey  string // SHA256 fingerprint
@@ -86,7 +87,7 @@ func startServer(t testing.TB, url, dir string, env []string, flags ...string) *
 	args := append([]string{"serve", "--database-url", url, "--data-dir", dir,
 		"--sftp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--orphan-after", "1s"}, flags...)
 	cmd := exec.Command(payintakeBinary(t), args...)
-	s := &server{t: t, cmd: cmd, logs: &lockedBuffer{}, dataDir: dir, done: make(chan struct{})}
+	s := &server{t: t, cmd: cmd, logs: &syncbuf.Buffer{}, dataDir: dir, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = io.Discard, s.logs
 	cmd.Env = append(os.Environ(), env...)
 	if err := cmd.Start(); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/payintake/payintake/internal/syncbuf"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -12,36 +13,18 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/payintake/payintake/pgserver/pgtest"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startServe runs `payintake serve` in the test and returns its stdout and
 // stderr, and a stop function that returns the exit code.
-func startServe(t *testing.T, args ...string) (stdout, stderr *lockedBuffer, stop func() int) {
+func startServe(t *testing.T, args ...string) (stdout, stderr *syncbuf.Buffer, stop func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+	stdout, stderr = &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, append([]string{"serve"}, args...), stdout, stderr) }()
 	stopped := false
@@ -63,7 +46,7 @@ func startServe(t *testing.T, args ...string) (stdout, stderr *lockedBuffer, sto
 }
 
 // waitFor polls a buffer until re matches and returns the first group.
-func waitFor(t *testing.T, b *lockedBuffer, re *regexp.Regexp) string {
+func waitFor(t *testing.T, b *syncbuf.Buffer, re *regexp.Regexp) string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

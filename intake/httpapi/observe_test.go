@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/payintake/payintake/internal/syncbuf"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,11 +22,11 @@ import (
 
 // observedEnv is newEnv behind serve's middleware, with metrics on reg and
 // every log line written both as text and as JSON.
-func observedEnv(t *testing.T) (e *tenv, reg *prometheus.Registry, text, js *lockedBuf) {
+func observedEnv(t *testing.T) (e *tenv, reg *prometheus.Registry, text, js *syncbuf.Buffer) {
 	t.Helper()
 	e = newEnv(t, Config{})
 	reg = prometheus.NewRegistry()
-	text, js = &lockedBuf{}, &lockedBuf{}
+	text, js = &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	log := slog.New(observe.Handler{Handler: slog.NewMultiHandler(slog.NewTextHandler(text, nil), slog.NewJSONHandler(js, nil))})
 	e.api.in.Metrics = intake.NewMetrics(reg)
 	e.api.in.Log, e.api.log = log, log
@@ -201,22 +201,4 @@ func value(m *dto.Metric) float64 {
 		return float64(m.Histogram.GetSampleCount())
 	}
 	return 0
-}
-
-// lockedBuf is a buffer written by several goroutines.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
