@@ -47,26 +47,66 @@ SELECT EXISTS (SELECT 1 FROM emp WHERE kind IN ('employee_taken', 'unknown_rejec
 // record or closed period (held), else updated. A record's employee_ref
 // always has a mapping (migration 00030), so the employee checks only ever
 // meet new keys.
-const classifySQL = `
-INSERT INTO classified
-WITH ` + employeeCTE + `, dup_keys AS (
+//
+// The duplicate check comes in three forms (dupCheck); the statement for
+// each is built once, below. The CTEs k and m end with OFFSET 0 so that
+// PostgreSQL computes each row's kind and outcome once: inlined, every
+// reference to them repeated the whole CASE (about 0.9 s of CPU per
+// 1,000,000 rows).
+func classifySQL(dup dupCheck) string { return classifySQLs[dup] }
+
+// dupCheck is how classify finds the keys a file repeats.
+type dupCheck int
+
+const (
+	// dupAll: every valid staged row may repeat another (a webhook, a
+	// replay's legs): a cheap aggregate over key_hash finds the candidates.
+	dupAll dupCheck = iota
+	// dupCandidates: only rows whose key_hash is in @dup_candidates (the
+	// keys keyFilter saw more than once while staging) may repeat.
+	dupCandidates
+	// dupNone: keyFilter saw no key twice: no row repeats another.
+	dupNone
+)
+
+var classifySQLs = [...]string{
+	dupAll: buildClassifySQL(`dup_keys AS (
 	SELECT key_hash FROM stage WHERE code IS NULL GROUP BY key_hash HAVING count(*) > 1
-), dup AS (
-	-- The keys that repeat: a cheap aggregate over key_hash finds the few
-	-- candidates, which are then grouped on the real key. A group's message
-	-- names its first dupLinesShown lines and its size, never every line:
-	-- a key repeated n times must not cost n² (each of its n rows quoting
-	-- all n lines).
+), `),
+	dupCandidates: buildClassifySQL(`dup_keys AS (SELECT unnest(@dup_candidates::bigint[]) AS key_hash), `),
+	dupNone:       buildClassifySQL(""),
+}
+
+// buildClassifySQL is classify's statement with dupKeys, the CTE
+// "dup_keys" that names the key hashes that may repeat, or without the
+// duplicate check when dupKeys is empty.
+func buildClassifySQL(dupKeys string) string {
+	dup, dupCols, dupCase, dupJoin := "", "NULL::text AS dup_lines, NULL::bigint AS dup_n", "", ""
+	if dupKeys != "" {
+		dup = dupKeys + `dup AS (
+	-- The keys that repeat: the candidates of dup_keys, grouped on the
+	-- real key. A group's message names its first dupLinesShown lines and
+	-- its size, never every line: a key repeated n times must not cost n²
+	-- (each of its n rows quoting all n lines).
 	SELECT employee_ref, pay_period, component, count(*) AS n,
 		array_to_string((array_agg(line ORDER BY line))[1:` + dupLinesShown + `], ', ') AS lines
 	FROM stage WHERE code IS NULL AND key_hash IN (SELECT key_hash FROM dup_keys)
 	GROUP BY employee_ref, pay_period, component HAVING count(*) > 1
-), k AS (
-	SELECT s.*, r.id AS record_id, r.last_seq, r.locked_reason, pl.reason AS period_reason, d.lines AS dup_lines, d.n AS dup_n,
+), `
+		dupCols = "d.lines AS dup_lines, d.n AS dup_n"
+		dupCase = `
+			WHEN d.lines IS NOT NULL THEN 'duplicate'`
+		dupJoin = `
+	LEFT JOIN dup d ON s.code IS NULL
+		AND d.employee_ref = s.employee_ref AND d.pay_period = s.pay_period AND d.component = s.component`
+	}
+	return `
+INSERT INTO classified
+WITH ` + employeeCTE + `, ` + dup + `k AS (
+	SELECT s.*, r.id AS record_id, r.last_seq, r.locked_reason, pl.reason AS period_reason, ` + dupCols + `,
 		e.employee_id AS mapped_id, e.kind AS employee_kind,
 		CASE
-			WHEN s.code IS NOT NULL THEN 'invalid'
-			WHEN d.lines IS NOT NULL THEN 'duplicate'
+			WHEN s.code IS NOT NULL THEN 'invalid'` + dupCase + `
 			WHEN e.kind IN ('employee_taken', 'unknown_rejected') THEN e.kind
 			WHEN @file_rejected::boolean THEN 'file_rejected'
 			WHEN e.kind = 'unknown_held' THEN 'unknown_held'
@@ -82,9 +122,8 @@ WITH ` + employeeCTE + `, dup_keys AS (
 	LEFT JOIN emp e ON s.code IS NULL AND e.employee_ref = s.employee_ref
 	LEFT JOIN records r ON s.code IS NULL AND r.partner_id = @partner
 		AND r.employee_ref = s.employee_ref AND r.pay_period = s.pay_period AND r.component = s.component
-	LEFT JOIN period_locks pl ON s.code IS NULL AND pl.partner_id = @partner AND pl.pay_period = s.pay_period
-	LEFT JOIN dup d ON s.code IS NULL
-		AND d.employee_ref = s.employee_ref AND d.pay_period = s.pay_period AND d.component = s.component
+	LEFT JOIN period_locks pl ON s.code IS NULL AND pl.partner_id = @partner AND pl.pay_period = s.pay_period` + dupJoin + `
+	OFFSET 0
 ), m AS (
 	SELECT k.*,
 		CASE kind
@@ -115,7 +154,7 @@ WITH ` + employeeCTE + `, dup_keys AS (
 			WHEN 'record_locked' THEN format('this record is locked (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it', locked_reason)
 			WHEN 'stale' THEN format('a newer file (sequence %s) already wrote this record and this file has sequence %s, so the row was not applied', last_seq, @seq::bigint)
 		END AS out_message
-	FROM k
+	FROM k OFFSET 0
 )
 SELECT row_no, line, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
 	content_hash, record_id, outcome, out_code, mapped_id, out_message,
@@ -128,6 +167,7 @@ SELECT row_no, line, employee_ref, pay_period, component, amount, currency, hour
 		CASE WHEN out_code IS NULL AND out_field IS NULL AND out_message IS NULL THEN ',,'
 			ELSE concat_ws(',', csv_field(out_code), csv_field(out_field), csv_field(out_message)) END)
 FROM m`
+}
 
 const classifiedDDL = `CREATE TEMP TABLE classified (
 	row_no integer NOT NULL, line integer NOT NULL,
@@ -190,13 +230,17 @@ var applySQL = []applyStatement{
 
 	// An unknown employee of a created row is onboarded with the derived id
 	// (--unknown-employee create; the other policies never create a row of
-	// an unmapped reference). Before the records, which reference it.
+	// an unmapped reference). Before the records, which reference it. A
+	// plain INSERT: classify found these references unmapped, and under the
+	// partner lock (which imports take too) nothing can map them meanwhile;
+	// should one be mapped anyway, the primary key refuses the insert
+	// loudly. ON CONFLICT DO NOTHING, which only hid that, cost a
+	// speculative insertion per employee (about a third of this statement).
 	{needs: created, sql: `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
 	-- DISTINCT in the C collation: a byte comparison, not the locale's
 	-- (the same references either way).
 	SELECT @partner, ref, derived_employee_id(@partner, ref), 'derived'
-	FROM (SELECT DISTINCT employee_ref COLLATE "C" AS ref FROM classified WHERE outcome = 'created' AND employee_id IS NULL) u
-	ON CONFLICT (partner_id, employee_ref) DO NOTHING`},
+	FROM (SELECT DISTINCT employee_ref COLLATE "C" AS ref FROM classified WHERE outcome = 'created' AND employee_id IS NULL) u`},
 
 	{needs: created, sql: `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,
 		pay_date, content_hash, last_seq, envelope_id, line)
