@@ -248,8 +248,11 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 			Message: "the file has a header but no data rows; nothing was applied: send the rows of the payroll run"}, StatusProcessed)
 	}
 	// Statistics of a sample of the staged rows (a fixed cost), so the
-	// planner sizes the duplicate check and the joins for what is there.
-	if _, err := tx.Exec(ctx, `ANALYZE stage`); err != nil {
+	// planner sizes the duplicate check and the joins for what is there:
+	// of the columns classify joins, groups or filters on only (a third
+	// less than every column: 0.17 s of CPU instead of 0.25-0.29 s at
+	// 1,000,000 rows).
+	if _, err := tx.Exec(ctx, `ANALYZE stage (employee_ref, pay_period, component, code, key_hash)`); err != nil {
 		return fmt.Errorf("analyze stage: %w", err)
 	}
 
