@@ -10,6 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Statements of processing.sql.
+var (
+	sqlStoreFileRejectResult = query("StoreFileRejectResult")
+	sqlCloseRejectedEnvelope = query("CloseRejectedEnvelope")
+	sqlRecordFailure         = query("RecordFailure")
+)
+
 // FileReject rejects a whole file: the result holds one row with row 0.
 type FileReject struct {
 	Code, Field, Message string
@@ -29,10 +36,10 @@ func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr Fil
 	env.Status = status
 	env.Counts = map[string]int{"rejected": 1}
 	env.ResultSize = int64(b.Len())
-	if _, err := tx.Exec(ctx, `INSERT INTO envelope_results (envelope_id, n, data) VALUES ($1, 0, $2)`, env.ID, b.Bytes()); err != nil {
+	if _, err := tx.Exec(ctx, sqlStoreFileRejectResult, env.ID, b.Bytes()); err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
-	_, err := tx.Exec(ctx, `UPDATE envelopes SET status = $2, counts = $3, result_size = $4, seq = $5, processed_at = clock_timestamp() WHERE id = $1`,
+	_, err := tx.Exec(ctx, sqlCloseRejectedEnvelope,
 		env.ID, status, env.Counts, env.ResultSize, env.Seq)
 	if err != nil {
 		return fmt.Errorf("close envelope: %w", err)
@@ -48,10 +55,7 @@ func (s *Store) RecordFailure(ctx context.Context, id int64, cause error) error 
 	if len(msg) > 2000 {
 		msg = msg[:2000]
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO envelope_attempts (envelope_id, failures, last_error, last_failed_at)
-		VALUES ($1, 1, $2, now())
-		ON CONFLICT (envelope_id) DO UPDATE SET failures = envelope_attempts.failures + 1,
-			last_error = excluded.last_error, last_failed_at = now()`, id, strings.ToValidUTF8(msg, "?"))
+	_, err := s.pool.Exec(ctx, sqlRecordFailure, id, strings.ToValidUTF8(msg, "?"))
 	if err != nil {
 		return fmt.Errorf("record the failure of envelope %d: %w", id, err)
 	}
