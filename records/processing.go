@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/payintake/payintake/normalize"
 )
 
 // Statements of processing.sql.
@@ -17,21 +18,13 @@ var (
 	sqlRecordFailure         = query("RecordFailure")
 )
 
-// FileReject rejects a whole file: the result holds one row with row 0.
-type FileReject struct {
-	Code, Field, Message string
-	Line                 int
-}
-
-func (e *FileReject) Error() string { return e.Code + ": " + e.Message }
-
 // fileResult stores a one-row result for a file rejected as a whole and
 // closes the envelope with status.
-func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr FileReject, status string) error {
+func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr normalize.ParseError, status string) error {
 	var b bytes.Buffer
 	b.WriteString(ResultHeader)
 	w := csv.NewWriter(&b)
-	_ = w.Write([]string{fmt.Sprint(fr.Line), "0", "rejected", "", "", "", "", "", fr.Code, fr.Field, fr.Message})
+	_ = w.Write([]string{fmt.Sprint(fr.StartLine), "0", "rejected", "", "", "", "", "", string(fr.Code()), fr.Field, fr.Message})
 	w.Flush()
 	env.Status = status
 	env.Counts = map[string]int{"rejected": 1}
