@@ -1,0 +1,59 @@
+package normalize
+
+import "unicode/utf8"
+
+// AppendResultCells appends cells to b as consecutive cells of a result
+// file line, separated by commas, each quoted by the result file's one CSV
+// rule: RFC 4180 quoting (the cell in double quotes, inner quotes doubled)
+// when the cell holds a double quote, comma, CR or LF, or starts or ends
+// with white space; otherwise the cell as is. The SQL function csv_field
+// (migrations/00001) is the same rule for the cells the database writes;
+// migrations.TestCSVFieldMatchesAppendResultCells runs both.
+//
+// Whether a non-ASCII character is white space depends, in SQL, on the
+// database's locale, so when a cell starts or ends with one Go does not
+// decide: AppendResultCells then returns b unchanged and false, and the
+// caller leaves the quoting to csv_field.
+func AppendResultCells(b []byte, cells ...string) ([]byte, bool) {
+	mark := len(b)
+	for i, v := range cells {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendResultCell(b, v); !ok {
+			return b[:mark], false
+		}
+	}
+	return b, true
+}
+
+func appendResultCell(b []byte, v string) ([]byte, bool) {
+	if v == "" {
+		return b, true
+	}
+	first, last := v[0], v[len(v)-1]
+	if first >= utf8.RuneSelf || last >= utf8.RuneSelf {
+		return b, false
+	}
+	quote := isSpaceASCII(first) || isSpaceASCII(last)
+	for i := 0; i < len(v) && !quote; i++ {
+		quote = v[i] == '"' || v[i] == ',' || v[i] == '\r' || v[i] == '\n'
+	}
+	if !quote {
+		return append(b, v...), true
+	}
+	b = append(b, '"')
+	for i := 0; i < len(v); i++ {
+		if v[i] == '"' {
+			b = append(b, '"')
+		}
+		b = append(b, v[i])
+	}
+	return append(b, '"'), true
+}
+
+// isSpaceASCII is the regular expression class \s for ASCII characters.
+func isSpaceASCII(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
