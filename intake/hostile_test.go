@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/payintake/payintake/bench"
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -74,7 +75,7 @@ func BenchmarkOneKeyVersusDistinct(b *testing.B) {
 	files := map[string]func(i int) string{
 		"distinct": func(i int) string {
 			var sb strings.Builder
-			if _, err := (intake.BenchFile{Rows: rows, Offset: i * (rows + 1)}).WriteTo(&sb); err != nil {
+			if _, err := (bench.File{Rows: rows, Offset: i * (rows + 1)}).WriteTo(&sb); err != nil {
 				b.Fatal(err)
 			}
 			return sb.String()

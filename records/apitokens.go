@@ -2,12 +2,87 @@ package records
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
+
+// API tokens of the HTTP submission API.
+//
+// A token is "pit_" followed by 32 random bytes in unpadded base64url. Only
+// its SHA-256 is stored. A plain fast hash is right here, unlike for
+// passwords: a token has 256 bits of entropy, so there is nothing to
+// brute-force from a leaked hash, and a salted slow hash would only make
+// every request slower (and make a lookup by hash impossible).
+
+// TokenPrefix starts every API token, so a leaked one is recognisable.
+const TokenPrefix = "pit_"
+
+func tokenHash(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+// IssueAPIToken creates a new API token for partner and returns it. It is
+// shown once: only its hash is kept. Earlier tokens stay valid.
+func (s *Store) IssueAPIToken(ctx context.Context, partner string) (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generate token: %w", err)
+	}
+	token := TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	_, err := s.pool.Exec(ctx, `INSERT INTO api_tokens (partner_id, token_hash, prefix) VALUES ($1, $2, $3)`,
+		partner, tokenHash(token), token[:len(TokenPrefix)+6])
+	if err != nil {
+		return "", fmt.Errorf("store token for partner %q: %w", partner, err)
+	}
+	return token, nil
+}
+
+// RevokeOldAPITokens revokes every active token of partner but the newest,
+// and returns how many it revoked.
+func (s *Store) RevokeOldAPITokens(ctx context.Context, partner string) (int64, error) {
+	return s.revokeAllButNewest(ctx, "api_tokens", "tokens", partner)
+}
+
+// revokeAllButNewest revokes every active credential of partner in table
+// (api_tokens or webhook_secrets) but the newest, and returns how many it
+// revoked; what names them in the error.
+func (s *Store) revokeAllButNewest(ctx context.Context, table, what, partner string) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE `+table+` SET revoked_at = now()
+		WHERE partner_id = $1 AND revoked_at IS NULL
+			AND id <> (SELECT max(id) FROM `+table+` WHERE partner_id = $1 AND revoked_at IS NULL)`, partner)
+	if err != nil {
+		return 0, fmt.Errorf("revoke %s of partner %q: %w", what, partner, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// TokenPartner returns the partner an active API token belongs to, or ErrNotFound.
+func (s *Store) TokenPartner(ctx context.Context, token string) (string, error) {
+	var partner string
+	// last_used_at is written at most once a minute per token, so a busy
+	// partner's requests do not all write the same row.
+	err := s.pool.QueryRow(ctx, `WITH t AS (
+			SELECT id, partner_id, last_used_at FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL
+		), used AS (
+			UPDATE api_tokens a SET last_used_at = now() FROM t
+			WHERE a.id = t.id AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
+		)
+		SELECT partner_id FROM t`, tokenHash(token)).Scan(&partner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("api token: %w", ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("check api token: %w", err)
+	}
+	return partner, nil
+}
 
 // APIToken is what an operator sees of an API token: never the token, only
 // its first characters.

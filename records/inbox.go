@@ -3,7 +3,6 @@ package records
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -95,12 +94,3 @@ func (s *Store) SetInboxModTime(ctx context.Context, partner, name string, since
 	}
 	return nil
 }
-
-// partnerIDRule is the rule for partner ids; the partners table's CHECK
-// holds the same (TestPartnerIDRuleParity runs both).
-var partnerIDRule = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
-
-// ValidPartnerID tells whether id can name a partner. A door that receives
-// an id from outside (an SSH user name) checks it first, so that malformed
-// input is answered as an unknown partner, never sent to the database.
-func ValidPartnerID(id string) bool { return partnerIDRule.MatchString(id) }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payintake/payintake/bench"
 	"github.com/payintake/payintake/intake"
 )
 
@@ -106,7 +107,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "database: PostgreSQL %s (%s)\n", pgVersion, where)
 	runID := strconv.FormatInt(time.Now().Unix(), 36)
 
-	var results []intake.BenchResult
+	var results []bench.Result
 	for _, n := range rows {
 		p := fmt.Sprintf("bench-%s-%d", runID, n)
 		runs := 0
@@ -114,7 +115,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			runs = *latencyRuns
 		}
 		fmt.Fprintf(stderr, "bench: %d rows...\n", n)
-		var r intake.BenchResult
+		var r bench.Result
 		if *inProcess {
 			r, err = benchSize(ctx, e.intake, n, p, *scratch, runs, *profDir, stderr)
 		} else {
@@ -142,26 +143,26 @@ func benchChild(ctx context.Context, g *globals, n int, partner, scratch string,
 	return json.NewEncoder(stdout).Encode(r)
 }
 
-func benchSize(ctx context.Context, in *intake.Intake, n int, partner, scratch string, latencyRuns int, profDir string, stderr io.Writer) (intake.BenchResult, error) {
+func benchSize(ctx context.Context, in *intake.Intake, n int, partner, scratch string, latencyRuns int, profDir string, stderr io.Writer) (bench.Result, error) {
 	if profDir != "" {
 		f, err := os.Create(filepath.Join(profDir, fmt.Sprintf("cpu-%d.pprof", n)))
 		if err != nil {
-			return intake.BenchResult{}, fmt.Errorf("bench: %w", err)
+			return bench.Result{}, fmt.Errorf("bench: %w", err)
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return intake.BenchResult{}, fmt.Errorf("bench: %w", err)
+			return bench.Result{}, fmt.Errorf("bench: %w", err)
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return in.RunBench(ctx, intake.BenchOptions{Rows: n, Dir: scratch, Partner: partner, LatencyRuns: latencyRuns,
+	return bench.Run(ctx, in, bench.Options{Rows: n, Dir: scratch, Partner: partner, LatencyRuns: latencyRuns,
 		Progress: func(step string) { fmt.Fprintf(stderr, "bench:   %d rows: %s\n", n, step) }})
 }
 
 // benchSubprocess runs one size in a fresh process of this binary, so each
 // size's peak memory is measured alone.
-func benchSubprocess(ctx context.Context, g *globals, url string, n int, partner, scratch string, latencyRuns int, profDir string, stderr io.Writer) (intake.BenchResult, error) {
-	var r intake.BenchResult
+func benchSubprocess(ctx context.Context, g *globals, url string, n int, partner, scratch string, latencyRuns int, profDir string, stderr io.Writer) (bench.Result, error) {
+	var r bench.Result
 	exe, err := os.Executable()
 	if err != nil {
 		return r, fmt.Errorf("bench: find this program: %w", err)
@@ -186,7 +187,7 @@ func benchSubprocess(ctx context.Context, g *globals, url string, n int, partner
 	return r, nil
 }
 
-func printBench(w io.Writer, results []intake.BenchResult) {
+func printBench(w io.Writer, results []bench.Result) {
 	sec := func(d time.Duration) string { return fmt.Sprintf("%.2f", d.Seconds()) }
 	rate := func(n int, d time.Duration) string { return fmt.Sprintf("%.0f", float64(n)/d.Seconds()) }
 	fmt.Fprintln(w)

@@ -42,12 +42,12 @@ func TestContractNamesEveryResultCode(t *testing.T) {
 	}
 	add("records/classify.go", regexp.MustCompile(`THEN '(\w+)'`), classify[i:j])
 	fileRejects := regexp.MustCompile(`FileReject\{Code: "(\w+)"|reject\("(\w+)"`)
-	for _, rel := range []string{"records/apply.go", "records/envelope.go", "records/replay.go", "intake/intake.go", "intake/replay.go"} {
+	for _, rel := range []string{"records/apply.go", "records/envelopes.go", "records/replay.go", "intake/intake.go", "intake/replay.go"} {
 		for _, m := range fileRejects.FindAllStringSubmatch(read(rel), -1) {
 			codes[m[1]+m[2]] = rel
 		}
 	}
-	add("records/webhook.go", regexp.MustCompile(`res.Code = "stale", "(\w+)"`), read("records/webhook.go"))
+	add("records/webhooks.go", regexp.MustCompile(`res.Code = "stale", "(\w+)"`), read("records/webhooks.go"))
 	contract := read("docs/contract.md")
 	var missing []string
 	for c, where := range codes {

@@ -1,20 +1,17 @@
-package intake_test
+package bench_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"errors"
 	"fmt"
-	"github.com/jackc/pgerrcode"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
+	"github.com/payintake/payintake/bench"
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/pgserver/pgtest"
@@ -30,7 +27,7 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	st := pgtest.Store(t)
 	in := intake.New(st, nil)
-	res, err := in.RunBench(context.Background(), intake.BenchOptions{
+	res, err := bench.Run(context.Background(), in, bench.Options{
 		Rows: 10000, Dir: t.TempDir(), Partner: "bench", LatencyRuns: 3,
 		Progress: func(step string) { t.Log(step) },
 	})
@@ -53,10 +50,10 @@ func TestBenchSmoke(t *testing.T) {
 // The generated file is messy but valid, and its keys are distinct.
 func TestBenchFileIsValidPayroll(t *testing.T) {
 	var messy, clean bytes.Buffer
-	if _, err := (intake.BenchFile{Rows: 2000}).WriteTo(&messy); err != nil {
+	if _, err := (bench.File{Rows: 2000}).WriteTo(&messy); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (intake.BenchFile{Rows: 2000, Clean: true}).WriteTo(&clean); err != nil {
+	if _, err := (bench.File{Rows: 2000, Clean: true}).WriteTo(&clean); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"$`, `"(`, ",usd,", " USD", "overtime"} {
@@ -109,36 +106,8 @@ func TestBenchFileIsValidPayroll(t *testing.T) {
 	}
 }
 
-// records' references to partners and envelopes are checked per statement
-// (migration 00005) exactly as the foreign keys they replace did.
-func TestRecordReferencesAreEnforced(t *testing.T) {
-	f := newFixture(t, records.Partner{})
-	_, out := f.ingest("a.csv", "employee_ref,pay_period,component,amount,currency\nE1,2026-11,BASE,100.00,USD\n")
-	pool := f.store.Pool()
-	isFK := func(err error) bool {
-		var pe *pgconn.PgError
-		return errors.As(err, &pe) && pe.Code == pgerrcode.ForeignKeyViolation
-	}
-	_, err := pool.Exec(f.ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash)
-		VALUES ('nobody', 'E1', '2026-11', 'BASE', 1, 'USD', '\x00')`)
-	if !isFK(err) {
-		t.Errorf("record of an unknown partner: %v, want foreign_key_violation", err)
-	}
-	_, err = pool.Exec(f.ctx, `UPDATE records SET envelope_id = 999999 WHERE partner_id = $1`, f.partner)
-	if !isFK(err) {
-		t.Errorf("record of an unknown envelope: %v, want foreign_key_violation", err)
-	}
-	_, err = pool.Exec(f.ctx, `DELETE FROM partners WHERE id = $1`, f.partner)
-	if !isFK(err) {
-		t.Errorf("delete a partner with records: %v, want foreign_key_violation", err)
-	}
-	if _, err := pool.Exec(f.ctx, `UPDATE records SET envelope_id = $2 WHERE partner_id = $1`, f.partner, out.ID); err != nil {
-		t.Errorf("valid update refused: %v", err)
-	}
-}
-
 // BenchmarkIngest10k ingests new 10,000-row files end to end (receive,
-// normalise, apply, result file stored); go test -bench Ingest10k ./intake/.
+// normalise, apply, result file stored); go test -bench Ingest10k ./bench/.
 func BenchmarkIngest10k(b *testing.B) {
 	st := pgtest.Store(b)
 	in := intake.New(st, nil)
@@ -153,7 +122,7 @@ func BenchmarkIngest10k(b *testing.B) {
 		path := filepath.Join(dir, fmt.Sprintf("run-%d.csv", i))
 		fh, err := os.Create(path)
 		if err == nil {
-			_, err = (intake.BenchFile{Rows: 10000, Offset: i * 10001}).WriteTo(fh)
+			_, err = (bench.File{Rows: 10000, Offset: i * 10001}).WriteTo(fh)
 			fh.Close()
 		}
 		if err != nil {

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/jackc/pgerrcode"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -222,52 +223,11 @@ func (s *Store) Partners(ctx context.Context) ([]Partner, error) {
 	return ps, nil
 }
 
-// PartnerKey is one SSH public key a partner may log in with.
-type PartnerKey struct {
-	ID          int64
-	PartnerID   string
-	Fingerprint string // SHA256:...
-	PublicKey   string // authorized_keys line
-	Comment     string
-	CreatedAt   time.Time
-}
+// partnerIDRule is the rule for partner ids; the partners table's CHECK
+// holds the same (TestPartnerIDRuleParity runs both).
+var partnerIDRule = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 
-const addKeySQL = `
-	INSERT INTO partner_keys (partner_id, fingerprint, public_key, comment)
-	VALUES ($1, $2, $3, $4)
-	ON CONFLICT (partner_id, fingerprint) DO UPDATE SET revoked_at = NULL`
-
-// AddPartnerKey registers a public key for a partner. Adding a key that is
-// already active is not an error; adding a revoked one reactivates it.
-func (s *Store) AddPartnerKey(ctx context.Context, k PartnerKey) error {
-	_, err := s.pool.Exec(ctx, addKeySQL, k.PartnerID, k.Fingerprint, k.PublicKey, k.Comment)
-	if err != nil {
-		return fmt.Errorf("add key for partner %q: %w", k.PartnerID, err)
-	}
-	return nil
-}
-
-// RevokePartnerKey stops a key from logging in, from the next login on.
-func (s *Store) RevokePartnerKey(ctx context.Context, partner, fingerprint string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE partner_keys SET revoked_at = now()
-		WHERE partner_id = $1 AND fingerprint = $2 AND revoked_at IS NULL`, partner, fingerprint)
-	if err != nil {
-		return fmt.Errorf("revoke key for partner %q: %w", partner, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("key %s of partner %q: %w", fingerprint, partner, ErrNotFound)
-	}
-	return nil
-}
-
-// KeyAllowed reports whether partner may log in with the key of this fingerprint.
-// It is asked at every login, so keys are added and revoked without a restart.
-func (s *Store) KeyAllowed(ctx context.Context, partner, fingerprint string) (bool, error) {
-	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM partner_keys
-		WHERE partner_id = $1 AND fingerprint = $2 AND revoked_at IS NULL)`, partner, fingerprint).Scan(&ok)
-	if err != nil {
-		return false, fmt.Errorf("check key of partner %q: %w", partner, err)
-	}
-	return ok, nil
-}
+// ValidPartnerID tells whether id can name a partner. A door that receives
+// an id from outside (an SSH user name) checks it first, so that malformed
+// input is answered as an unknown partner, never sent to the database.
+func ValidPartnerID(id string) bool { return partnerIDRule.MatchString(id) }

@@ -3,18 +3,13 @@ package records
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/csv"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
-	"io"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/text/cases"
 )
 
@@ -26,11 +21,6 @@ const (
 	StatusKeyReuse   = "key_reuse"
 	StatusIncomplete = "incomplete"
 )
-
-// ResultHeader is the first line of every result file.
-const ResultHeader = "line,row,outcome,employee_ref,pay_period,component,amount,currency,code,field,message\n"
-
-const chunkSize = 1 << 20
 
 // Envelope is one file as it arrived.
 type Envelope struct {
@@ -232,67 +222,6 @@ func (s *Store) MarkIncomplete(ctx context.Context, partner, fileName, source st
 	return nil
 }
 
-func hashFile(path string) ([]byte, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0, fmt.Errorf("open received file: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return nil, 0, fmt.Errorf("hash received file: %w", err)
-	}
-	return h.Sum(nil), n, nil
-}
-
-// storeChunks streams the file into envelope_chunks with COPY, a chunk at a
-// time; the file must hold exactly size bytes (the size that was hashed).
-func storeChunks(ctx context.Context, tx pgx.Tx, id int64, path string, size int64) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("open received file: %w", err)
-	}
-	defer f.Close()
-	src := &chunkSource{id: id, r: f}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"envelope_chunks"}, []string{"envelope_id", "n", "data"}, src); err != nil {
-		return fmt.Errorf("store envelope bytes: %w", err)
-	}
-	if src.total != size {
-		return fmt.Errorf("store envelope bytes: the file holds %d bytes, %d were hashed", src.total, size)
-	}
-	return nil
-}
-
-type chunkSource struct {
-	id    int64
-	r     io.Reader
-	n     int32
-	buf   []byte
-	err   error
-	total int64
-}
-
-func (c *chunkSource) Next() bool {
-	c.buf = make([]byte, chunkSize)
-	k, err := io.ReadFull(c.r, c.buf)
-	c.buf = c.buf[:k]
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		if k == 0 {
-			return false
-		}
-	} else if err != nil {
-		c.err = err
-		return false
-	}
-	c.n++
-	c.total += int64(k)
-	return true
-}
-
-func (c *chunkSource) Values() ([]any, error) { return []any{c.id, c.n - 1, c.buf}, nil }
-func (c *chunkSource) Err() error             { return c.err }
-
 // Envelope reads one envelope, or ErrNotFound.
 func (s *Store) Envelope(ctx context.Context, id int64) (Envelope, error) {
 	return scanEnvelope(s.pool.QueryRow(ctx, `SELECT `+envelopeColumns+` FROM envelopes WHERE id = $1`, id))
@@ -340,118 +269,36 @@ func (s *Store) WaitDone(ctx context.Context, id int64, poll time.Duration) (Env
 	}
 }
 
-// WriteResult streams the stored result file of an envelope (following a
-// replay to its original) to w. The bytes are the ones stored when the
-// envelope was processed, so every read gives the same bytes.
-func (s *Store) WriteResult(ctx context.Context, id int64, w io.Writer) error {
-	env, err := s.Envelope(ctx, id)
+// SubmissionFilter selects a partner's envelopes for Submissions.
+type SubmissionFilter struct {
+	Partner string
+	Status  string // envelope status; empty: any
+	Name    string // file name, compared case-insensitively; empty: any
+	Before  int64  // only envelopes with a smaller id (the cursor); 0: from the newest
+	Limit   int
+}
+
+// Submissions lists a partner's envelopes, newest first (by id: ids are
+// given in the order envelopes are recorded), at most f.Limit of them.
+func (s *Store) Submissions(ctx context.Context, f SubmissionFilter) ([]Envelope, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+envelopeColumns+` FROM envelopes
+		WHERE partner_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR lower(file_name) = lower($3))
+			AND ($4 = 0 OR id < $4)
+		ORDER BY id DESC LIMIT $5`, f.Partner, f.Status, f.Name, f.Before, f.Limit)
 	if err != nil {
-		return err
-	}
-	if env, err = s.Outcome(ctx, env); err != nil {
-		return err
-	}
-	if !env.Done() {
-		return fmt.Errorf("envelope %d is still being processed", env.ID)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT data FROM envelope_results WHERE envelope_id = $1 ORDER BY n`, env.ID)
-	if err != nil {
-		return fmt.Errorf("read result of envelope %d: %w", env.ID, err)
+		return nil, fmt.Errorf("list submissions of partner %q: %w", f.Partner, err)
 	}
 	defer rows.Close()
+	var out []Envelope
 	for rows.Next() {
-		if _, err := w.Write(rows.RawValues()[0]); err != nil {
-			return fmt.Errorf("write result: %w", err)
+		e, err := scanEnvelope(rows)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read result of envelope %d: %w", env.ID, err)
+		return nil, fmt.Errorf("list submissions of partner %q: %w", f.Partner, err)
 	}
-	return nil
-}
-
-// EnvelopeBytes returns a reader over the original bytes of an envelope,
-// fetched a chunk at a time on its own connection (for audit and
-// downloads; processing copies the bytes through its own transaction).
-func (s *Store) EnvelopeBytes(ctx context.Context, id int64) io.Reader {
-	return &chunkReader{ctx: ctx, s: s, id: id}
-}
-
-type chunkReader struct {
-	ctx  context.Context
-	s    *Store
-	id   int64
-	n    int32
-	buf  []byte
-	done bool
-}
-
-func (r *chunkReader) Read(p []byte) (int, error) {
-	for len(r.buf) == 0 {
-		if r.done {
-			return 0, io.EOF
-		}
-		var data []byte
-		err := r.s.pool.QueryRow(r.ctx, `SELECT data FROM envelope_chunks WHERE envelope_id = $1 AND n = $2`, r.id, r.n).Scan(&data)
-		if errors.Is(err, pgx.ErrNoRows) {
-			r.done = true
-			continue
-		}
-		if err != nil {
-			return 0, fmt.Errorf("read bytes of envelope %d: %w", r.id, err)
-		}
-		r.buf = data
-		r.n++
-	}
-	k := copy(p, r.buf)
-	r.buf = r.buf[k:]
-	return k, nil
-}
-
-// FileReject rejects a whole file: the result holds one row with row 0.
-type FileReject struct {
-	Code, Field, Message string
-	Line                 int
-}
-
-func (e *FileReject) Error() string { return e.Code + ": " + e.Message }
-
-// fileResult stores a one-row result for a file rejected as a whole and
-// closes the envelope with status.
-func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr FileReject, status string) error {
-	var b bytes.Buffer
-	b.WriteString(ResultHeader)
-	w := csv.NewWriter(&b)
-	_ = w.Write([]string{fmt.Sprint(fr.Line), "0", "rejected", "", "", "", "", "", fr.Code, fr.Field, fr.Message})
-	w.Flush()
-	env.Status = status
-	env.Counts = map[string]int{"rejected": 1}
-	env.ResultSize = int64(b.Len())
-	if _, err := tx.Exec(ctx, `INSERT INTO envelope_results (envelope_id, n, data) VALUES ($1, 0, $2)`, env.ID, b.Bytes()); err != nil {
-		return fmt.Errorf("store result: %w", err)
-	}
-	_, err := tx.Exec(ctx, `UPDATE envelopes SET status = $2, counts = $3, result_size = $4, seq = $5, processed_at = clock_timestamp() WHERE id = $1`,
-		env.ID, status, env.Counts, env.ResultSize, env.Seq)
-	if err != nil {
-		return fmt.Errorf("close envelope: %w", err)
-	}
-	return nil
-}
-
-// RecordFailure notes that processing the envelope failed with cause, for
-// operators (envelope_attempts: failures, last error). It is written
-// outside the failed transaction, which rolled back.
-func (s *Store) RecordFailure(ctx context.Context, id int64, cause error) error {
-	msg := cause.Error()
-	if len(msg) > 2000 {
-		msg = msg[:2000]
-	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO envelope_attempts (envelope_id, failures, last_error, last_failed_at)
-		VALUES ($1, 1, $2, now())
-		ON CONFLICT (envelope_id) DO UPDATE SET failures = envelope_attempts.failures + 1,
-			last_error = excluded.last_error, last_failed_at = now()`, id, strings.ToValidUTF8(msg, "?"))
-	if err != nil {
-		return fmt.Errorf("record the failure of envelope %d: %w", id, err)
-	}
-	return nil
+	return out, nil
 }

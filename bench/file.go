@@ -1,4 +1,4 @@
-package intake
+package bench
 
 import (
 	"bufio"
@@ -7,10 +7,10 @@ import (
 	"strconv"
 )
 
-// BenchFile describes a synthetic payroll file for the throughput benchmark.
+// File describes a synthetic payroll file for the throughput benchmark.
 // The same Rows and Offset always give the same natural keys and amounts, so
 // files can be regenerated as resubmissions.
-type BenchFile struct {
+type File struct {
 	Rows   int // data rows
 	Offset int // first employee number, to get keys not used by another file
 	// ChangeEvery, when > 0, adds 1.00 to the amount of every row whose
@@ -22,13 +22,13 @@ type BenchFile struct {
 	Clean bool
 }
 
-// benchComponents are the pay components employees get, in order; the first
+// components are the pay components employees get, in order; the first
 // few always, later ones less often.
-var benchComponents = []string{"BASE", "OVERTIME", "BONUS", "DEDUCTION_401K", "HEALTH_INS",
+var components = []string{"BASE", "OVERTIME", "BONUS", "DEDUCTION_401K", "HEALTH_INS",
 	"COMMISSION", "TRAVEL_ALLOWANCE", "MEAL_ALLOWANCE"}
 
-// benchRow is one generated row in normalised form.
-type benchRow struct {
+// row is one generated row in normalised form.
+type genRow struct {
 	employee  int
 	component string
 	cents     int64 // amount in cents, negative for deductions
@@ -52,7 +52,7 @@ func (r *rng) intn(n int) int { return int(r.next() % uint64(n)) }
 
 // WriteTo writes the file: a header and Rows data rows. Employees get 3 to 8
 // components each; every natural key is distinct.
-func (b BenchFile) WriteTo(w io.Writer) (int64, error) {
+func (b File) WriteTo(w io.Writer) (int64, error) {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	cw := &countWriter{w: bw}
 	if b.Clean {
@@ -66,7 +66,7 @@ func (b BenchFile) WriteTo(w io.Writer) (int64, error) {
 		r := rng(uint64(e)*0x2545F4914F6CDD1D + 1)
 		k := 3 + r.intn(6)
 		for c := 0; c < k && i < b.Rows; c++ {
-			row := benchRow{employee: e, component: benchComponents[c]}
+			row := genRow{employee: e, component: components[c]}
 			base := int64(250000 + r.intn(750000)) // 2,500.00 .. 9,999.99
 			switch row.component {
 			case "BASE":
@@ -100,7 +100,7 @@ func (b BenchFile) WriteTo(w io.Writer) (int64, error) {
 }
 
 // appendRow writes one row; v (0..99) picks the messy forms.
-func (b BenchFile) appendRow(dst []byte, row benchRow, v int) []byte {
+func (b File) appendRow(dst []byte, row genRow, v int) []byte {
 	emp := fmt.Sprintf("E%08d", row.employee)
 	if b.Clean {
 		dst = append(dst, emp...)

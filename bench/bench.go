@@ -1,4 +1,7 @@
-package intake
+// Package bench measures payintake's ingest end to end against what
+// PostgreSQL itself needs for the same rows (COPY + one upsert), on files it
+// generates (File). `payintake bench` runs it; TestBenchSmoke is CI's check.
+package bench
 
 import (
 	"bufio"
@@ -14,12 +17,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/records"
 )
 
-// BenchOptions configures one benchmark run of one file size.
-type BenchOptions struct {
+// Options configures one benchmark run of one file size.
+type Options struct {
 	Rows    int
 	Dir     string // scratch folder for the generated files and result files
 	Partner string // created (with default settings) if it does not exist
@@ -31,14 +36,14 @@ type BenchOptions struct {
 	Progress func(step string)
 }
 
-// BenchRun is one measured ingest.
-type BenchRun struct {
+// Measured is one measured ingest.
+type Measured struct {
 	Duration time.Duration  `json:"duration_ns"`
 	Counts   map[string]int `json:"counts"`
 }
 
-// BenchResult is what one run of RunBench measured.
-type BenchResult struct {
+// Result is what one Run measured.
+type Result struct {
 	Rows      int   `json:"rows"`
 	FileBytes int64 `json:"file_bytes"`
 	// Baseline is PostgreSQL's own COPY of the same rows (already clean)
@@ -50,16 +55,16 @@ type BenchResult struct {
 	// First is the file's first submission (every row created), Unchanged
 	// the same bytes under a new name (every row unchanged), Changed1 a new
 	// name with 1% of the amounts changed.
-	First     BenchRun   `json:"first"`
-	Unchanged BenchRun   `json:"unchanged"`
-	Changed1  BenchRun   `json:"changed_1pct"`
-	Latencies []BenchRun `json:"latencies,omitempty"`
+	First     Measured   `json:"first"`
+	Unchanged Measured   `json:"unchanged"`
+	Changed1  Measured   `json:"changed_1pct"`
+	Latencies []Measured `json:"latencies,omitempty"`
 	// PeakRSS is the process's peak resident set (VmHWM), in bytes.
 	PeakRSS int64 `json:"peak_rss_bytes"`
 }
 
 // LatencyMedian is the median of the latency runs, 0 if none.
-func (r BenchResult) LatencyMedian() time.Duration {
+func (r Result) LatencyMedian() time.Duration {
 	if len(r.Latencies) == 0 {
 		return 0
 	}
@@ -74,11 +79,11 @@ func (r BenchResult) LatencyMedian() time.Duration {
 	return (d[len(d)/2-1] + d[len(d)/2]) / 2
 }
 
-// RunBench generates files of opt.Rows rows, measures the baseline and
-// ingests them end to end (receive, read, normalise, hash, apply, result
+// Run generates files of opt.Rows rows, measures the baseline and ingests
+// them with in end to end (receive, read, normalise, hash, apply, result
 // file written to opt.Dir), checking every outcome count.
-func (in *Intake) RunBench(ctx context.Context, opt BenchOptions) (BenchResult, error) {
-	res := BenchResult{Rows: opt.Rows}
+func Run(ctx context.Context, in *intake.Intake, opt Options) (Result, error) {
+	res := Result{Rows: opt.Rows}
 	progress := opt.Progress
 	if progress == nil {
 		progress = func(string) {}
@@ -94,7 +99,7 @@ func (in *Intake) RunBench(ctx context.Context, opt BenchOptions) (BenchResult, 
 		return res, fmt.Errorf("bench: read partner: %w", err)
 	}
 	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
-	gen := func(name string, f BenchFile) (string, int64, error) {
+	gen := func(name string, f File) (string, int64, error) {
 		p := filepath.Join(opt.Dir, name)
 		out, err := os.Create(p)
 		if err != nil {
@@ -111,7 +116,7 @@ func (in *Intake) RunBench(ctx context.Context, opt BenchOptions) (BenchResult, 
 	}
 	n := opt.Rows
 	progress("generate files")
-	first, size, err := gen(fmt.Sprintf("bench-%d-%s-first.csv", n, tag), BenchFile{Rows: n})
+	first, size, err := gen(fmt.Sprintf("bench-%d-%s-first.csv", n, tag), File{Rows: n})
 	if err != nil {
 		return res, err
 	}
@@ -122,19 +127,19 @@ func (in *Intake) RunBench(ctx context.Context, opt BenchOptions) (BenchResult, 
 		return res, err
 	}
 	defer os.Remove(again)
-	changed, _, err := gen(fmt.Sprintf("bench-%d-%s-changed.csv", n, tag), BenchFile{Rows: n, ChangeEvery: 100})
+	changed, _, err := gen(fmt.Sprintf("bench-%d-%s-changed.csv", n, tag), File{Rows: n, ChangeEvery: 100})
 	if err != nil {
 		return res, err
 	}
 	defer os.Remove(changed)
-	clean, _, err := gen(fmt.Sprintf("bench-%d-%s-clean.csv", n, tag), BenchFile{Rows: n, Clean: true})
+	clean, _, err := gen(fmt.Sprintf("bench-%d-%s-clean.csv", n, tag), File{Rows: n, Clean: true})
 	if err != nil {
 		return res, err
 	}
 	defer os.Remove(clean)
 
 	progress("baseline")
-	if res.BaselineCopy, res.BaselineUpsert, err = in.baseline(ctx, clean, tag, n); err != nil {
+	if res.BaselineCopy, res.BaselineUpsert, err = baseline(ctx, in.Store.Pool(), clean, tag, n); err != nil {
 		return res, err
 	}
 	res.Baseline = res.BaselineCopy + res.BaselineUpsert
@@ -142,7 +147,7 @@ func (in *Intake) RunBench(ctx context.Context, opt BenchOptions) (BenchResult, 
 	nChanged := (n + 99) / 100
 	steps := []struct {
 		what, path string
-		run        *BenchRun
+		run        *Measured
 		want       map[string]int
 	}{
 		{"first submission", first, &res.First, map[string]int{"created": n}},
@@ -151,7 +156,7 @@ func (in *Intake) RunBench(ctx context.Context, opt BenchOptions) (BenchResult, 
 	}
 	for _, s := range steps {
 		progress(s.what)
-		if *s.run, err = in.benchIngest(ctx, opt, s.path, n); err != nil {
+		if *s.run, err = ingest(ctx, in, opt, s.path, n); err != nil {
 			return res, err
 		}
 		if err := checkCounts(s.what, s.run.Counts, s.want); err != nil {
@@ -160,11 +165,11 @@ func (in *Intake) RunBench(ctx context.Context, opt BenchOptions) (BenchResult, 
 	}
 	for i := 0; i < opt.LatencyRuns; i++ {
 		progress(fmt.Sprintf("latency run %d of %d", i+1, opt.LatencyRuns))
-		p, _, err := gen(fmt.Sprintf("bench-%d-%s-latency-%d.csv", n, tag, i), BenchFile{Rows: n, Offset: (i + 1) * (n + 1)})
+		p, _, err := gen(fmt.Sprintf("bench-%d-%s-latency-%d.csv", n, tag, i), File{Rows: n, Offset: (i + 1) * (n + 1)})
 		if err != nil {
 			return res, err
 		}
-		run, err := in.benchIngest(ctx, opt, p, n)
+		run, err := ingest(ctx, in, opt, p, n)
 		os.Remove(p)
 		if err != nil {
 			return res, err
@@ -192,24 +197,24 @@ func checkCounts(what string, got, want map[string]int) error {
 	return nil
 }
 
-// benchIngest ingests path as an upload would and writes its result file
+// ingest ingests path as an upload would and writes its result file
 // next to it, atomically, like `payintake ingest --results-dir`. The clock
 // starts when the upload is closed (the file is complete) and stops when the
 // result file is in place.
-func (in *Intake) benchIngest(ctx context.Context, opt BenchOptions, path string, rows int) (BenchRun, error) {
+func ingest(ctx context.Context, in *intake.Intake, opt Options, path string, rows int) (Measured, error) {
 	start := time.Now()
 	got, out, err := in.IngestFile(ctx, opt.Partner, path, "bench")
 	if err != nil {
-		return BenchRun{}, fmt.Errorf("bench: %w", err)
+		return Measured{}, fmt.Errorf("bench: %w", err)
 	}
 	if got.Status != records.StatusProcessed {
-		return BenchRun{}, fmt.Errorf("bench: %s: status %s, want processed", filepath.Base(path), got.Status)
+		return Measured{}, fmt.Errorf("bench: %s: status %s, want processed", filepath.Base(path), got.Status)
 	}
 	final := filepath.Join(opt.Dir, records.ResultName(got.FileName))
 	if err := writeFileAtomic(final, func(w io.Writer) error { return in.Store.WriteResult(ctx, got.ID, w) }); err != nil {
-		return BenchRun{}, fmt.Errorf("bench: write result: %w", err)
+		return Measured{}, fmt.Errorf("bench: write result: %w", err)
 	}
-	run := BenchRun{Duration: time.Since(start), Counts: out.Counts}
+	run := Measured{Duration: time.Since(start), Counts: out.Counts}
 	defer os.Remove(final)
 	// Outside the clock: the result file has a header and one line per row.
 	lines, err := countLines(final)
@@ -288,8 +293,8 @@ func copyFile(src, dst string) error {
 // the clean CSV into a plain table, then one INSERT ... ON CONFLICT DO
 // UPDATE into a table keyed like records, in one committed transaction. The
 // tables are dropped afterwards.
-func (in *Intake) baseline(ctx context.Context, clean, tag string, rows int) (cp, up time.Duration, err error) {
-	conn, err := in.Store.Pool().Acquire(ctx)
+func baseline(ctx context.Context, pool *pgxpool.Pool, clean, tag string, rows int) (cp, up time.Duration, err error) {
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("bench baseline: %w", err)
 	}

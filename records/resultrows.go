@@ -10,38 +10,37 @@ import (
 	"strconv"
 )
 
-// SubmissionFilter selects a partner's envelopes for Submissions.
-type SubmissionFilter struct {
-	Partner string
-	Status  string // envelope status; empty: any
-	Name    string // file name, compared case-insensitively; empty: any
-	Before  int64  // only envelopes with a smaller id (the cursor); 0: from the newest
-	Limit   int
-}
+// ResultHeader is the first line of every result file.
+const ResultHeader = "line,row,outcome,employee_ref,pay_period,component,amount,currency,code,field,message\n"
 
-// Submissions lists a partner's envelopes, newest first (by id: ids are
-// given in the order envelopes are recorded), at most f.Limit of them.
-func (s *Store) Submissions(ctx context.Context, f SubmissionFilter) ([]Envelope, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+envelopeColumns+` FROM envelopes
-		WHERE partner_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR lower(file_name) = lower($3))
-			AND ($4 = 0 OR id < $4)
-		ORDER BY id DESC LIMIT $5`, f.Partner, f.Status, f.Name, f.Before, f.Limit)
+// WriteResult streams the stored result file of an envelope (following a
+// replay to its original) to w. The bytes are the ones stored when the
+// envelope was processed, so every read gives the same bytes.
+func (s *Store) WriteResult(ctx context.Context, id int64, w io.Writer) error {
+	env, err := s.Envelope(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("list submissions of partner %q: %w", f.Partner, err)
+		return err
+	}
+	if env, err = s.Outcome(ctx, env); err != nil {
+		return err
+	}
+	if !env.Done() {
+		return fmt.Errorf("envelope %d is still being processed", env.ID)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT data FROM envelope_results WHERE envelope_id = $1 ORDER BY n`, env.ID)
+	if err != nil {
+		return fmt.Errorf("read result of envelope %d: %w", env.ID, err)
 	}
 	defer rows.Close()
-	var out []Envelope
 	for rows.Next() {
-		e, err := scanEnvelope(rows)
-		if err != nil {
-			return nil, err
+		if _, err := w.Write(rows.RawValues()[0]); err != nil {
+			return fmt.Errorf("write result: %w", err)
 		}
-		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list submissions of partner %q: %w", f.Partner, err)
+		return fmt.Errorf("read result of envelope %d: %w", env.ID, err)
 	}
-	return out, nil
+	return nil
 }
 
 // ResultRow is one row of a result file, as its cells say.

@@ -11,76 +11,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Lock reasons for records and periods.
+// Exception statuses.
 const (
-	LockApproved = "approved"
-	LockPaid     = "paid"
+	ExceptionOpen       = "open"
+	ExceptionApproved   = "approved"
+	ExceptionRejected   = "rejected"
+	ExceptionSuperseded = "superseded"
 )
-
-// LockPeriod closes a partner's pay period: its records are locked and it
-// takes no new natural keys. Locking again with another reason (approved,
-// then paid) updates the reason. It returns how many records are locked.
-func (s *Store) LockPeriod(ctx context.Context, partner, period, reason, by string) (int64, error) {
-	period = strings.ToUpper(strings.TrimSpace(period))
-	var n int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := partnerLock(ctx, tx, partner); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO period_locks (partner_id, pay_period, reason, locked_by) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (partner_id, pay_period) DO UPDATE SET reason = EXCLUDED.reason,
-				locked_by = EXCLUDED.locked_by, locked_at = now()`, partner, period, reason, by); err != nil {
-			return fmt.Errorf("lock period %s of partner %q: %w", period, partner, err)
-		}
-		tag, err := tx.Exec(ctx, `UPDATE records SET locked_reason = $3, locked_at = now()
-			WHERE partner_id = $1 AND pay_period = $2`, partner, period, reason)
-		if err != nil {
-			return fmt.Errorf("lock records of period %s: %w", period, err)
-		}
-		n = tag.RowsAffected()
-		return nil
-	})
-	return n, err
-}
-
-// Record is the current version of one business fact.
-type Record struct {
-	ID           int64     `json:"id"`
-	PartnerID    string    `json:"partner"`
-	EmployeeRef  string    `json:"employee_ref"`
-	EmployeeID   string    `json:"employee_id"` // from the employee mapping every record has
-	PayPeriod    string    `json:"pay_period"`
-	Component    string    `json:"component"`
-	Amount       string    `json:"amount"`
-	Currency     string    `json:"currency"`
-	Hours        string    `json:"hours"`
-	Rate         string    `json:"rate"`
-	PayDate      string    `json:"pay_date"`
-	Version      int       `json:"version"`
-	LockedReason string    `json:"locked_reason"`
-	UpdatedAt    time.Time `json:"updated_at"`
-}
-
-// FindRecord reads the current version of a record by its natural key, or ErrNotFound.
-func (s *Store) FindRecord(ctx context.Context, partner, employee, period, component string) (Record, error) {
-	var r Record
-	err := s.pool.QueryRow(ctx, `
-		SELECT r.id, r.partner_id, r.employee_ref, e.employee_id, r.pay_period, r.component, r.amount::text, r.currency,
-			coalesce(r.hours::text, ''), coalesce(r.rate::text, ''), coalesce(r.pay_date::text, ''),
-			r.version, coalesce(r.locked_reason, ''), r.updated_at
-		FROM records r JOIN employees e ON e.partner_id = r.partner_id AND e.employee_ref = r.employee_ref
-		WHERE r.partner_id = $1 AND r.employee_ref = $2 AND r.pay_period = $3 AND r.component = $4`,
-		partner, employee, period, component).Scan(&r.ID, &r.PartnerID, &r.EmployeeRef, &r.EmployeeID, &r.PayPeriod, &r.Component,
-		&r.Amount, &r.Currency, &r.Hours, &r.Rate, &r.PayDate, &r.Version, &r.LockedReason, &r.UpdatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return r, fmt.Errorf("record %s/%s/%s: %w", employee, period, component, ErrNotFound)
-	}
-	if err != nil {
-		return r, fmt.Errorf("read record: %w", err)
-	}
-	return r, nil
-}
 
 // Exception is a change held for a reviewer.
 type Exception struct {
@@ -212,4 +149,100 @@ func (s *Store) Exception(ctx context.Context, id int64) (Exception, error) {
 		return x, fmt.Errorf("read exception %d: %w", id, err)
 	}
 	return x, nil
+}
+
+// ExceptionDetail is an exception with what a reviewer needs to decide it:
+// the record as it is now, whether it moved on, and its history.
+type ExceptionDetail struct {
+	Exception
+	RecordID     int64           `json:"record_id,omitempty"`
+	RowNo        int             `json:"row"`
+	SupersededBy int64           `json:"superseded_by,omitempty"`
+	Record       *Record         `json:"record,omitempty"`
+	Stale        string          `json:"stale,omitempty"` // why approve would be refused, if it would
+	History      []RecordVersion `json:"history"`
+}
+
+// ExceptionDetail reads one exception with its record and history, or ErrNotFound.
+func (s *Store) ExceptionDetail(ctx context.Context, id int64) (ExceptionDetail, error) {
+	x, err := s.Exception(ctx, id)
+	if err != nil {
+		return ExceptionDetail{}, err
+	}
+	d := ExceptionDetail{Exception: x, History: []RecordVersion{}}
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(record_id, 0), coalesce(row_no, 0), coalesce(superseded_by, 0)
+		FROM exceptions WHERE id = $1`, id).Scan(&d.RecordID, &d.RowNo, &d.SupersededBy); err != nil {
+		return d, fmt.Errorf("read exception %d: %w", id, err)
+	}
+	rec, err := s.FindRecord(ctx, x.PartnerID, x.EmployeeRef, x.PayPeriod, x.Component)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return d, err
+	default:
+		d.Record = &rec
+	}
+	if x.Status == ExceptionOpen {
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			stale, err := staleOf(ctx, tx, []int64{id})
+			if se := stale[id]; se != nil {
+				d.Stale = se.Error()
+			}
+			return err
+		})
+		if err != nil {
+			return d, err
+		}
+	}
+	if d.Record != nil {
+		rows, err := s.pool.Query(ctx, `
+			SELECT v.version, v.amount::text, v.currency, coalesce(v.hours::text, ''), coalesce(v.rate::text, ''),
+				coalesce(v.pay_date::text, ''), coalesce(e.file_name, ''), coalesce(v.line, 0), v.written_at, v.replaced_at, v.replaced_by
+			FROM (
+				SELECT version, amount, currency, hours, rate, pay_date, envelope_id, line, updated_at AS written_at,
+					NULL::timestamptz AS replaced_at, '' AS replaced_by
+				FROM records WHERE id = $1
+				UNION ALL
+				SELECT version, amount, currency, hours, rate, pay_date, envelope_id, line, written_at, replaced_at, replaced_by
+				FROM record_history WHERE record_id = $1
+			) v LEFT JOIN envelopes e ON e.id = v.envelope_id
+			ORDER BY v.version DESC`, d.Record.ID)
+		if err != nil {
+			return d, fmt.Errorf("read history of record %d: %w", d.Record.ID, err)
+		}
+		d.History, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (RecordVersion, error) {
+			var v RecordVersion
+			err := r.Scan(&v.Version, &v.Amount, &v.Currency, &v.Hours, &v.Rate, &v.PayDate, &v.File, &v.Line,
+				&v.WrittenAt, &v.ReplacedAt, &v.ReplacedBy)
+			return v, err
+		})
+		if err != nil {
+			return d, fmt.Errorf("read history of record %d: %w", d.Record.ID, err)
+		}
+	}
+	return d, nil
+}
+
+// ExceptionCounts counts exceptions per status (open, approved, rejected,
+// superseded, all); Status and AfterID are ignored.
+func (s *Store) ExceptionCounts(ctx context.Context, f ExceptionFilter) (map[string]int, error) {
+	counts := map[string]int{ExceptionOpen: 0, ExceptionApproved: 0, ExceptionRejected: 0, ExceptionSuperseded: 0, "all": 0}
+	rows, err := s.pool.Query(ctx, `SELECT x.status, count(*) FROM exceptions x WHERE `+queueWhere+` GROUP BY x.status`, f.args()...)
+	if err != nil {
+		return nil, fmt.Errorf("count exceptions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("count exceptions: %w", err)
+		}
+		counts[st] = n
+		counts["all"] += n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count exceptions: %w", err)
+	}
+	return counts, nil
 }

@@ -1,0 +1,39 @@
+package intake_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/payintake/payintake/records"
+)
+
+// records' references to partners and envelopes are checked per statement
+// (migration 00005) exactly as the foreign keys they replace did.
+func TestRecordReferencesAreEnforced(t *testing.T) {
+	f := newFixture(t, records.Partner{})
+	_, out := f.ingest("a.csv", "employee_ref,pay_period,component,amount,currency\nE1,2026-11,BASE,100.00,USD\n")
+	pool := f.store.Pool()
+	isFK := func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == pgerrcode.ForeignKeyViolation
+	}
+	_, err := pool.Exec(f.ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash)
+		VALUES ('nobody', 'E1', '2026-11', 'BASE', 1, 'USD', '\x00')`)
+	if !isFK(err) {
+		t.Errorf("record of an unknown partner: %v, want foreign_key_violation", err)
+	}
+	_, err = pool.Exec(f.ctx, `UPDATE records SET envelope_id = 999999 WHERE partner_id = $1`, f.partner)
+	if !isFK(err) {
+		t.Errorf("record of an unknown envelope: %v, want foreign_key_violation", err)
+	}
+	_, err = pool.Exec(f.ctx, `DELETE FROM partners WHERE id = $1`, f.partner)
+	if !isFK(err) {
+		t.Errorf("delete a partner with records: %v, want foreign_key_violation", err)
+	}
+	if _, err := pool.Exec(f.ctx, `UPDATE records SET envelope_id = $2 WHERE partner_id = $1`, f.partner, out.ID); err != nil {
+		t.Errorf("valid update refused: %v", err)
+	}
+}

@@ -1,0 +1,320 @@
+package records
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Reviewers' decisions on held exceptions.
+//
+// Decisions: Decide takes the partner lock, refuses an exception that is no
+// longer open (DecidedError: "exception N was already approved by X at T"),
+// and changes the status with UPDATE ... WHERE status = 'open', writing the
+// effect (approve: a new version of the record, the old one in history),
+// the reviewer, time and note, and an audit row in one transaction. The
+// review report of the exception's envelope is written by a trigger
+// (migrations/00004_review.sql) in that same transaction when its last open
+// exception closes.
+//
+// Stale exceptions: if the record changed after the exception was raised
+// (its values differ from the exception's "current" snapshot, or a record
+// now exists for a held new key), approving would silently overwrite a change
+// nobody reviewed against, so approve is refused with a StaleError; the
+// exception stays open and can be rejected.
+
+var (
+	// ErrDecided is matched by a DecidedError.
+	ErrDecided = errors.New("exception already decided")
+	// ErrStale is matched by a StaleError.
+	ErrStale = errors.New("record changed since the exception was raised")
+	// ErrForbidden is returned when a reviewer acts outside their partners.
+	ErrForbidden = errors.New("not allowed for this reviewer")
+)
+
+// DecidedError tells the loser of a race (or a late reviewer) who decided first.
+type DecidedError struct {
+	ID           int64
+	Status       string
+	By           string
+	At           time.Time
+	SupersededBy int64
+}
+
+func (e *DecidedError) Error() string {
+	at := e.At.UTC().Format("2006-01-02 15:04:05 UTC")
+	switch {
+	case e.Status == ExceptionSuperseded && e.SupersededBy != 0:
+		return fmt.Sprintf("exception %d was superseded at %s by exception %d (a later file proposed a different change): decide exception %d instead",
+			e.ID, at, e.SupersededBy, e.SupersededBy)
+	case e.Status == ExceptionSuperseded:
+		return fmt.Sprintf("exception %d was superseded at %s by a later file's different change: decide the open exception of that record instead", e.ID, at)
+	default:
+		return fmt.Sprintf("exception %d was already %s by %s at %s", e.ID, e.Status, e.By, at)
+	}
+}
+
+func (e *DecidedError) Is(target error) bool { return target == ErrDecided }
+
+// StaleError refuses to approve an exception whose record changed after it was raised.
+type StaleError struct {
+	ID       int64
+	RecordID int64
+	Version  int
+	NewKey   bool // the exception was for a new natural key, which now exists
+}
+
+func (e *StaleError) Error() string {
+	if e.NewKey {
+		return fmt.Sprintf("exception %d cannot be approved: record %d with this employee, period and component was created after the change was held; reject it, and have the partner resend the change if it is still wanted", e.ID, e.RecordID)
+	}
+	return fmt.Sprintf("exception %d cannot be approved: record %d changed after the change was held (it is now version %d); reject it, and have the partner resend the change if it is still wanted", e.ID, e.RecordID, e.Version)
+}
+
+func (e *StaleError) Is(target error) bool { return target == ErrStale }
+
+// Decision is one reviewer's verdict on one exception.
+type Decision struct {
+	ExceptionID int64
+	Approve     bool // false: reject
+	Reviewer    string
+	Note        string
+	Via         string   // cli, api, console
+	Partners    []string // the reviewer's partners; empty means all
+}
+
+// InScope reports whether a reviewer limited to partners (empty: all) may act for partner.
+func InScope(partners []string, partner string) bool {
+	return len(partners) == 0 || slices.Contains(partners, partner)
+}
+
+// recordJSON builds the same object classify.go stores as an exception's "current".
+var recordJSON = fieldsJSON("r")
+
+// Decide approves or rejects an open exception. Exactly one of several
+// concurrent deciders wins; the others get a *DecidedError. Approving applies
+// the proposed values as a new version of the record (which stays locked),
+// or, for a held new natural key, creates the record, locked if its period
+// still is. It returns the exception as decided.
+func (s *Store) Decide(ctx context.Context, d Decision) (Exception, error) {
+	var err error
+	if d, err = d.normal(); err != nil {
+		return Exception{}, err
+	}
+	var partner string
+	if err := s.pool.QueryRow(ctx, `SELECT partner_id FROM exceptions WHERE id = $1`, d.ExceptionID).Scan(&partner); errors.Is(err, pgx.ErrNoRows) {
+		return Exception{}, fmt.Errorf("exception %d: %w", d.ExceptionID, ErrNotFound)
+	} else if err != nil {
+		return Exception{}, fmt.Errorf("read exception %d: %w", d.ExceptionID, err)
+	}
+	if !InScope(d.Partners, partner) {
+		return Exception{}, fmt.Errorf("reviewer %s may not decide exceptions of partner %s: %w", d.Reviewer, partner, ErrForbidden)
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := partnerLock(ctx, tx, partner); err != nil {
+			return err
+		}
+		_, refused, err := decideLocked(ctx, tx, d, partner, []int64{d.ExceptionID})
+		if err == nil {
+			err = refused[d.ExceptionID]
+		}
+		return err
+	})
+	if err != nil {
+		return Exception{}, err
+	}
+	return s.Exception(ctx, d.ExceptionID)
+}
+
+// normal trims a decision and fills its defaults, or says what is missing.
+func (d Decision) normal() (Decision, error) {
+	d.Reviewer = strings.TrimSpace(d.Reviewer)
+	if d.Reviewer == "" {
+		return d, errors.New("a decision needs the reviewer's name")
+	}
+	if d.Via == "" {
+		d.Via = ViaCLI
+	}
+	return d, nil
+}
+
+// decideLocked decides the exceptions ids of partner inside tx, which holds
+// the partner lock, with a few set-based statements whatever their number.
+// Exceptions that cannot be decided (no longer open: *DecidedError; an
+// approval whose record moved on: *StaleError) are returned in refused,
+// before anything is written for them; every other one is decided, its
+// effect applied and audited. The review report of a submission whose last
+// open exception closes is written by a trigger on the UPDATE.
+func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, ids []int64) (decided []int64, refused map[int64]error, err error) {
+	action, status := "reject", ExceptionRejected
+	if d.Approve {
+		action, status = "approve", ExceptionApproved
+	}
+	refused = map[int64]error{}
+	rows, err := tx.Query(ctx, `SELECT id, status, coalesce(decided_by, ''), decided_at, coalesce(superseded_by, 0), record_id IS NULL
+		FROM exceptions WHERE id = ANY($1) ORDER BY id`, ids)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read exceptions: %w", err)
+	}
+	var open, newKey []int64
+	for rows.Next() {
+		var (
+			id, supersededBy int64
+			cur, by          string
+			at               *time.Time
+			noRecord         bool
+		)
+		if err := rows.Scan(&id, &cur, &by, &at, &supersededBy, &noRecord); err != nil {
+			return nil, nil, fmt.Errorf("read exceptions: %w", err)
+		}
+		if cur != ExceptionOpen {
+			de := &DecidedError{ID: id, Status: cur, By: by, SupersededBy: supersededBy}
+			if at != nil {
+				de.At = *at
+			}
+			refused[id] = de
+			continue
+		}
+		open = append(open, id)
+		if noRecord {
+			newKey = append(newKey, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read exceptions: %w", err)
+	}
+	if d.Approve {
+		stale, err := staleOf(ctx, tx, open)
+		if err != nil {
+			return nil, nil, err
+		}
+		for id, se := range stale {
+			refused[id] = se
+		}
+		open = slices.DeleteFunc(open, func(id int64) bool { return stale[id] != nil })
+		newKey = slices.DeleteFunc(newKey, func(id int64) bool { return stale[id] != nil })
+	}
+	if len(open) == 0 {
+		return nil, refused, nil
+	}
+	tag, err := tx.Exec(ctx, `UPDATE exceptions SET status = $2, decided_by = $3, decided_at = now(), note = nullif($4, '')
+		WHERE id = ANY($1) AND status = 'open'`, open, status, d.Reviewer, strings.TrimSpace(d.Note))
+	if err != nil {
+		return nil, nil, fmt.Errorf("decide exceptions: %w", err)
+	}
+	if tag.RowsAffected() != int64(len(open)) { // cannot happen under the partner lock; kept as the last word
+		return nil, nil, fmt.Errorf("decide exceptions: %d of %d were still open; another reviewer decided at the same time, try again", tag.RowsAffected(), len(open))
+	}
+	if d.Approve {
+		if err := applyApproval(ctx, tx, open, newKey, d.Reviewer); err != nil {
+			return nil, nil, err
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO review_audit (actor, via, action, exception_id, partner_id, detail)
+		SELECT $2, $3, $4, id, $5, $6 FROM unnest($1::bigint[]) AS id ORDER BY id`,
+		open, d.Reviewer, d.Via, action, partner, strings.TrimSpace(d.Note)); err != nil {
+		return nil, nil, fmt.Errorf("write the review audit: %w", err)
+	}
+	return open, refused, nil
+}
+
+// staleOf finds, among open exceptions ids, those whose approval would
+// silently overwrite a change nobody reviewed against: the record's values
+// differ from the exception's "current" snapshot, or a record now exists for
+// a held new key.
+func staleOf(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*StaleError, error) {
+	stale := map[int64]*StaleError{}
+	rows, err := tx.Query(ctx, `
+		SELECT x.id, r.id, r.version, true FROM exceptions x
+		JOIN records r ON r.partner_id = x.partner_id AND r.employee_ref = x.employee_ref
+			AND r.pay_period = x.pay_period AND r.component = x.component
+		WHERE x.id = ANY($1) AND x.record_id IS NULL
+		UNION ALL
+		SELECT x.id, r.id, r.version, false FROM exceptions x JOIN records r ON r.id = x.record_id
+		WHERE x.id = ANY($1) AND `+recordJSON+` IS DISTINCT FROM x.current`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("check the records of exceptions: %w", err)
+	}
+	for rows.Next() {
+		var se StaleError
+		if err := rows.Scan(&se.ID, &se.RecordID, &se.Version, &se.NewKey); err != nil {
+			return nil, fmt.Errorf("check the records of exceptions: %w", err)
+		}
+		stale[se.ID] = &se
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("check the records of exceptions: %w", err)
+	}
+	return stale, nil
+}
+
+// applyApproval applies approved exceptions ids: a new version of each
+// existing record (the old one kept in history), and a record for each held
+// new key (newKey), locked if its period still is.
+func applyApproval(ctx context.Context, tx pgx.Tx, ids, newKey []int64, reviewer string) error {
+	existing := slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return slices.Contains(newKey, id) })
+	if len(existing) > 0 {
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO record_history (record_id, version, amount, currency, hours, rate, pay_date, content_hash,
+				envelope_id, line, written_at, replaced_by)
+			SELECT r.id, r.version, r.amount, r.currency, r.hours, r.rate, r.pay_date, r.content_hash,
+				r.envelope_id, r.line, r.updated_at, format('exception %s approved by %s', x.id, $2::text)
+			FROM exceptions x JOIN records r ON r.id = x.record_id WHERE x.id = ANY($1)`, existing, reviewer); err != nil {
+			return fmt.Errorf("keep the history of the approved records: %w", err)
+		}
+		tag, err := tx.Exec(ctx, `
+			UPDATE records r SET amount = (x.proposed ->> 'amount')::numeric, currency = x.proposed ->> 'currency',
+				hours = nullif(x.proposed ->> 'hours', '')::numeric, rate = nullif(x.proposed ->> 'rate', '')::numeric,
+				pay_date = nullif(x.proposed ->> 'pay_date', '')::date, content_hash = x.proposed_hash,
+				version = r.version + 1, last_seq = greatest(r.last_seq, e.seq),
+				envelope_id = x.envelope_id, line = x.line, updated_at = now()
+			FROM exceptions x LEFT JOIN envelopes e ON e.id = x.envelope_id
+			WHERE x.id = ANY($1) AND r.id = x.record_id`, existing)
+		if err != nil {
+			return fmt.Errorf("apply the approved exceptions: %w", err)
+		}
+		if tag.RowsAffected() != int64(len(existing)) {
+			return fmt.Errorf("apply the approved exceptions: %d of %d records are gone", int64(len(existing))-tag.RowsAffected(), len(existing))
+		}
+	}
+	if len(newKey) > 0 {
+		// A held new key may be of an employee not onboarded yet (code
+		// unknown_employee, or a closed period under --unknown-employee
+		// create): approving onboards it with the derived id, unless a
+		// mapping was imported meanwhile. Before the records, which need it.
+		if _, err := tx.Exec(ctx, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+			SELECT DISTINCT partner_id, employee_ref, derived_employee_id(partner_id, employee_ref), 'derived'
+			FROM exceptions WHERE id = ANY($1)
+			ON CONFLICT (partner_id, employee_ref) DO NOTHING`, newKey); err != nil {
+			return fmt.Errorf("onboard the employees of the approved new keys: %w", err)
+		}
+		tag, err := tx.Exec(ctx, `
+			WITH created AS (
+				INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,
+					pay_date, content_hash, last_seq, envelope_id, line, locked_reason, locked_at)
+				SELECT x.partner_id, x.employee_ref, x.pay_period, x.component, (x.proposed ->> 'amount')::numeric,
+					x.proposed ->> 'currency', nullif(x.proposed ->> 'hours', '')::numeric, nullif(x.proposed ->> 'rate', '')::numeric,
+					nullif(x.proposed ->> 'pay_date', '')::date, x.proposed_hash, e.seq, x.envelope_id, x.line,
+					pl.reason, CASE WHEN pl.reason IS NOT NULL THEN now() END
+				FROM exceptions x
+				LEFT JOIN envelopes e ON e.id = x.envelope_id
+				LEFT JOIN period_locks pl ON pl.partner_id = x.partner_id AND pl.pay_period = x.pay_period
+				WHERE x.id = ANY($1)
+				RETURNING id, partner_id, employee_ref, pay_period, component)
+			UPDATE exceptions x SET record_id = c.id FROM created c
+			WHERE x.id = ANY($1) AND x.partner_id = c.partner_id AND x.employee_ref = c.employee_ref
+				AND x.pay_period = c.pay_period AND x.component = c.component`, newKey)
+		if err != nil {
+			return fmt.Errorf("create the records of the approved new keys: %w", err)
+		}
+		if tag.RowsAffected() != int64(len(newKey)) {
+			return fmt.Errorf("create the records of the approved new keys: %d of %d created", tag.RowsAffected(), len(newKey))
+		}
+	}
+	return nil
+}

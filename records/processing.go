@@ -1,0 +1,59 @@
+package records
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// FileReject rejects a whole file: the result holds one row with row 0.
+type FileReject struct {
+	Code, Field, Message string
+	Line                 int
+}
+
+func (e *FileReject) Error() string { return e.Code + ": " + e.Message }
+
+// fileResult stores a one-row result for a file rejected as a whole and
+// closes the envelope with status.
+func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr FileReject, status string) error {
+	var b bytes.Buffer
+	b.WriteString(ResultHeader)
+	w := csv.NewWriter(&b)
+	_ = w.Write([]string{fmt.Sprint(fr.Line), "0", "rejected", "", "", "", "", "", fr.Code, fr.Field, fr.Message})
+	w.Flush()
+	env.Status = status
+	env.Counts = map[string]int{"rejected": 1}
+	env.ResultSize = int64(b.Len())
+	if _, err := tx.Exec(ctx, `INSERT INTO envelope_results (envelope_id, n, data) VALUES ($1, 0, $2)`, env.ID, b.Bytes()); err != nil {
+		return fmt.Errorf("store result: %w", err)
+	}
+	_, err := tx.Exec(ctx, `UPDATE envelopes SET status = $2, counts = $3, result_size = $4, seq = $5, processed_at = clock_timestamp() WHERE id = $1`,
+		env.ID, status, env.Counts, env.ResultSize, env.Seq)
+	if err != nil {
+		return fmt.Errorf("close envelope: %w", err)
+	}
+	return nil
+}
+
+// RecordFailure notes that processing the envelope failed with cause, for
+// operators (envelope_attempts: failures, last error). It is written
+// outside the failed transaction, which rolled back.
+func (s *Store) RecordFailure(ctx context.Context, id int64, cause error) error {
+	msg := cause.Error()
+	if len(msg) > 2000 {
+		msg = msg[:2000]
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO envelope_attempts (envelope_id, failures, last_error, last_failed_at)
+		VALUES ($1, 1, $2, now())
+		ON CONFLICT (envelope_id) DO UPDATE SET failures = envelope_attempts.failures + 1,
+			last_error = excluded.last_error, last_failed_at = now()`, id, strings.ToValidUTF8(msg, "?"))
+	if err != nil {
+		return fmt.Errorf("record the failure of envelope %d: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package records
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ReviewReportInfo describes a stored review report.
+type ReviewReportInfo struct {
+	EnvelopeID int64     `json:"envelope_id"`
+	PartnerID  string    `json:"partner"`
+	FileName   string    `json:"file_name"` // the uploaded file's name
+	Name       string    `json:"name"`      // NAME.review.csv
+	Size       int64     `json:"size"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// ReviewReports lists the review reports of a partner's submissions, oldest first.
+func (s *Store) ReviewReports(ctx context.Context, partner string) ([]ReviewReportInfo, error) {
+	rows, err := s.pool.Query(ctx, `SELECT v.envelope_id, e.partner_id, e.file_name, length(v.data), v.created_at
+		FROM envelope_reviews v JOIN envelopes e ON e.id = v.envelope_id
+		WHERE e.partner_id = $1 ORDER BY v.envelope_id`, partner)
+	if err != nil {
+		return nil, fmt.Errorf("list review reports of partner %q: %w", partner, err)
+	}
+	rs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ReviewReportInfo, error) {
+		var i ReviewReportInfo
+		err := r.Scan(&i.EnvelopeID, &i.PartnerID, &i.FileName, &i.Size, &i.CreatedAt)
+		i.Name = ReviewReportName(i.FileName)
+		return i, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list review reports of partner %q: %w", partner, err)
+	}
+	return rs, nil
+}
+
+// ReviewReport writes the stored review report of an envelope (following a
+// replay to its original) to w, or returns ErrNotFound while the envelope
+// still has open exceptions (or never had any).
+func (s *Store) ReviewReport(ctx context.Context, envelopeID int64, w io.Writer) error {
+	env, err := s.Envelope(ctx, envelopeID)
+	if err != nil {
+		return err
+	}
+	if env, err = s.Outcome(ctx, env); err != nil {
+		return err
+	}
+	var data []byte
+	err = s.pool.QueryRow(ctx, `SELECT data FROM envelope_reviews WHERE envelope_id = $1`, env.ID).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("review report of envelope %d: %w", env.ID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("read review report of envelope %d: %w", env.ID, err)
+	}
+	if _, err := w.Write(data); err != nil {
+		return fmt.Errorf("write review report: %w", err)
+	}
+	return nil
+}
