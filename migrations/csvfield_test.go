@@ -125,3 +125,21 @@ func csvField(ctx context.Context, t *testing.T, db *pgxpool.Pool, v string) str
 	}
 	return s
 }
+
+// TestResultHeaderMatches: the result file's header is written by Go
+// (normalize.ResultHeader) and, in review reports, by SQL (result_header()).
+func TestResultHeaderMatches(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Store(t).Pool()
+	var sql string
+	if err := db.QueryRow(ctx, `SELECT result_header() || E'\n'`).Scan(&sql); err != nil {
+		t.Fatal(err)
+	}
+	if sql != normalize.ResultHeader {
+		t.Errorf("result_header() = %q, normalize.ResultHeader = %q", sql, normalize.ResultHeader)
+	}
+	// The five echoed columns are the first five canonical fields.
+	if want := "line,row,outcome," + strings.Join(normalize.FieldNames[:5], ",") + ",code,field,message\n"; normalize.ResultHeader != want {
+		t.Errorf("normalize.ResultHeader = %q, want %q", normalize.ResultHeader, want)
+	}
+}

@@ -2,6 +2,14 @@ package normalize
 
 import "unicode/utf8"
 
+// ResultHeader is the first line of every result file (NAME.result.csv) and
+// review report (NAME.review.csv): where the row is, its outcome, the five
+// fields a partner recognises it by, and why. The review report is written
+// by the database, whose result_header() (migrations/00150) gives the same
+// line; migrations.TestResultHeaderMatches runs both.
+const ResultHeader = "line,row,outcome," + FieldEmployeeRef + "," + FieldPayPeriod + "," + FieldComponent + "," +
+	FieldAmount + "," + FieldCurrency + ",code,field,message\n"
+
 // AppendResultCells appends cells to b as consecutive cells of a result
 // file line, separated by commas, each quoted by the result file's one CSV
 // rule: RFC 4180 quoting (the cell in double quotes, inner quotes doubled)

@@ -1,9 +1,7 @@
 package records
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
 	"fmt"
 	"strings"
 
@@ -19,20 +17,20 @@ type FileReject struct {
 func (e *FileReject) Error() string { return e.Code + ": " + e.Message }
 
 // fileResult stores a one-row result for a file rejected as a whole and
-// closes the envelope with status.
+// closes the envelope with status. Its cells are quoted by csv_field, as
+// every line the database writes.
 func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr FileReject, status string) error {
-	var b bytes.Buffer
-	b.WriteString(ResultHeader)
-	w := csv.NewWriter(&b)
-	_ = w.Write([]string{fmt.Sprint(fr.Line), "0", "rejected", "", "", "", "", "", fr.Code, fr.Field, fr.Message})
-	w.Flush()
 	env.Status = status
 	env.Counts = map[string]int{"rejected": 1}
-	env.ResultSize = int64(b.Len())
-	if _, err := tx.Exec(ctx, `INSERT INTO envelope_results (envelope_id, n, data) VALUES ($1, 0, $2)`, env.ID, b.Bytes()); err != nil {
+	err := tx.QueryRow(ctx, `INSERT INTO envelope_results (envelope_id, n, data)
+		SELECT $1, 0, convert_to($2::text || concat_ws(',', $3::integer, 0, 'rejected', '', '', '', '', '',
+			csv_field($4), csv_field($5), csv_field($6)) || E'\n', 'UTF8')
+		RETURNING length(data)`, env.ID, ResultHeader, fr.Line, fr.Code, fr.Field,
+		strings.ToValidUTF8(fr.Message, "\uFFFD")).Scan(&env.ResultSize)
+	if err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
-	_, err := tx.Exec(ctx, `UPDATE envelopes SET status = $2, counts = $3, result_size = $4, seq = $5, processed_at = clock_timestamp() WHERE id = $1`,
+	_, err = tx.Exec(ctx, `UPDATE envelopes SET status = $2, counts = $3, result_size = $4, seq = $5, processed_at = clock_timestamp() WHERE id = $1`,
 		env.ID, status, env.Counts, env.ResultSize, env.Seq)
 	if err != nil {
 		return fmt.Errorf("close envelope: %w", err)

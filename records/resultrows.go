@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/payintake/payintake/normalize"
 )
 
-// ResultHeader is the first line of every result file.
-const ResultHeader = "line,row,outcome,employee_ref,pay_period,component,amount,currency,code,field,message\n"
+// ResultHeader is the first line of every result file; the result file's
+// format is normalize's.
+const ResultHeader = normalize.ResultHeader
 
 // WriteResult streams the stored result file of an envelope (following a
 // replay to its original) to w. The bytes are the ones stored when the
