@@ -160,10 +160,10 @@ type applyStatement struct {
 	result bool // builds the result file: only for envelopes
 }
 
-func updated(c map[string]int, _ bool) bool     { return c["updated"] > 0 }
-func unchanged(c map[string]int, seq bool) bool { return seq && c["unchanged"] > 0 }
-func created(c map[string]int, _ bool) bool     { return c["created"] > 0 }
-func held(c map[string]int, _ bool) bool        { return c["held"] > 0 }
+func updated(c map[string]int, _ bool) bool     { return c[string(OutcomeUpdated)] > 0 }
+func unchanged(c map[string]int, seq bool) bool { return seq && c[string(OutcomeUnchanged)] > 0 }
+func created(c map[string]int, _ bool) bool     { return c[string(OutcomeCreated)] > 0 }
+func held(c map[string]int, _ bool) bool        { return c[string(OutcomeHeld)] > 0 }
 
 // applySQL writes the effects of the classified rows, in order.
 var applySQL = []applyStatement{

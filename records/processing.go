@@ -21,12 +21,12 @@ func (e *FileReject) Error() string { return e.Code + ": " + e.Message }
 // every line the database writes.
 func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr FileReject, status string) error {
 	env.Status = status
-	env.Counts = map[string]int{"rejected": 1}
+	env.Counts = map[string]int{string(OutcomeRejected): 1}
 	err := tx.QueryRow(ctx, `INSERT INTO envelope_results (envelope_id, n, data)
-		SELECT $1, 0, convert_to($2::text || concat_ws(',', $3::integer, 0, 'rejected', '', '', '', '', '',
+		SELECT $1, 0, convert_to($2::text || concat_ws(',', $3::integer, 0, $7::text, '', '', '', '', '',
 			csv_field($4), csv_field($5), csv_field($6)) || E'\n', 'UTF8')
 		RETURNING length(data)`, env.ID, ResultHeader, fr.Line, fr.Code, fr.Field,
-		strings.ToValidUTF8(fr.Message, "\uFFFD")).Scan(&env.ResultSize)
+		strings.ToValidUTF8(fr.Message, "\uFFFD"), OutcomeRejected).Scan(&env.ResultSize)
 	if err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}

@@ -178,8 +178,8 @@ func (s *Store) replay(ctx context.Context, tx pgx.Tx, req ReplayRequest, sum []
 			refused.Rows, refused.Reasons = append(refused.Rows, l.Row), append(refused.Reasons, "is named twice in this request")
 		case !ok || l.Row < 1:
 			refused.Rows, refused.Reasons = append(refused.Rows, l.Row), append(refused.Reasons, "is not a row of this submission")
-		case o.Outcome != "rejected" && o.Outcome != "held":
-			refused.Rows, refused.Reasons = append(refused.Rows, l.Row), append(refused.Reasons, "was "+o.Outcome)
+		case o.Outcome != OutcomeRejected && o.Outcome != OutcomeHeld:
+			refused.Rows, refused.Reasons = append(refused.Rows, l.Row), append(refused.Reasons, "was "+string(o.Outcome))
 		}
 		seen[l.Row] = true
 	}
@@ -268,7 +268,7 @@ func (s *Store) replay(ctx context.Context, tx pgx.Tx, req ReplayRequest, sum []
 		}
 		parsed[0].ReplayID = producer[l.Row]
 		res.Legs = append(res.Legs, LegResult{ResultRow: parsed[0], LegKey: keys[i], Settled: !claimed[l.Row]})
-		res.Counts[parsed[0].Outcome]++
+		res.Counts[string(parsed[0].Outcome)]++
 	}
 	res.Result = out.Bytes()
 	return res, nil

@@ -48,17 +48,17 @@ func (s *Store) WriteResult(ctx context.Context, id int64, w io.Writer) error {
 
 // ResultRow is one row of a result file, as its cells say.
 type ResultRow struct {
-	Line        int    `json:"line"`
-	Row         int    `json:"row"`
-	Outcome     string `json:"outcome"`
-	EmployeeRef string `json:"employee_ref"`
-	PayPeriod   string `json:"pay_period"`
-	Component   string `json:"component"`
-	Amount      string `json:"amount"`
-	Currency    string `json:"currency"`
-	Code        string `json:"code"`
-	Field       string `json:"field"`
-	Message     string `json:"message"`
+	Line        int     `json:"line"`
+	Row         int     `json:"row"`
+	Outcome     Outcome `json:"outcome"`
+	EmployeeRef string  `json:"employee_ref"`
+	PayPeriod   string  `json:"pay_period"`
+	Component   string  `json:"component"`
+	Amount      string  `json:"amount"`
+	Currency    string  `json:"currency"`
+	Code        string  `json:"code"`
+	Field       string  `json:"field"`
+	Message     string  `json:"message"`
 	// ReplayID: the replay that produced this outcome (0: the submission itself).
 	ReplayID int64 `json:"replay_id,omitempty"`
 }
@@ -126,16 +126,10 @@ func parseResultChunk(data []byte) ([]ResultRow, error) {
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("parse result: line %q, row %q are not numbers", rec[0], rec[1])
 		}
-		out = append(out, ResultRow{Line: line, Row: row, Outcome: rec[2], EmployeeRef: rec[3], PayPeriod: rec[4],
+		out = append(out, ResultRow{Line: line, Row: row, Outcome: Outcome(rec[2]), EmployeeRef: rec[3], PayPeriod: rec[4],
 			Component: rec[5], Amount: rec[6], Currency: rec[7], Code: rec[8], Field: rec[9], Message: rec[10]})
 	}
 }
 
 // IsOutcome reports whether o is one of the row outcomes.
-func IsOutcome(o string) bool {
-	switch o {
-	case "created", "updated", "unchanged", "held", "stale", "rejected":
-		return true
-	}
-	return false
-}
+func IsOutcome(o string) bool { return Outcome(o).Valid() }
