@@ -210,24 +210,23 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 		return res, fmt.Errorf("stage change: %w", err)
 	}
 	args := pgx.NamedArgs{"partner": partner, "seq": nil, "env": nil, "by": "webhook " + webhookID,
-		"file_rejected": false, "header": ResultHeader}
+		"file_rejected": false, "header": ResultHeader, "held": "the change"}
 	if _, err := classifyAndApply(ctx, tx, args, false, false); err != nil {
 		return res, err
 	}
 	var recID *int64
-	var recLock, periodLock *string
-	var message string
+	// The message is classify's, as for a file's row (empty when the change
+	// was applied).
 	err = tx.QueryRow(ctx, `
-		SELECT c.outcome, coalesce(c.code, ''), coalesce(c.message, ''), r.id, r.locked_reason, pl.reason, coalesce(x.id, 0),
+		SELECT c.outcome, coalesce(c.code, ''), coalesce(c.message, ''), r.id, coalesce(x.id, 0),
 			CASE WHEN c.outcome <> 'rejected' THEN coalesce(em.employee_id, derived_employee_id($1, c.employee_ref)) ELSE '' END
 		FROM classified c
 		LEFT JOIN employees em ON em.partner_id = $1 AND em.employee_ref = c.employee_ref
 		LEFT JOIN records r ON r.partner_id = $1 AND r.employee_ref = c.employee_ref
 			AND r.pay_period = c.pay_period AND r.component = c.component
-		LEFT JOIN period_locks pl ON pl.partner_id = $1 AND pl.pay_period = c.pay_period
 		LEFT JOIN exceptions x ON x.status = 'open' AND x.partner_id = $1 AND x.employee_ref = c.employee_ref
 			AND x.pay_period = c.pay_period AND x.component = c.component`, partner).
-		Scan(&res.Outcome, &res.Code, &message, &recID, &recLock, &periodLock, &res.ExceptionID, &res.EmployeeID)
+		Scan(&res.Outcome, &res.Code, &res.Message, &recID, &res.ExceptionID, &res.EmployeeID)
 	if err != nil {
 		return res, fmt.Errorf("read outcome: %w", err)
 	}
@@ -236,15 +235,6 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 	}
 	if res.Outcome != OutcomeHeld {
 		res.ExceptionID = 0
-	}
-	switch {
-	case res.Code == CodeUnknownEmployee:
-		res.Message = message
-	case res.Outcome != OutcomeHeld:
-	case res.Code == "record_locked":
-		res.Message = fmt.Sprintf("this record is locked (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it", *recLock)
-	default:
-		res.Message = fmt.Sprintf("pay period %s is closed (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it", r.PayPeriod, *periodLock)
 	}
 	if res.Outcome == OutcomeRejected {
 		// Nothing was applied or held: the same version may come again once
