@@ -1,6 +1,13 @@
 package normalize
 
-import "unicode/utf8"
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+)
 
 // ResultHeader is the first line of every result file (NAME.result.csv) and
 // review report (NAME.review.csv): where the row is, its outcome, the five
@@ -64,4 +71,39 @@ func appendResultCell(b []byte, v string) ([]byte, bool) {
 // isSpaceASCII is the regular expression class \s for ASCII characters.
 func isSpaceASCII(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// resultColumns is how many cells every line of a result file has.
+const resultColumns = 11
+
+// ResultLine is one line of a result file: its cells in ResultHeader's
+// order, and its own bytes without the line break.
+type ResultLine struct {
+	Header bool // the header line
+	Cells  []string
+	Raw    []byte
+}
+
+// ReadResultLines reads data, whole lines of a result file (a stored chunk
+// never ends inside a row), and calls fn for each line in order, the
+// header too when data holds it.
+func ReadResultLines(data []byte, fn func(ResultLine) error) error {
+	r := csv.NewReader(bytes.NewReader(data))
+	r.FieldsPerRecord = resultColumns
+	prev := int64(0)
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("parse result: %w", err)
+		}
+		end := r.InputOffset()
+		raw := bytes.TrimRight(data[prev:end], "\r\n")
+		prev = end
+		if err := fn(ResultLine{Header: rec[0] == "line" && rec[1] == "row", Cells: rec, Raw: raw}); err != nil {
+			return err
+		}
+	}
 }

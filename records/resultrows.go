@@ -1,10 +1,7 @@
 package records
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -107,28 +104,22 @@ func (s *Store) ResultRows(ctx context.Context, id int64, after, limit int, view
 // parseResultChunk parses whole result lines (a chunk never splits a row),
 // skipping the header.
 func parseResultChunk(data []byte) ([]ResultRow, error) {
-	r := csv.NewReader(bytes.NewReader(data))
-	r.FieldsPerRecord = 11
 	var out []ResultRow
-	for {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
+	err := normalize.ReadResultLines(data, func(l normalize.ResultLine) error {
+		if l.Header {
+			return nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("parse result: %w", err)
-		}
-		if rec[0] == "line" && rec[1] == "row" {
-			continue
-		}
-		line, err1 := strconv.Atoi(rec[0])
-		row, err2 := strconv.Atoi(rec[1])
+		c := l.Cells
+		line, err1 := strconv.Atoi(c[0])
+		row, err2 := strconv.Atoi(c[1])
 		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("parse result: line %q, row %q are not numbers", rec[0], rec[1])
+			return fmt.Errorf("parse result: line %q, row %q are not numbers", c[0], c[1])
 		}
-		out = append(out, ResultRow{Line: line, Row: row, Outcome: Outcome(rec[2]), EmployeeRef: rec[3], PayPeriod: rec[4],
-			Component: rec[5], Amount: rec[6], Currency: rec[7], Code: rec[8], Field: rec[9], Message: rec[10]})
-	}
+		out = append(out, ResultRow{Line: line, Row: row, Outcome: Outcome(c[2]), EmployeeRef: c[3], PayPeriod: c[4],
+			Component: c[5], Amount: c[6], Currency: c[7], Code: c[8], Field: c[9], Message: c[10]})
+		return nil
+	})
+	return out, err
 }
 
 // IsOutcome reports whether o is one of the row outcomes.
