@@ -114,12 +114,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// received counts an upload that became an envelope (or a replay, or a key reuse).
-func (m *Metrics) received(env records.Envelope) {
-	m.uploads.WithLabelValues(string(uploadResult(env.Status))).Inc()
-	m.Received(env)
-}
-
 // Received counts an envelope of any door whose receipt decided its outcome
 // (a replay or a key reuse); the others are counted when processed.
 func (m *Metrics) Received(env records.Envelope) {

@@ -34,7 +34,10 @@ const (
 
 // SFTPConfig configures the drop zone.
 type SFTPConfig struct {
-	Store   *records.Store
+	Store *records.Store
+	// Intake is what complete uploads are submitted to (Intake.Submit);
+	// nil: one on Store, with Log and Metrics.
+	Intake  *Intake
 	HostKey ssh.Signer
 	// SpoolDir holds uploads while they are written (never a partner-chosen
 	// name: spool files are named by the server).
@@ -141,6 +144,9 @@ func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
+	}
+	if cfg.Intake == nil {
+		cfg.Intake = &Intake{Store: cfg.Store, Log: cfg.Log, Metrics: cfg.Metrics}
 	}
 	if err := os.MkdirAll(cfg.SpoolDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create spool folder: %w", err)

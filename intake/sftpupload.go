@@ -679,8 +679,8 @@ func (u *upload) Close() error {
 	return fs.receive(p)
 }
 
-// receive records a complete pending file as an envelope, with its
-// processing job in the same transaction, then drops the spool file.
+// receive submits a complete pending file (Intake.Submit): an envelope,
+// with its processing job in the same transaction; then drops the spool file.
 func (fs *partnerFS) receive(p *pending) error {
 	defer fs.conn.working()()
 	fs.srv.detach(p)
@@ -694,16 +694,17 @@ func (fs *partnerFS) receive(p *pending) error {
 	ctx, cancel := fs.bgCtx(30 * time.Minute)
 	defer cancel()
 	closing := time.Now()
-	env, err := fs.srv.cfg.Store.Receive(ctx, records.Incoming{
-		PartnerID: fs.partner, FileName: name, Source: "sftp", Path: p.spool,
-		SHA256: sum, Size: size, ModTime: mtime, Stream: stream,
-	}, fs.srv.cfg.Enqueue)
+	res, err := fs.srv.cfg.Intake.Submit(ctx, Submission{
+		Partner: fs.partner, Name: name, Source: "sftp", Path: p.spool,
+		SHA256: sum, Size: size, ModTime: mtime, Stream: stream, Enqueue: fs.srv.cfg.Enqueue,
+	})
+	env := res.Received
 	if err != nil {
 		fs.srv.m.uploads.WithLabelValues("failed").Inc()
 		fs.log.Error("receive upload", "file", name, "bytes", size, "err", err)
 		return failure(fmt.Sprintf("the upload of %s could not be recorded (server error); nothing was received: send it again", name))
 	}
-	fs.srv.m.received(env)
+	fs.srv.m.uploads.WithLabelValues(uploadResult(env.Status)).Inc() // the envelope is counted by Submit
 	if stream != nil && stream.Committed() {
 		fs.srv.m.uploadStored.WithLabelValues("streamed").Inc()
 	} else {

@@ -102,8 +102,7 @@ type API struct {
 	st      *records.Store
 	cfg     Config
 	log     *slog.Logger
-	process func(ctx context.Context, id int64) (records.Envelope, error) // in.Process; replaced in tests
-	reading chan struct{}                                                 // a token per webhook body being read
+	reading chan struct{} // a token per webhook body being read
 }
 
 // New returns the API on in's store.
@@ -138,7 +137,7 @@ func New(in *intake.Intake, cfg Config) *API {
 	if cfg.WebhooksReading <= 0 {
 		cfg.WebhooksReading = DefaultWebhooksReading
 	}
-	return &API{in: in, st: in.Store, cfg: cfg, log: in.Log, process: in.Process,
+	return &API{in: in, st: in.Store, cfg: cfg, log: in.Log,
 		reading: make(chan struct{}, cfg.WebhooksReading)}
 }
 

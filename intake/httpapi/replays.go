@@ -1,28 +1,20 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/payintake/payintake/intake"
-	"github.com/payintake/payintake/internal/jsondup"
-	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
 
 // POST /v1/submissions/{id}/replays: corrected legs of a submission, each
 // applied at most once (records.Replay says how).
 
-const (
-	maxReplayBody = 4 << 20
-	maxReplayLegs = 10000
-)
+const maxReplayBody = 4 << 20
 
 type replayLeg struct {
 	Row      int    `json:"row"`
@@ -94,18 +86,13 @@ func (a *API) postReplay(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusBadRequest, "body_unreadable", "the body could not be read to its end; send the replay again with the same Idempotency-Key"))
 		return
 	}
-	p2, err := a.st.Partner(r.Context(), out.PartnerID)
-	if err != nil {
-		a.internal(w, r, "read partner", err)
-		return
-	}
-	legs, bad := parseReplay(body, intake.Settings(p2))
+	ans, bad, err := a.in.ReplayLegs(r.Context(), intake.LegReplay{Of: out, Key: key, Source: "http", Body: body}, renderReplay)
 	if bad != nil {
-		writeProblem(w, *bad)
+		p := newProblem(http.StatusUnprocessableEntity, bad.Code, bad.Message)
+		p.Field = bad.Field
+		writeProblem(w, p)
 		return
 	}
-	ans, err := a.st.Replay(r.Context(), records.ReplayRequest{PartnerID: out.PartnerID, Of: out,
-		Key: records.SubmissionKey(key), Source: "http", Body: body, Legs: legs}, renderReplay)
 	var nr *records.NotReplayableError
 	switch {
 	case errors.Is(err, records.ErrReplayKeyReuse):
@@ -125,53 +112,4 @@ func (a *API) postReplay(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	writeResponse(w, records.IdemResponse{Status: ans.Status, ContentType: "application/json", Body: ans.Body})
-}
-
-// parseReplay reads {"rows": [{"row": N, ...fields}]}: each leg's fields
-// are read as a webhook's (money a JSON string, never a number) and
-// normalised as a CSV row with the partner's settings. A leg whose values
-// are invalid is staged as a rejected row (it gets its outcome); a body
-// that is not this shape, or money as a JSON number, is refused whole.
-func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *problem) {
-	bad := func(code, field, detail string) ([]records.Leg, *problem) {
-		p := newProblem(http.StatusUnprocessableEntity, code, detail+"; nothing was applied")
-		p.Field = field
-		return nil, &p
-	}
-	if name, dup := jsondup.Find(body); dup {
-		return bad("duplicate_key", name, fmt.Sprintf("the body has the member %q more than once; send each field once", name))
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var doc struct {
-		Rows []map[string]json.RawMessage `json:"rows"`
-	}
-	if err := dec.Decode(&doc); err != nil {
-		return bad("invalid_json", "", `the body is not a JSON object {"rows": [{"row": N, "employee_ref": ..., "amount": "12.50", ...}]}`)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return bad("invalid_json", "", "the body has data after its JSON object")
-	}
-	if len(doc.Rows) == 0 || len(doc.Rows) > maxReplayLegs {
-		return bad("invalid_rows", "rows", fmt.Sprintf("rows must list 1 to %d corrected rows", maxReplayLegs))
-	}
-	legs := make([]records.Leg, 0, len(doc.Rows))
-	for i, m := range doc.Rows {
-		at := fmt.Sprintf("rows[%d]", i)
-		n, err := strconv.Atoi(string(bytes.TrimSpace(m["row"])))
-		if err != nil || n < 1 {
-			return bad("invalid_row", at+".row", at+".row must be the row index (a JSON integer from 1) of the submission's row this corrects")
-		}
-		raw, invalid := jsonRawRow(m)
-		if invalid != nil {
-			return bad(invalid.Code, at+"."+invalid.Field, at+": "+invalid.Message)
-		}
-		rec, disp, rowErr := normalize.Normalize(raw, s)
-		row := normalize.Row{Index: n, Record: rec, Display: disp}
-		if rowErr != nil {
-			row.Err = rowErr
-		}
-		legs = append(legs, records.Leg{Row: n, Staged: intake.Stage(row)})
-	}
-	return legs, nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/records"
 )
@@ -189,46 +190,30 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 	}
 	defer os.Remove(path)
 
-	// From here the work finishes even if the client goes away: the next
-	// retry then gets the stored answer.
+	// The work finishes even if the client goes away (Detach): the next
+	// retry then gets the stored answer. A queue worker that got there
+	// first is waited for as long as the client waits.
+	res, err := a.in.Submit(r.Context(), intake.Submission{Partner: partner, Name: name, Key: key, Source: "http",
+		Path: path, Enqueue: a.cfg.Enqueue, Wait: true, Detach: true})
+	got, out := res.Received, res.Outcome
 	ctx = context.WithoutCancel(ctx)
-	got, err := a.st.Receive(ctx, records.Incoming{PartnerID: partner, FileName: name, Source: "http", Path: path, Key: key}, a.cfg.Enqueue)
-	if err != nil {
+	switch {
+	case errors.Is(err, intake.ErrNameMismatch):
 		release()
-		a.internal(w, r, "receive submission", err)
+		writeProblem(w, nameMismatch(out, name))
 		return
-	}
-	a.log.InfoContext(ctx, "envelope received", "envelope", got.ID, "partner", partner, "file", got.FileName,
-		"status", got.Status, "bytes", got.Size, "source", "http")
-	a.in.Metrics.Received(got)
-	if got.Status == records.StatusKeyReuse {
+	case err != nil:
+		// The envelope, if recorded, is durable; a retry with the same key
+		// and body replays it and finishes its processing.
+		release()
+		a.internal(w, r, "submit", err)
+		return
+	case got.Status == records.StatusKeyReuse:
 		// The submission key was taken by other bytes before this key's
 		// claim existed (the claim was reaped, or a file of that name came
 		// over SFTP). Leave the key to the original bytes.
 		release()
 		writeProblem(w, keyReuse(got.ID))
-		return
-	}
-	out, err := a.st.Outcome(ctx, got)
-	if err == nil && got.Status == records.StatusReplay && out.FileName != name {
-		release()
-		writeProblem(w, nameMismatch(out, name))
-		return
-	}
-	if err == nil && out.Status == records.StatusReceived {
-		id := out.ID
-		out, err = a.process(ctx, id)
-		if errors.Is(err, records.ErrBusy) {
-			// A queue worker got there first: wait for its outcome, as long
-			// as the client waits.
-			out, err = a.st.WaitDone(r.Context(), id, 50*time.Millisecond)
-		}
-	}
-	if err != nil {
-		// The envelope is durable; a retry with the same key and body
-		// replays it and finishes its processing.
-		release()
-		a.internal(w, r, "process submission", err)
 		return
 	}
 	resp := jsonResponse(http.StatusCreated, newSubmission(out))
@@ -287,14 +272,12 @@ func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key
 	}
 	// Another body under a used key: recorded (as a file would be) so the
 	// bytes are kept for audit, rejected, nothing applied.
-	ctx := context.WithoutCancel(r.Context())
-	got, err := a.st.Receive(ctx, records.Incoming{PartnerID: partner, FileName: name, Source: "http", Path: path, Key: key}, nil)
+	res, err := a.in.Submit(r.Context(), intake.Submission{Partner: partner, Name: name, Key: key, Source: "http", Path: path, Detach: true})
 	if err != nil {
 		a.internal(w, r, "receive submission", err)
 		return
 	}
-	a.in.Metrics.Received(got)
-	writeProblem(w, keyReuse(got.ID))
+	writeProblem(w, keyReuse(res.Received.ID))
 }
 
 // nameMismatch refuses a repeat of a submission (same key, same body) under

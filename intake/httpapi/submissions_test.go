@@ -499,20 +499,49 @@ func TestSubmitLeaseRenewed(t *testing.T) {
 }
 
 // When a queue worker is processing the envelope already, the request waits
-// for that outcome instead of failing.
+// for that outcome instead of failing. The worker (a second transaction
+// processing the file sent over SFTP) holds the envelope and waits for the
+// partner's lock, which the test holds until the request has recorded its
+// replay: the request's own processing finds the envelope busy.
 func TestSubmitWhileWorkerProcesses(t *testing.T) {
 	e := newEnv(t, Config{})
-	real := e.api.process
-	e.api.process = func(ctx context.Context, id int64) (records.Envelope, error) {
-		go func() {
-			time.Sleep(200 * time.Millisecond)
-			if _, err := real(context.Background(), id); err != nil {
-				t.Error(err)
-			}
-		}()
-		return records.Envelope{}, records.ErrBusy
+	partnerLock, err := e.st.Pool().Begin(e.ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r := e.submit("acme", "k", "a.csv", firstRun)
+	defer partnerLock.Rollback(e.ctx)
+	if _, err := partnerLock.Exec(e.ctx, `SELECT pg_advisory_xact_lock(7310, hashtext('acme'))`); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "a.csv")
+	writeFile(t, path, firstRun)
+	sent, err := e.api.in.Submit(e.ctx, intake.Submission{Partner: "acme", Name: "a.csv", Source: "sftp", Path: path})
+	if err != nil || sent.Received.Status != records.StatusReceived {
+		t.Fatalf("%+v %v", sent, err)
+	}
+	worker := make(chan records.Envelope, 1)
+	go func() {
+		env, err := e.api.in.Process(context.Background(), sent.Received.ID)
+		if err != nil {
+			t.Error(err)
+		}
+		worker <- env
+	}()
+	waitFor(t, func() bool {
+		return e.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) == 1
+	})
+	request := make(chan resp, 1)
+	go func() { request <- e.submit("acme", "a.csv", "a.csv", firstRun) }()
+	waitFor(t, func() bool {
+		return e.count(`SELECT count(*) FROM envelopes WHERE replay_of = $1`, sent.Received.ID) == 1
+	})
+	if err := partnerLock.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if env := <-worker; !env.Applied {
+		t.Fatalf("the worker did not apply the envelope: %+v", env)
+	}
+	r := <-request
 	wantStatus(t, r, http.StatusCreated)
 	if m := r.json(t); m["status"] != "processed" || m["counts"].(map[string]any)["created"] != 2.0 {
 		t.Fatalf("%s", r.body)

@@ -1,10 +1,8 @@
 package httpapi
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +13,6 @@ import (
 	"time"
 
 	"github.com/payintake/payintake/intake"
-	"github.com/payintake/payintake/internal/jsondup"
-	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
 
@@ -74,19 +70,7 @@ func (a *API) postWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	d := records.WebhookDelivery{PartnerID: partner, WebhookID: id, Body: body}
-	p, err := a.st.Partner(ctx, partner)
-	if err != nil {
-		a.internal(w, r, "read partner", err)
-		return
-	}
-	ch, invalid := parseWebhook(body, intake.Settings(p))
-	if invalid != nil {
-		d.Invalid = invalid
-	} else {
-		d.Change = ch
-	}
-	ans, err := a.st.DeliverWebhook(ctx, d, renderWebhook)
+	ans, err := a.in.DeliverWebhook(ctx, intake.Webhook{Partner: partner, ID: id, Body: body}, renderWebhook)
 	if err != nil {
 		a.internal(w, r, "deliver webhook", err)
 		return
@@ -206,65 +190,4 @@ func Sign(secret, id string, ts int64, body []byte) (string, error) {
 		return "", err
 	}
 	return "v1," + base64.StdEncoding.EncodeToString(records.WebhookSignature(key, id, records.WebhookTimestamp(ts), body)), nil
-}
-
-// parseWebhook reads a webhook body: a JSON object with entity_id (string),
-// version (integer number), and the pay-line fields as JSON strings
-// (employee_ref, pay_period, component, amount, currency, and optional
-// hours, rate, pay_date). Money must be a string: a JSON number is refused,
-// never converted. hours may also be a JSON number, taken as its literal
-// text (no floating point). Unknown fields are ignored; null is absent; a
-// field given twice is refused (duplicate_key).
-// The values are then normalised exactly as a CSV row with the partner's
-// settings.
-func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *records.WebhookInvalid) {
-	invalid := func(code, field, msg string) (*records.WebhookChange, *records.WebhookInvalid) {
-		return nil, &records.WebhookInvalid{Code: code, Field: field, Message: msg}
-	}
-	if name, dup := jsondup.Find(body); dup {
-		return invalid("duplicate_key", name, fmt.Sprintf(
-			"the body has the member %q more than once; send each field once (a repeated field is never resolved by taking one of its values)", name))
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var m map[string]json.RawMessage
-	if err := dec.Decode(&m); err != nil || m == nil {
-		return invalid("invalid_json", "", "the body is not a JSON object")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return invalid("invalid_json", "", "the body has data after its JSON object")
-	}
-
-	entity, bad := jsonText(m, "entity_id", false, false)
-	if bad != nil {
-		return nil, bad
-	}
-	raw, bad := jsonRawRow(m)
-	if bad != nil {
-		return nil, bad
-	}
-	entity = strings.TrimSpace(entity)
-	if entity == "" {
-		return invalid("missing_value", "entity_id", "entity_id is missing; send the sender's id of this pay line")
-	}
-	if len(entity) > 255 {
-		return invalid("invalid_entity_id", "entity_id", "entity_id is longer than 255 bytes")
-	}
-	var version int64
-	switch v := bytes.TrimSpace(m["version"]); {
-	case len(v) == 0 || string(v) == "null":
-		return invalid("missing_value", "version", "version is missing; send the pay line's version as an integer that grows with every change")
-	default:
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil || n < 0 {
-			return invalid("invalid_version", "version", fmt.Sprintf("version is %s; it must be a non-negative JSON integer such as 3", v))
-		}
-		version = n
-	}
-	rec, disp, rowErr := normalize.Normalize(raw, s)
-	if rowErr != nil {
-		return invalid(rowErr.Code, rowErr.Field, rowErr.Message)
-	}
-	st := intake.Stage(normalize.Row{Line: 0, Index: 1, Record: rec, Display: disp})
-	return &records.WebhookChange{EntityID: entity, Version: version, Row: st}, nil
 }

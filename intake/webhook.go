@@ -1,0 +1,236 @@
+package intake
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/payintake/payintake/internal/jsondup"
+	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/records"
+)
+
+// Webhook is one webhook delivery whose signature the door has checked: a
+// JSON body with one pay-line change.
+type Webhook struct {
+	Partner string
+	ID      string // the webhook-id: a redelivery repeats it
+	Body    []byte // raw, as signed
+}
+
+// DeliverWebhook is the one entry point of a webhook change: the body is
+// read (parseWebhook), its values normalised exactly as a CSV row with the
+// partner's settings, and the change applied if its per-entity version is
+// new (records.Store.DeliverWebhook, which keeps the answer render gives
+// for a redelivery). An invalid body is quarantined, nothing applied.
+func (in *Intake) DeliverWebhook(ctx context.Context, w Webhook, render records.WebhookRender) (records.WebhookAnswer, error) {
+	p, err := in.Store.Partner(ctx, w.Partner)
+	if err != nil {
+		return records.WebhookAnswer{}, fmt.Errorf("read partner: %w", err)
+	}
+	d := records.WebhookDelivery{PartnerID: w.Partner, WebhookID: w.ID, Body: w.Body}
+	d.Change, d.Invalid = parseWebhook(w.Body, Settings(p))
+	ans, err := in.Store.DeliverWebhook(ctx, d, render)
+	if err != nil {
+		return ans, fmt.Errorf("deliver webhook: %w", err)
+	}
+	return ans, nil
+}
+
+// maxReplayLegs bounds the legs of one replay request.
+const maxReplayLegs = 10000
+
+// LegReplay is a request to replay rows (legs) of a processed submission
+// (POST /v1/submissions/{id}/replays): a JSON body {"rows": [...]}.
+type LegReplay struct {
+	Of     records.Envelope // the submission's outcome envelope
+	Key    string           // the request's idempotency key
+	Source string
+	Body   []byte
+}
+
+// ReplayLegs is the one entry point of a leg replay by request: the body
+// is read (parseReplay), each leg normalised as a CSV row with the
+// partner's settings, and the legs replayed (records.Store.Replay). A body
+// that is not a replay is refused whole: the *records.WebhookInvalid says
+// why (its code, field and message, as for a webhook body), nothing applied.
+func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, render records.ReplayRender) (records.ReplayAnswer, *records.WebhookInvalid, error) {
+	p, err := in.Store.Partner(ctx, r.Of.PartnerID)
+	if err != nil {
+		return records.ReplayAnswer{}, nil, fmt.Errorf("read partner: %w", err)
+	}
+	legs, bad := parseReplay(r.Body, Settings(p))
+	if bad != nil {
+		return records.ReplayAnswer{}, bad, nil
+	}
+	ans, err := in.Store.Replay(ctx, records.ReplayRequest{PartnerID: r.Of.PartnerID, Of: r.Of,
+		Key: records.SubmissionKey(r.Key), Source: r.Source, Body: r.Body, Legs: legs}, render)
+	return ans, nil, err
+}
+
+// parseWebhook reads a webhook body: a JSON object with entity_id (string),
+// version (integer number), and the pay-line fields as JSON strings
+// (employee_ref, pay_period, component, amount, currency, and optional
+// hours, rate, pay_date). Money must be a string: a JSON number is refused,
+// never converted. hours may also be a JSON number, taken as its literal
+// text (no floating point). Unknown fields are ignored; null is absent; a
+// field given twice is refused (duplicate_key).
+// The values are then normalised exactly as a CSV row with the partner's
+// settings.
+func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *records.WebhookInvalid) {
+	invalid := func(code, field, msg string) (*records.WebhookChange, *records.WebhookInvalid) {
+		return nil, &records.WebhookInvalid{Code: code, Field: field, Message: msg}
+	}
+	if name, dup := jsondup.Find(body); dup {
+		return invalid("duplicate_key", name, fmt.Sprintf(
+			"the body has the member %q more than once; send each field once (a repeated field is never resolved by taking one of its values)", name))
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var m map[string]json.RawMessage
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return invalid("invalid_json", "", "the body is not a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("invalid_json", "", "the body has data after its JSON object")
+	}
+
+	entity, bad := jsonText(m, "entity_id", false, false)
+	if bad != nil {
+		return nil, bad
+	}
+	raw, bad := jsonRawRow(m)
+	if bad != nil {
+		return nil, bad
+	}
+	entity = strings.TrimSpace(entity)
+	if entity == "" {
+		return invalid("missing_value", "entity_id", "entity_id is missing; send the sender's id of this pay line")
+	}
+	if len(entity) > 255 {
+		return invalid("invalid_entity_id", "entity_id", "entity_id is longer than 255 bytes")
+	}
+	var version int64
+	switch v := bytes.TrimSpace(m["version"]); {
+	case len(v) == 0 || string(v) == "null":
+		return invalid("missing_value", "version", "version is missing; send the pay line's version as an integer that grows with every change")
+	default:
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n < 0 {
+			return invalid("invalid_version", "version", fmt.Sprintf("version is %s; it must be a non-negative JSON integer such as 3", v))
+		}
+		version = n
+	}
+	rec, disp, rowErr := normalize.Normalize(raw, s)
+	if rowErr != nil {
+		return invalid(rowErr.Code, rowErr.Field, rowErr.Message)
+	}
+	st := Stage(normalize.Row{Line: 0, Index: 1, Record: rec, Display: disp})
+	return &records.WebhookChange{EntityID: entity, Version: version, Row: st}, nil
+}
+
+// parseReplay reads {"rows": [{"row": N, ...fields}]}: each leg's fields
+// are read as a webhook's (money a JSON string, never a number) and
+// normalised as a CSV row with the partner's settings. A leg whose values
+// are invalid is staged as a rejected row (it gets its outcome); a body
+// that is not this shape, or money as a JSON number, is refused whole.
+func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *records.WebhookInvalid) {
+	bad := func(code, field, detail string) ([]records.Leg, *records.WebhookInvalid) {
+		return nil, &records.WebhookInvalid{Code: code, Field: field, Message: detail + "; nothing was applied"}
+	}
+	if name, dup := jsondup.Find(body); dup {
+		return bad("duplicate_key", name, fmt.Sprintf("the body has the member %q more than once; send each field once", name))
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var doc struct {
+		Rows []map[string]json.RawMessage `json:"rows"`
+	}
+	if err := dec.Decode(&doc); err != nil {
+		return bad("invalid_json", "", `the body is not a JSON object {"rows": [{"row": N, "employee_ref": ..., "amount": "12.50", ...}]}`)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return bad("invalid_json", "", "the body has data after its JSON object")
+	}
+	if len(doc.Rows) == 0 || len(doc.Rows) > maxReplayLegs {
+		return bad("invalid_rows", "rows", fmt.Sprintf("rows must list 1 to %d corrected rows", maxReplayLegs))
+	}
+	legs := make([]records.Leg, 0, len(doc.Rows))
+	for i, m := range doc.Rows {
+		at := fmt.Sprintf("rows[%d]", i)
+		n, err := strconv.Atoi(string(bytes.TrimSpace(m["row"])))
+		if err != nil || n < 1 {
+			return bad("invalid_row", at+".row", at+".row must be the row index (a JSON integer from 1) of the submission's row this corrects")
+		}
+		raw, invalid := jsonRawRow(m)
+		if invalid != nil {
+			return bad(invalid.Code, at+"."+invalid.Field, at+": "+invalid.Message)
+		}
+		rec, disp, rowErr := normalize.Normalize(raw, s)
+		row := normalize.Row{Index: n, Record: rec, Display: disp}
+		if rowErr != nil {
+			row.Err = rowErr
+		}
+		legs = append(legs, records.Leg{Row: n, Staged: Stage(row)})
+	}
+	return legs, nil
+}
+
+// jsonText reads field of a JSON object (decoded with UseNumber) that must
+// be a JSON string, or with number also a JSON number. Money (money true)
+// as a JSON number is refused (money_not_string): it is never converted, to
+// avoid rounding. Absent and null are "". Webhooks and leg replays share it.
+func jsonText(m map[string]json.RawMessage, field string, money, number bool) (string, *records.WebhookInvalid) {
+	raw := bytes.TrimSpace(m[field])
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return "", &records.WebhookInvalid{Code: "invalid_json", Field: field, Message: field + " is not a valid JSON string"}
+		}
+		return v, nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		if number {
+			return string(raw), nil
+		}
+		if money {
+			return "", &records.WebhookInvalid{Code: "money_not_string", Field: field, Message: fmt.Sprintf(
+				"%s is the JSON number %s; money must be a JSON string such as \"2150.00\" and a number is never converted, to avoid rounding", field, raw)}
+		}
+	}
+	return "", &records.WebhookInvalid{Code: "invalid_type", Field: field, Message: field + " must be a JSON string"}
+}
+
+// jsonRawRow reads the eight pay-line fields of a JSON object as a CSV row's
+// raw cells, to be normalised with the partner's settings.
+func jsonRawRow(m map[string]json.RawMessage) (normalize.RawRow, *records.WebhookInvalid) {
+	var raw normalize.RawRow
+	for _, f := range []struct {
+		name          string
+		dst           *string
+		money, number bool
+	}{
+		{normalize.FieldEmployeeRef, &raw.EmployeeRef, false, false},
+		{normalize.FieldPayPeriod, &raw.PayPeriod, false, false},
+		{normalize.FieldComponent, &raw.Component, false, false},
+		{normalize.FieldAmount, &raw.Amount, true, false},
+		{normalize.FieldCurrency, &raw.Currency, false, false},
+		{normalize.FieldHours, &raw.Hours, false, true},
+		{normalize.FieldRate, &raw.Rate, true, false},
+		{normalize.FieldPayDate, &raw.PayDate, false, false},
+	} {
+		v, bad := jsonText(m, f.name, f.money, f.number)
+		if bad != nil {
+			return raw, bad
+		}
+		*f.dst = v
+	}
+	return raw, nil
+}
