@@ -12,8 +12,8 @@ import (
 // ResultHeader is the first line of every result file (NAME.result.csv) and
 // review report (NAME.review.csv): where the row is, its outcome, the five
 // fields a partner recognises it by, and why. The review report is written
-// by the database, whose result_header() (migrations/00150) gives the same
-// line; migrations.TestResultHeaderMatches runs both.
+// by the database (review_report_csv, migrations/00004), which repeats the
+// line; migrations.TestResultHeaderMatches compares the two.
 const ResultHeader = "line,row,outcome," + FieldEmployeeRef + "," + FieldPayPeriod + "," + FieldComponent + "," +
 	FieldAmount + "," + FieldCurrency + ",code,field,message\n"
 
