@@ -89,6 +89,10 @@ func benchDispatch(b *testing.B, n int, name string, latency time.Duration) {
 			}
 		}
 	}()
+	var wal0 int64
+	if err := e.store.Pool().QueryRow(e.ctx, `SELECT pg_current_wal_insert_lsn() - '0/0'`).Scan(&wal0); err != nil {
+		b.Fatal(err)
+	}
 	b.StartTimer()
 	start := time.Now()
 	runs, err := d.Dispatch(e.ctx, "acme", "2026-11")
@@ -96,6 +100,11 @@ func benchDispatch(b *testing.B, n int, name string, latency time.Duration) {
 	b.StopTimer()
 	close(stop)
 	<-sampled
+	var wal1 int64
+	if err := e.store.Pool().QueryRow(e.ctx, `SELECT pg_current_wal_insert_lsn() - '0/0'`).Scan(&wal1); err != nil {
+		b.Fatal(err)
+	}
+	walPerLine := float64(wal1-wal0) / float64(n)
 	if err != nil || len(runs) != 1 || runs[0].State != RunComplete || runs[0].Settled != n {
 		b.Fatalf("dispatch: %v %+v", err, runs)
 	}
@@ -123,8 +132,9 @@ func benchDispatch(b *testing.B, n int, name string, latency time.Duration) {
 	b.ReportMetric(took.Seconds()/bare.Seconds(), "ratio")
 	b.ReportMetric(live, "peak_live_heap_MB")
 	b.ReportMetric(inuse, "peak_heap_inuse_MB")
-	b.Logf("SUMMARY dispatch bench, vendor %s: %d lines, %d requests: dispatch %.2f s, bare POSTs of the same %d chunks %.2f s, ratio %.2f×, peak heap growth: live %.1f MB, in use %.1f MB",
-		name, n, sent, took.Seconds(), len(bodies), bare.Seconds(), took.Seconds()/bare.Seconds(), live, inuse)
+	b.ReportMetric(walPerLine, "wal_bytes/line")
+	b.Logf("SUMMARY dispatch bench, vendor %s: %d lines, %d requests: dispatch %.2f s, bare POSTs of the same %d chunks %.2f s, ratio %.2f×, %.0f bytes of WAL a line, peak heap growth: live %.1f MB, in use %.1f MB",
+		name, n, sent, took.Seconds(), len(bodies), bare.Seconds(), took.Seconds()/bare.Seconds(), walPerLine, live, inuse)
 }
 
 // sameChunks rebuilds the chunks the dispatcher sent from the ledger.

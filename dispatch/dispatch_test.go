@@ -313,6 +313,20 @@ func TestRequestHashConflictIsNotSent(t *testing.T) {
 		st.DeadLetters[0].Key != key || !strings.HasPrefix(st.DeadLetters[0].Detail, "request_hash_conflict") {
 		t.Errorf("status %+v", st)
 	}
+	// Logged at error level with both hashes.
+	logs := e.logged("dispatch: request-hash conflict, line not sent (a bug: the same key would carry other content)")
+	if len(logs) != 1 || logs[0]["level"] != "ERROR" || logs[0]["key"] != key || logs[0]["stored_hash"] != sha256hex("other") {
+		t.Errorf("conflict log lines %v, want one at ERROR for %s", logs, key)
+	}
+	// dispatch retry does not send it either: it stays a bug to fix.
+	sent := len(e.v.requests())
+	if n, err := e.d.Store().Retry(e.ctx, "acme", "2026-11"); err != nil || n != 0 {
+		t.Errorf("retry put back %d line(s) (%v), want none", n, err)
+	}
+	e.dispatch("2026-11")
+	if n := len(e.v.requests()); n != sent {
+		t.Errorf("after dispatch retry, %d more request(s)", n-sent)
+	}
 }
 
 // TestArchiveJobRunsOnTheDispatcherClock: the daily job archives by the

@@ -21,7 +21,8 @@ const (
 // gate is one target's backpressure, shared by every run sending to it in
 // this process.
 type gate struct {
-	lim *rate.Limiter // nil: no limit
+	lim *rate.Limiter    // nil: no limit
+	now func() time.Time // the clock of the 429 window and the pause (time.Now; tests move it)
 
 	mu       sync.Mutex
 	inflight int
@@ -33,7 +34,7 @@ type gate struct {
 }
 
 func newGate(ratePerSecond float64) *gate {
-	g := &gate{changed: make(chan struct{})}
+	g := &gate{changed: make(chan struct{}), now: time.Now}
 	if ratePerSecond > 0 {
 		g.lim = rate.NewLimiter(rate.Limit(ratePerSecond*rateShare), 1)
 	}
@@ -51,7 +52,7 @@ func (g *gate) signal() {
 func (g *gate) acquire(ctx context.Context, fresh bool) error {
 	for fresh {
 		g.mu.Lock()
-		now := time.Now()
+		now := g.now()
 		if !g.paused || (g.inflight == 0 && !now.Before(g.resumeAt)) {
 			g.paused = false
 			g.mu.Unlock()
@@ -99,7 +100,7 @@ func (g *gate) end() {
 func (g *gate) tooMany(wait time.Duration) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	now := time.Now()
+	now := g.now()
 	keep := g.recent[:0]
 	for _, t := range g.recent {
 		if now.Sub(t) < pauseWindow {

@@ -194,57 +194,67 @@ func (s *Store) takePending(ctx context.Context, run Run, limit int, from positi
 			keys[i], refs[i], emps[i], comps[i] = k, d.employeeRef, d.employeeID, d.component
 			vers[i], recs[i], hashes[i], bodies[i] = int32(d.version), d.recordID, sum[:], body
 		}
-		// An archived key stays taken: it is copied back as it was
-		// (settled), so it is neither sent again nor given a new hash.
-		if _, err := tx.Exec(ctx, `INSERT INTO dispatch_ledger (key, request_hash, partner_id, pay_period, employee_id,
-				employee_ref, component, version, record_id, line, state, attempts, last_status, last_detail,
-				created_at, updated_at, settled_at)
-			SELECT key, request_hash, partner_id, pay_period, employee_id, employee_ref, component, version, record_id,
-				line, state, attempts, last_status, last_detail, created_at, updated_at, settled_at
-			FROM dispatch_ledger_archive WHERE key = ANY($1)
-			ON CONFLICT (key) DO NOTHING`, keys); err != nil {
-			return fmt.Errorf("consult the ledger archive: %w", err)
-		}
-		rows, err = tx.Query(ctx, `INSERT INTO dispatch_ledger (key, request_hash, partner_id, pay_period, employee_id,
-				employee_ref, component, version, record_id, line)
-			SELECT u.key, u.hash, $1, $2, u.emp, u.ref, u.comp, u.ver, u.rec, u.body
-			FROM unnest($3::text[], $4::bytea[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bigint[], $10::bytea[])
-				AS u(key, hash, emp, ref, comp, ver, rec, body)
-			ON CONFLICT (key) DO NOTHING
-			RETURNING key`, run.Partner, run.Period, keys, hashes, emps, refs, comps, vers, recs, bodies)
-		if err != nil {
-			return fmt.Errorf("write ledger rows: %w", err)
-		}
-		fresh := make(map[string]bool, n)
-		var k string
-		if _, err := pgx.ForEachRow(rows, []any{&k}, func() error { fresh[k] = true; return nil }); err != nil {
-			return fmt.Errorf("write ledger rows: %w", err)
-		}
-		// What the ledger holds for the keys it already had, whoever wrote them.
+		// What the ledger (or its archive) already holds for these keys,
+		// whoever wrote it; the others get their row below.
 		type held struct {
 			hash, body []byte
 			state      string
 			attempts   int
 		}
-		var old []string
-		for _, k := range keys {
-			if !fresh[k] {
-				old = append(old, k)
+		ledger := make(map[string]held, n)
+		var archived []string
+		rows, err = tx.Query(ctx, `SELECT key, request_hash, line, state, attempts, false FROM dispatch_ledger WHERE key = ANY($1)
+			UNION ALL
+			SELECT key, request_hash, line, state, attempts, true FROM dispatch_ledger_archive WHERE key = ANY($1)`, keys)
+		if err != nil {
+			return fmt.Errorf("read the ledger: %w", err)
+		}
+		var k string
+		var h held
+		var inArchive bool
+		if _, err := pgx.ForEachRow(rows, []any{&k, &h.hash, &h.body, &h.state, &h.attempts, &inArchive}, func() error {
+			if _, dup := ledger[k]; dup {
+				return nil // in both: the ledger's row is the one that counts
+			}
+			if inArchive {
+				archived = append(archived, k)
+			}
+			ledger[k] = h
+			return nil
+		}); err != nil {
+			return fmt.Errorf("read the ledger: %w", err)
+		}
+		// An archived key stays taken: it is copied back as it was
+		// (settled), so it is neither sent again nor given a new hash.
+		if len(archived) > 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO dispatch_ledger (key, request_hash, partner_id, pay_period, employee_id,
+					employee_ref, component, version, record_id, line, state, attempts, last_status, last_detail,
+					created_at, updated_at, settled_at)
+				SELECT key, request_hash, partner_id, pay_period, employee_id, employee_ref, component, version, record_id,
+					line, state, attempts, last_status, last_detail, created_at, updated_at, settled_at
+				FROM dispatch_ledger_archive WHERE key = ANY($1)
+				ON CONFLICT (key) DO NOTHING`, archived); err != nil {
+				return fmt.Errorf("consult the ledger archive: %w", err)
 			}
 		}
-		ledger := make(map[string]held, len(old))
-		if len(old) > 0 {
-			rows, err = tx.Query(ctx, `SELECT key, request_hash, line, state, attempts FROM dispatch_ledger WHERE key = ANY($1)`, old)
-			if err != nil {
-				return err
+		// New keys: one COPY. No ON CONFLICT: only the owner of the period
+		// writes its keys (a key names its partner and period), and a row
+		// written meanwhile by anyone else fails the primary key, so the
+		// transaction (and nothing is sent), never a silent overwrite. A key
+		// twice in the page is written once; its second line is compared
+		// with the first like any held key.
+		copyRows := make([][]any, 0, n)
+		for i, k := range keys {
+			if _, ok := ledger[k]; ok {
+				continue
 			}
-			var h held
-			_, err = pgx.ForEachRow(rows, []any{&k, &h.hash, &h.body, &h.state, &h.attempts}, func() error {
-				ledger[k] = h
-				return nil
-			})
-			if err != nil {
-				return err
+			ledger[k] = held{hash: hashes[i], body: bodies[i], state: StatePending}
+			copyRows = append(copyRows, []any{k, hashes[i], run.Partner, run.Period, emps[i], refs[i], comps[i], vers[i], recs[i], bodies[i]})
+		}
+		if len(copyRows) > 0 {
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"dispatch_ledger"}, []string{"key", "request_hash", "partner_id", "pay_period",
+				"employee_id", "employee_ref", "component", "version", "record_id", "line"}, pgx.CopyFromRows(copyRows)); err != nil {
+				return fmt.Errorf("write ledger rows: %w", err)
 			}
 		}
 		var settledIDs []int64
@@ -255,22 +265,17 @@ func (s *Store) takePending(ctx context.Context, run Run, limit int, from positi
 		for i, d := range due {
 			k := keys[i]
 			l := line{dueID: d.id, round: d.round, key: k, body: bodies[i], ref: d.employeeRef, comp: d.component, version: d.version}
-			if !fresh[k] {
-				h, ok := ledger[k]
-				if !ok {
-					return fmt.Errorf("ledger row of key %s is missing", k)
-				}
-				if string(h.hash) != string(hashes[i]) {
-					conflicts = append(conflicts, conflict{key: k, stored: h.hash, want: hashes[i]})
-					conflictIDs, conflictKeys = append(conflictIDs, d.id), append(conflictKeys, k)
-					continue
-				}
-				if h.state != StatePending {
-					settledIDs, settledKeys, settledStates = append(settledIDs, d.id), append(settledKeys, k), append(settledStates, h.state)
-					continue
-				}
-				l.body, l.attempts = h.body, h.attempts
+			h := ledger[k]
+			if string(h.hash) != string(hashes[i]) {
+				conflicts = append(conflicts, conflict{key: k, stored: h.hash, want: hashes[i]})
+				conflictIDs, conflictKeys = append(conflictIDs, d.id), append(conflictKeys, k)
+				continue
 			}
+			if h.state != StatePending {
+				settledIDs, settledKeys, settledStates = append(settledIDs, d.id), append(settledKeys, k), append(settledStates, h.state)
+				continue
+			}
+			l.body, l.attempts = h.body, h.attempts
 			lines = append(lines, l)
 		}
 		if len(conflicts) > 0 {
@@ -376,31 +381,67 @@ func (s *Store) record(ctx context.Context, run Run, outs []outcome, answers int
 	keys, states, details := make([]string, n), make([]string, n), make([]string, n)
 	statuses := make([]int32, n)
 	ids := make([]int64, n)
-	requeue := make([]bool, n)
 	for i, o := range outs {
-		keys[i], states[i], statuses[i], details[i], ids[i], requeue[i] = o.key, o.state, int32(o.status), o.detail, o.dueID, o.requeue
+		keys[i], states[i], statuses[i], details[i], ids[i] = o.key, o.state, int32(o.status), o.detail, o.dueID
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := txSettings(ctx, tx); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE dispatch_ledger l SET state = u.state, attempts = l.attempts + 1,
+		rows, err := tx.Query(ctx, `UPDATE dispatch_ledger l SET state = u.state, attempts = l.attempts + 1,
 				last_status = nullif(u.status, 0), last_detail = u.detail, updated_at = now(),
 				settled_at = CASE WHEN u.state <> 'pending' THEN now() END
 			FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) AS u(key, state, status, detail)
-			WHERE l.key = u.key AND l.state = 'pending'`, keys, states, statuses, details); err != nil {
+			WHERE l.key = u.key AND l.state = 'pending'
+			RETURNING l.key`, keys, states, statuses, details)
+		if err != nil {
+			return fmt.Errorf("update the ledger: %w", err)
+		}
+		updated := make(map[string]bool, n)
+		var k string
+		if _, err := pgx.ForEachRow(rows, []any{&k}, func() error { updated[k] = true; return nil }); err != nil {
 			return fmt.Errorf("update the ledger: %w", err)
 		}
 		fault.Point(fault.DispatchMidRecord)
-		// A key settled meanwhile by another run keeps its ledger state; the
+		// A key settled meanwhile by another run kept its ledger state; its
 		// due line takes the ledger's state.
-		rows, err := tx.Query(ctx, `UPDATE dispatch_due d SET key = u.key,
-				state = CASE WHEN l.state <> 'pending' THEN l.state ELSE 'pending' END,
-				round = d.round + CASE WHEN l.state = 'pending' AND u.requeue THEN 1 ELSE 0 END
-			FROM unnest($2::bigint[], $3::text[], $4::bool[]) AS u(id, key, requeue)
-				JOIN dispatch_ledger l ON l.key = u.key
+		var others []string
+		for _, k := range keys {
+			if !updated[k] {
+				others = append(others, k)
+			}
+		}
+		ledgerState := map[string]string{}
+		if len(others) > 0 {
+			rows, err := tx.Query(ctx, `SELECT key, state FROM dispatch_ledger WHERE key = ANY($1)`, others)
+			if err != nil {
+				return fmt.Errorf("read the ledger: %w", err)
+			}
+			var st string
+			if _, err := pgx.ForEachRow(rows, []any{&k, &st}, func() error { ledgerState[k] = st; return nil }); err != nil {
+				return fmt.Errorf("read the ledger: %w", err)
+			}
+		}
+		dueIDs, dueKeys, dueStates := ids[:0:0], keys[:0:0], states[:0:0]
+		var bumps []int32
+		for i, o := range outs {
+			st := o.state
+			if !updated[o.key] {
+				var ok bool
+				if st, ok = ledgerState[o.key]; !ok {
+					continue // no ledger row: the line stays as it is
+				}
+			}
+			bump := int32(0)
+			if st == StatePending && o.requeue {
+				bump = 1
+			}
+			dueIDs, dueKeys, dueStates, bumps = append(dueIDs, ids[i]), append(dueKeys, o.key), append(dueStates, st), append(bumps, bump)
+		}
+		rows, err = tx.Query(ctx, `UPDATE dispatch_due d SET key = u.key, state = u.state, round = d.round + u.bump
+			FROM unnest($2::bigint[], $3::text[], $4::text[], $5::int[]) AS u(id, key, state, bump)
 			WHERE d.id = u.id AND d.run_id = $1 AND d.state = 'pending'
-			RETURNING d.state`, run.ID, ids, keys, requeue)
+			RETURNING d.state`, run.ID, dueIDs, dueKeys, dueStates, bumps)
 		if err != nil {
 			return fmt.Errorf("update the due lines: %w", err)
 		}

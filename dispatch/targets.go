@@ -72,7 +72,9 @@ type Store struct{ pool *pgxpool.Pool }
 // NewStore uses the pool of a records.Store (records.Store.Pool()).
 func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
-// AddTarget stores a new target. Zero values take the defaults.
+// AddTarget stores a new target. A zero ChunkSize (200, or 40 without line
+// status), MaxAttempts or Timeout takes the default; a zero RateLimit means
+// no limit and a zero RetryBase no wait, as with `target add`.
 func (s *Store) AddTarget(ctx context.Context, t Target) error {
 	if t.ChunkSize == 0 {
 		t.ChunkSize = DefaultChunkSize
@@ -82,6 +84,9 @@ func (s *Store) AddTarget(ctx context.Context, t Target) error {
 	}
 	if t.MaxAttempts == 0 {
 		t.MaxAttempts = DefaultMaxAttempts
+	}
+	if t.Timeout == 0 {
+		t.Timeout = DefaultTimeout
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO dispatch_targets (name, url, token_file, rate_limit, chunk_size,
 		max_attempts, retry_base_ms, timeout_ms, line_status) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/syncbuf"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
@@ -161,6 +163,7 @@ type env struct {
 	d      *Dispatcher
 	delays []time.Duration
 	mu     sync.Mutex
+	log    syncbuf.Buffer // the dispatcher's log, JSON lines
 }
 
 const csvHeader = "employee_ref,pay_period,component,amount,currency\n"
@@ -198,7 +201,7 @@ func newEnv(t testing.TB, target Target) *env {
 	if err := e.store.UpdatePartner(e.ctx, "acme", records.PartnerUpdate{Target: &tgt}); err != nil {
 		t.Fatal(err)
 	}
-	e.d = New(e.store.Pool(), Config{Sleep: func(ctx context.Context, d time.Duration) error {
+	e.d = New(e.store.Pool(), Config{Log: slog.New(slog.NewJSONHandler(&e.log, nil)), Sleep: func(ctx context.Context, d time.Duration) error {
 		e.mu.Lock()
 		e.delays = append(e.delays, d)
 		e.mu.Unlock()
@@ -278,4 +281,23 @@ func (e *env) checkPaidOnce(want map[string]bool) {
 			e.t.Errorf("line %s paid but not due", k)
 		}
 	}
+}
+
+// logged returns the dispatcher's log lines with the message msg.
+func (e *env) logged(msg string) []map[string]any {
+	e.t.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(e.log.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			e.t.Fatalf("log line %s: %v", l, err)
+		}
+		if m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
 }

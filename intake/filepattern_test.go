@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/payintake/payintake/intake"
-	"github.com/payintake/payintake/records"
+	"github.com/payintake/payintake/normalize"
 )
 
 func TestCheckFilePattern(t *testing.T) {
@@ -47,10 +47,10 @@ func TestFileSeq(t *testing.T) {
 	}
 	for _, c := range cases {
 		seq, err := intake.FileSeq(c.pattern, c.name)
-		var fr *records.FileReject
+		var fr *normalize.ParseError
 		switch {
 		case c.code != "":
-			if !errors.As(err, &fr) || fr.Code != c.code {
+			if !errors.As(err, &fr) || string(fr.Code()) != c.code {
 				t.Errorf("FileSeq(%q, %q) error %v, want code %s", c.pattern, c.name, err, c.code)
 			}
 		case err != nil:

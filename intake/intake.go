@@ -117,7 +117,7 @@ func digitsOnly(re *syntax.Regexp) bool {
 }
 
 // FileSeq extracts the sequence number from a file name with the partner's
-// pattern. It returns a *records.FileReject when the partner has a pattern
+// pattern. It returns a *normalize.ParseError when the partner has a pattern
 // and the name does not match it, or its sequence number is not a whole
 // number that fits in 64 bits; seq is nil when there is no pattern or no
 // seq group.
@@ -131,7 +131,7 @@ func FileSeq(pattern, name string) (*int64, error) {
 	}
 	m := re.FindStringSubmatch(name)
 	if m == nil {
-		return nil, &records.FileReject{Code: "file_name_mismatch", Message: fmt.Sprintf(
+		return nil, &normalize.ParseError{Err: normalize.Code("file_name_mismatch"), Message: fmt.Sprintf(
 			"the file name %q does not match the agreed pattern %s; nothing was applied: rename the file to match the pattern and send it again", name, pattern)}
 	}
 	i := re.SubexpIndex("seq")
@@ -140,7 +140,7 @@ func FileSeq(pattern, name string) (*int64, error) {
 	}
 	n, err := strconv.ParseInt(m[i], 10, 64)
 	if err != nil || n < 0 {
-		return nil, &records.FileReject{Code: "invalid_sequence", Message: fmt.Sprintf(
+		return nil, &normalize.ParseError{Err: normalize.Code("invalid_sequence"), Message: fmt.Sprintf(
 			"the sequence number %q in the file name is not a whole number below 2^63; nothing was applied: number the file with digits only, as agreed", m[i])}
 	}
 	return &n, nil
@@ -198,22 +198,14 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 	pl.Seq = seq
 	pl.AllOrNothing = p.Mode == records.ModeAllOrNothing
 	if env.Size == 0 {
-		return pl, &records.FileReject{Code: "empty_file", Message: "the file is empty (0 bytes), so nothing was applied: check the export and send the file again"}
+		return pl, &normalize.ParseError{Err: normalize.CodeEmptyFile, Message: "the file is empty (0 bytes), so nothing was applied: check the export and send the file again"}
 	}
 	r, err := normalize.NewReader(body, Settings(p))
 	if err != nil {
-		return pl, fileReject(err)
+		return pl, err
 	}
 	pl.Rows = &rowSource{r: r}
 	return pl, nil
-}
-
-func fileReject(err error) error {
-	var fe *normalize.FileError
-	if errors.As(err, &fe) {
-		return &records.FileReject{Code: fe.Code, Field: fe.Field, Message: fe.Message, Line: fe.Line}
-	}
-	return err
 }
 
 // rowSource adapts a normalize.Reader to the store's staging.
@@ -225,7 +217,7 @@ func (s *rowSource) Next() (records.StagedRow, error) {
 		if errors.Is(err, io.EOF) {
 			return records.StagedRow{}, io.EOF
 		}
-		return records.StagedRow{}, fileReject(err)
+		return records.StagedRow{}, err
 	}
 	return Stage(row), nil
 }
@@ -235,7 +227,7 @@ func Stage(row normalize.Row) records.StagedRow {
 	st := records.StagedRow{Row: row.Index, Line: row.Line}
 	d := row.Display
 	if row.Err != nil {
-		st.Code, st.Field, st.Message = row.Err.Code, row.Err.Field, row.Err.Message
+		st.Code, st.Field, st.Message = string(row.Err.Code), row.Err.Field, row.Err.Message
 		st.DEmployeeRef, st.DPayPeriod, st.DComponent, st.DAmount, st.DCurrency =
 			d.EmployeeRef, d.PayPeriod, d.Component, d.Amount, d.Currency
 		return st

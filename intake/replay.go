@@ -45,7 +45,7 @@ func ReplayedName(name string) string {
 func (in *Intake) replayPlan(ctx context.Context, env records.Envelope, p records.Partner, body io.Reader) (records.Plan, error) {
 	var pl records.Plan
 	reject := func(code, field, msg string) (records.Plan, error) {
-		return pl, &records.FileReject{Code: code, Field: field, Message: msg}
+		return pl, &normalize.ParseError{Err: normalize.Code(code), Field: field, Message: msg}
 	}
 	target := ReplayedName(env.FileName)
 	rf, err := in.Store.ResultFileNamed(ctx, env.PartnerID, target)
@@ -73,7 +73,7 @@ func (in *Intake) replayPlan(ctx context.Context, env records.Envelope, p record
 	s.Extra = []string{"row"}
 	r, err := normalize.NewReader(body, s)
 	if err != nil {
-		return pl, fileReject(err)
+		return pl, err
 	}
 	plan := &records.ReplayPlan{Of: of}
 	for {
@@ -82,11 +82,11 @@ func (in *Intake) replayPlan(ctx context.Context, env records.Envelope, p record
 			break
 		}
 		if err != nil {
-			return pl, fileReject(err)
+			return pl, err
 		}
 		n, perr := strconv.Atoi(strings.TrimSpace(row.Extra[0]))
 		if perr != nil || n < 1 {
-			return pl, &records.FileReject{Code: "invalid_row", Field: "row", Line: row.Line, Message: fmt.Sprintf(
+			return pl, &normalize.ParseError{Err: normalize.Code("invalid_row"), Field: "row", StartLine: row.Line, Line: row.Line, Message: fmt.Sprintf(
 				"line %d has row %q; a replay file needs a column row giving, for each line, the index (from 1) of the row of %s it corrects; nothing was applied", row.Line, row.Extra[0], target)}
 		}
 		plan.Legs = append(plan.Legs, records.Leg{Row: n, Staged: Stage(row)})

@@ -127,7 +127,7 @@ func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *r
 	}
 	rec, disp, rowErr := normalize.Normalize(raw, s)
 	if rowErr != nil {
-		return invalid(rowErr.Code, rowErr.Field, rowErr.Message)
+		return invalid(string(rowErr.Code), rowErr.Field, rowErr.Message)
 	}
 	st := Stage(normalize.Row{Line: 0, Index: 1, Record: rec, Display: disp})
 	return &records.WebhookChange{EntityID: entity, Version: version, Row: st}, nil

@@ -11,7 +11,7 @@
 //
 // # File level
 //
-// A problem that makes the whole file unusable is a *FileError (codes
+// A problem that makes the whole file unusable is a *ParseError (codes
 // empty_file, invalid_encoding, nul_byte, missing_column, duplicate_column,
 // line_too_long, too_many_columns, and malformed_row for an unparsable
 // header). NewReader returns it for header problems; Reader.Next returns it

@@ -30,7 +30,7 @@ type EmployeeRow struct {
 // matched as a payroll file's is (case, spaces, '_' and '-' ignored),
 // decoded and delimited as a payroll file is. employee_ref is normalised
 // exactly as in payroll files; employee_id is trimmed, case kept, and must
-// be a plain identifier. Blank rows are skipped. It returns a *FileError for
+// be a plain identifier. Blank rows are skipped. It returns a *ParseError for
 // a file that cannot be used, with every row otherwise (invalid ones with
 // Err set).
 func ReadEmployees(r io.Reader) ([]EmployeeRow, error) {
@@ -44,7 +44,7 @@ func ReadEmployees(r io.Reader) ([]EmployeeRow, error) {
 		return nil, err
 	}
 	if len(bytes.TrimSpace(head)) == 0 {
-		return nil, &FileError{Code: CodeEmptyFile, Message: "the file is empty or has no header line; send a CSV file whose first line is employee_ref,employee_id,name"}
+		return nil, &ParseError{Err: CodeEmptyFile, Message: "the file is empty or has no header line; send a CSV file whose first line is employee_ref,employee_id,name"}
 	}
 	cr := csv.NewReader(io.MultiReader(bytes.NewReader(head), text))
 	cr.Comma = detectDelimiter(head)
@@ -58,10 +58,10 @@ func ReadEmployees(r io.Reader) ([]EmployeeRow, error) {
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
 			if cols == nil {
-				return nil, &FileError{Code: CodeMalformedRow, Line: pe.StartLine, Message: fmt.Sprintf(
+				return nil, &ParseError{StartLine: pe.StartLine, Line: pe.Line, Column: pe.Column, Err: Cause(CodeMalformedRow, pe), Message: fmt.Sprintf(
 					"the header line cannot be read as CSV (%v); fix the quoting of the header", pe.Err)}
 			}
-			rows = append(rows, EmployeeRow{Line: pe.StartLine, Err: &RowError{Code: CodeMalformedRow, Message: fmt.Sprintf(
+			rows = append(rows, EmployeeRow{Line: pe.StartLine, Err: &RowError{Code: CodeMalformedRow, Err: pe, Message: fmt.Sprintf(
 				"the row cannot be read as CSV (%v at line %d, column %d); quote cells that contain quotes, delimiters or line breaks", pe.Err, pe.Line, pe.Column)}})
 			continue
 		}
@@ -69,7 +69,7 @@ func ReadEmployees(r io.Reader) ([]EmployeeRow, error) {
 			break
 		}
 		if err != nil {
-			var fe *FileError
+			var fe *ParseError
 			if errors.As(err, &fe) {
 				return nil, fe
 			}
@@ -90,7 +90,7 @@ func ReadEmployees(r io.Reader) ([]EmployeeRow, error) {
 		rows = append(rows, employeeRow(rec, cols, nHeader, line))
 	}
 	if cols == nil {
-		return nil, &FileError{Code: CodeEmptyFile, Message: "the file has no header line; send a CSV file whose first line is employee_ref,employee_id,name"}
+		return nil, &ParseError{Err: CodeEmptyFile, Message: "the file has no header line; send a CSV file whose first line is employee_ref,employee_id,name"}
 	}
 	return rows, nil
 }
@@ -103,14 +103,14 @@ func employeeColumns(rec, names []string, line int) (map[string]int, error) {
 			continue
 		}
 		if j, dup := cols[c]; dup {
-			return nil, &FileError{Code: CodeDuplicateColumn, Field: c, Line: line, Message: fmt.Sprintf(
+			return nil, &ParseError{StartLine: line, Line: line, Err: CodeDuplicateColumn, Field: c, Message: fmt.Sprintf(
 				"the header has %s twice (columns %d and %d); keep only one of them", c, j+1, i+1)}
 		}
 		cols[c] = i
 	}
 	for _, f := range names[:2] {
 		if _, ok := cols[f]; !ok {
-			return nil, &FileError{Code: CodeMissingColumn, Field: f, Line: line, Message: fmt.Sprintf(
+			return nil, &ParseError{StartLine: line, Line: line, Err: CodeMissingColumn, Field: f, Message: fmt.Sprintf(
 				"the header has no %s column; the header of an employee file is employee_ref,employee_id,name (name optional)", f)}
 		}
 	}
@@ -150,15 +150,17 @@ func employeeRow(rec []string, cols map[string]int, nHeader, line int) EmployeeR
 func normEmployeeID(raw string) (string, *RowError) {
 	v := normText(raw)
 	if v == "" {
-		return "", &RowError{CodeMissingValue, FieldEmployeeID, "employee_id is empty; give the platform's id of this employee"}
+		return "", &RowError{Code: CodeMissingValue, Field: FieldEmployeeID, Message: "employee_id is empty; give the platform's id of this employee"}
 	}
 	if strings.IndexFunc(v, unicode.IsControl) >= 0 {
-		return "", &RowError{CodeInvalidIdentifier, FieldEmployeeID, fmt.Sprintf(
+		return "", &RowError{Code: CodeInvalidIdentifier, Field: FieldEmployeeID, Message: fmt.Sprintf(
 			"employee_id %s holds a control character; send the id as plain text", quoteRaw(v))}
+
 	}
 	if looksScientific(v) {
-		return "", &RowError{CodeMangledIdentifier, FieldEmployeeID, fmt.Sprintf(
+		return "", &RowError{Code: CodeMangledIdentifier, Field: FieldEmployeeID, Message: fmt.Sprintf(
 			"employee_id %s looks like a number a spreadsheet turned into scientific notation; format the column as text and export the file again", quoteRaw(v))}
+
 	}
 	if e := checkIdent(v, FieldEmployeeID); e != nil {
 		return "", e

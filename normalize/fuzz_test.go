@@ -7,13 +7,13 @@ import (
 	"testing"
 )
 
-var rowCodes = map[string]bool{
+var rowCodes = map[Code]bool{
 	CodeMissingValue: true, CodeMangledIdentifier: true, CodeInvalidIdentifier: true, CodeInvalidAmount: true, CodeInvalidRate: true,
 	CodeInvalidHours: true, CodeTooManyDecimals: true, CodeInvalidCurrency: true, CodeCurrencyMismatch: true,
 	CodeInvalidDate: true, CodeTooManyCells: true, CodeMalformedRow: true,
 }
 
-var fileCodes = map[string]bool{
+var fileCodes = map[Code]bool{
 	CodeEmptyFile: true, CodeInvalidEncoding: true, CodeNULByte: true, CodeMissingColumn: true,
 	CodeDuplicateColumn: true, CodeLineTooLong: true, CodeTooManyColumns: true, CodeMalformedRow: true,
 }
@@ -73,8 +73,8 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, mode byte) {
 		rd, err := NewReader(bytes.NewReader(data), fuzzSettings(mode))
 		if err != nil {
-			var fe *FileError
-			if !errors.As(err, &fe) || !fileCodes[fe.Code] || fe.Message == "" {
+			var fe *ParseError
+			if !errors.As(err, &fe) || !fileCodes[fe.Code()] || fe.Message == "" {
 				t.Fatalf("NewReader error %T %v", err, err)
 			}
 			return
@@ -86,8 +86,8 @@ func FuzzReader(f *testing.F) {
 				return
 			}
 			if err != nil {
-				var fe *FileError
-				if !errors.As(err, &fe) || !fileCodes[fe.Code] || fe.Message == "" {
+				var fe *ParseError
+				if !errors.As(err, &fe) || !fileCodes[fe.Code()] || fe.Message == "" {
 					t.Fatalf("Next error %T %v", err, err)
 				}
 				return

@@ -15,29 +15,29 @@ type RawRow struct{ EmployeeRef, PayPeriod, Component, Amount, Currency, Hours, 
 
 // Row error codes.
 const (
-	CodeMissingValue      = "missing_value"
-	CodeMangledIdentifier = "mangled_identifier"
-	CodeInvalidIdentifier = "invalid_identifier"
-	CodeInvalidAmount     = "invalid_amount"
-	CodeInvalidRate       = "invalid_rate"
-	CodeInvalidHours      = "invalid_hours"
-	CodeTooManyDecimals   = "too_many_decimals"
-	CodeInvalidCurrency   = "invalid_currency"
-	CodeCurrencyMismatch  = "currency_mismatch"
-	CodeInvalidDate       = "invalid_date"
-	CodeTooManyCells      = "too_many_cells"
-	CodeMalformedRow      = "malformed_row"
+	CodeMissingValue      Code = "missing_value"
+	CodeMangledIdentifier Code = "mangled_identifier"
+	CodeInvalidIdentifier Code = "invalid_identifier"
+	CodeInvalidAmount     Code = "invalid_amount"
+	CodeInvalidRate       Code = "invalid_rate"
+	CodeInvalidHours      Code = "invalid_hours"
+	CodeTooManyDecimals   Code = "too_many_decimals"
+	CodeInvalidCurrency   Code = "invalid_currency"
+	CodeCurrencyMismatch  Code = "currency_mismatch"
+	CodeInvalidDate       Code = "invalid_date"
+	CodeTooManyCells      Code = "too_many_cells"
+	CodeMalformedRow      Code = "malformed_row"
 )
 
 // File error codes.
 const (
-	CodeEmptyFile       = "empty_file"
-	CodeInvalidEncoding = "invalid_encoding"
-	CodeNULByte         = "nul_byte"
-	CodeMissingColumn   = "missing_column"
-	CodeDuplicateColumn = "duplicate_column"
-	CodeLineTooLong     = "line_too_long"
-	CodeTooManyColumns  = "too_many_columns"
+	CodeEmptyFile       Code = "empty_file"
+	CodeInvalidEncoding Code = "invalid_encoding"
+	CodeNULByte         Code = "nul_byte"
+	CodeMissingColumn   Code = "missing_column"
+	CodeDuplicateColumn Code = "duplicate_column"
+	CodeLineTooLong     Code = "line_too_long"
+	CodeTooManyColumns  Code = "too_many_columns"
 )
 
 // maxMoneyDigits bounds the digits of a money or hours value.
@@ -52,8 +52,9 @@ const maxIdentLen = 128
 // checkIdent rejects an identifier too long to be one.
 func checkIdent(v, field string) *RowError {
 	if n := utf8.RuneCountInString(v); n > maxIdentLen {
-		return &RowError{CodeInvalidIdentifier, field, fmt.Sprintf(
+		return &RowError{Code: CodeInvalidIdentifier, Field: field, Message: fmt.Sprintf(
 			"%s is %d characters long, more than the limit of %d; check the column mapping and send the identifier itself", field, n, maxIdentLen)}
+
 	}
 	return nil
 }
@@ -99,7 +100,7 @@ func Normalize(raw RawRow, s Settings) (Record, Display, *RowError) {
 	}
 	// amount
 	if strings.TrimSpace(raw.Amount) == "" {
-		errs[4] = &RowError{CodeMissingValue, FieldAmount, "amount is empty; send the amount of this pay line"}
+		errs[4] = &RowError{Code: CodeMissingValue, Field: FieldAmount, Message: "amount is empty; send the amount of this pay line"}
 		disp.Amount = SafeCell(raw.Amount)
 	} else if d, e := parseMoney(raw.Amount, FieldAmount, s.DecimalComma, cur, scale); e != nil {
 		errs[4] = e
@@ -168,11 +169,12 @@ func normText(raw string) string {
 func normEmployeeRef(raw string) (string, *RowError) {
 	v := normText(raw)
 	if v == "" {
-		return "", &RowError{CodeMissingValue, FieldEmployeeRef, "employee_ref is empty; send the employee's reference"}
+		return "", &RowError{Code: CodeMissingValue, Field: FieldEmployeeRef, Message: "employee_ref is empty; send the employee's reference"}
 	}
 	if looksScientific(v) {
-		return "", &RowError{CodeMangledIdentifier, FieldEmployeeRef, fmt.Sprintf(
+		return "", &RowError{Code: CodeMangledIdentifier, Field: FieldEmployeeRef, Message: fmt.Sprintf(
 			"employee_ref %s looks like a number a spreadsheet turned into scientific notation; format the column as text and export the file again", quoteRaw(v))}
+
 	}
 	if e := checkIdent(v, FieldEmployeeRef); e != nil {
 		return "", e
@@ -223,7 +225,7 @@ func normCode(raw, field string) (string, *RowError) {
 	}
 	if v == "" {
 		what := map[string]string{FieldPayPeriod: "the pay period", FieldComponent: "the pay component"}[field]
-		return "", &RowError{CodeMissingValue, field, fmt.Sprintf("%s is empty; send %s of this pay line", field, what)}
+		return "", &RowError{Code: CodeMissingValue, Field: field, Message: fmt.Sprintf("%s is empty; send %s of this pay line", field, what)}
 	}
 	if e := checkIdent(v, field); e != nil {
 		return "", e
@@ -239,7 +241,7 @@ func normCurrency(raw, def string) (string, int, *RowError) {
 		fromDefault = true
 	}
 	if v == "" {
-		return "", 0, &RowError{CodeMissingValue, FieldCurrency, "currency is empty; send a 3-letter ISO 4217 code such as USD or EUR"}
+		return "", 0, &RowError{Code: CodeMissingValue, Field: FieldCurrency, Message: "currency is empty; send a 3-letter ISO 4217 code such as USD or EUR"}
 	}
 	scale, ok := CurrencyScale(v)
 	if !ok {
@@ -247,7 +249,7 @@ func normCurrency(raw, def string) (string, int, *RowError) {
 		if fromDefault {
 			msg = fmt.Sprintf("the partner's default currency %s is not a known ISO 4217 code; fix the partner settings or send a currency column", quoteRaw(v))
 		}
-		return "", 0, &RowError{CodeInvalidCurrency, FieldCurrency, msg}
+		return "", 0, &RowError{Code: CodeInvalidCurrency, Field: FieldCurrency, Message: msg}
 	}
 	return v, scale, nil
 }
@@ -281,7 +283,7 @@ var symbolOrder = func() []string {
 	return l
 }()
 
-func invalidCode(field string) string {
+func invalidCode(field string) Code {
 	if field == FieldRate {
 		return CodeInvalidRate
 	}
@@ -296,8 +298,9 @@ func parseMoney(raw, field string, decimalComma bool, cur string, scale int) (de
 		if decimalComma {
 			example = "1234,50"
 		}
-		return &RowError{invalidCode(field), field, fmt.Sprintf(
+		return &RowError{Code: invalidCode(field), Field: field, Message: fmt.Sprintf(
 			"%s %s is not a valid money amount (%s); send a plain number such as %s", field, quoteRaw(raw), why, example)}
+
 	}
 	s := strings.TrimSpace(raw)
 	neg := false
@@ -322,8 +325,9 @@ func parseMoney(raw, field string, decimalComma bool, cur string, scale int) (de
 	if sym, code, ok := leadingCurrency(s); ok {
 		s = strings.TrimSpace(s[len(sym):])
 		if cur != "" && !contains(code, cur) {
-			return decimal.Decimal{}, &RowError{CodeCurrencyMismatch, field, fmt.Sprintf(
+			return decimal.Decimal{}, &RowError{Code: CodeCurrencyMismatch, Field: field, Message: fmt.Sprintf(
 				"%s %s is marked %q but the row currency is %s; send the amount in %s or fix the currency", field, quoteRaw(raw), sym, cur, cur)}
+
 		}
 		if !takeMinus() {
 			return decimal.Decimal{}, bad("it has two negative signs")
@@ -347,9 +351,10 @@ func parseMoney(raw, field string, decimalComma bool, cur string, scale int) (de
 	if scale >= 0 && len(fracDigits) > scale {
 		extra := fracDigits[scale:]
 		if strings.Trim(extra, "0") != "" {
-			return decimal.Decimal{}, &RowError{CodeTooManyDecimals, field, fmt.Sprintf(
+			return decimal.Decimal{}, &RowError{Code: CodeTooManyDecimals, Field: field, Message: fmt.Sprintf(
 				"%s %s has %d decimals but %s allows %d; send the exact amount with at most %d decimals",
 				field, quoteRaw(raw), len(fracDigits), cur, scale, scale)}
+
 		}
 		fracDigits = fracDigits[:scale]
 	}
@@ -473,8 +478,9 @@ func parseHours(raw string, decimalComma bool) (decimal.Decimal, *RowError) {
 		sep, example = ',', "7,5"
 	}
 	bad := func(why string) *RowError {
-		return &RowError{CodeInvalidHours, FieldHours, fmt.Sprintf(
+		return &RowError{Code: CodeInvalidHours, Field: FieldHours, Message: fmt.Sprintf(
 			"hours %s %s; send a plain non-negative number such as %s", quoteRaw(raw), why, example)}
+
 	}
 	if strings.HasPrefix(s, "-") {
 		return decimal.Decimal{}, bad("is negative")
@@ -505,27 +511,31 @@ func normDate(raw, format string, toks []dateToken) (string, *RowError) {
 			toks, err = parseDateTokens(format)
 		}
 		if err != nil {
-			return "", &RowError{CodeInvalidDate, FieldPayDate, fmt.Sprintf(
+			return "", &RowError{Code: CodeInvalidDate, Field: FieldPayDate, Message: fmt.Sprintf(
 				"pay_date cannot be read because the partner's date format is invalid (%v); fix the partner settings", err)}
+
 		}
 		want += " or " + format
 		if y, m, d, shape, valid := matchDate(toks, s); shape {
 			if !valid {
-				return "", &RowError{CodeInvalidDate, FieldPayDate, fmt.Sprintf(
+				return "", &RowError{Code: CodeInvalidDate, Field: FieldPayDate, Message: fmt.Sprintf(
 					"pay_date %s is not a real calendar date in the format %s; send an existing date", quoteRaw(raw), format)}
+
 			}
 			return isoDate(y, m, d), nil
 		}
 	}
 	if _, _, _, shape, valid := matchDate(isoTokens, s); shape {
 		if !valid {
-			return "", &RowError{CodeInvalidDate, FieldPayDate, fmt.Sprintf(
+			return "", &RowError{Code: CodeInvalidDate, Field: FieldPayDate, Message: fmt.Sprintf(
 				"pay_date %s is not a real calendar date; send an existing date as YYYY-MM-DD", quoteRaw(raw))}
+
 		}
 		return s, nil // exactly YYYY-MM-DD digits already: s is its own ISO form
 	}
-	return "", &RowError{CodeInvalidDate, FieldPayDate, fmt.Sprintf(
+	return "", &RowError{Code: CodeInvalidDate, Field: FieldPayDate, Message: fmt.Sprintf(
 		"pay_date %s is not in the expected form %s; send the date exactly in that form", quoteRaw(raw), want)}
+
 }
 
 // isoDate formats a date as YYYY-MM-DD (what fmt's "%04d-%02d-%02d" gives).

@@ -21,7 +21,7 @@ func TestNormalizeFields(t *testing.T) {
 		name      string // the trap the case guards against
 		raw       RawRow
 		s         Settings
-		code      string // "" = valid
+		code      Code // "" = valid
 		field     string
 		amount    string // expected AmountString when valid
 		wantHours string

@@ -36,11 +36,11 @@ type Reader struct {
 	nHeader int    // number of header cells (trailing empty ones dropped)
 	extra   []int  // file column index of each Settings.Extra column, -1 when absent
 	index   int
-	err     error // sticky: io.EOF or a *FileError or a read error
+	err     error // sticky: io.EOF or a *ParseError or a read error
 }
 
 // NewReader reads the header of r and prepares to stream its rows. It returns
-// a *FileError for a file that cannot be used (empty_file, invalid_encoding,
+// a *ParseError for a file that cannot be used (empty_file, invalid_encoding,
 // nul_byte, line_too_long, too_many_columns, missing_column,
 // duplicate_column, malformed_row for an unparsable header), a plain error for
 // invalid Settings, or the underlying read error.
@@ -67,7 +67,7 @@ func NewReader(r io.Reader, s Settings) (*Reader, error) {
 		return nil, err
 	}
 	if len(bytes.TrimSpace(headBytes)) == 0 {
-		return nil, &FileError{Code: CodeEmptyFile, Message: "the file is empty or has no header line; send a CSV file whose first line names the columns"}
+		return nil, &ParseError{Err: CodeEmptyFile, Message: "the file is empty or has no header line; send a CSV file whose first line names the columns"}
 	}
 	delim := s.Delimiter
 	if delim == 0 {
@@ -106,7 +106,7 @@ func readHeaderLine(text io.Reader, max int) ([]byte, error) {
 				return head, nil
 			}
 			if len(head) > max {
-				return nil, &FileError{Code: CodeLineTooLong, Line: 1, Message: fmt.Sprintf(
+				return nil, &ParseError{StartLine: 1, Line: 1, Err: CodeLineTooLong, Message: fmt.Sprintf(
 					"the header is longer than %d bytes; check that the file is really CSV", max)}
 			}
 		}
@@ -183,7 +183,7 @@ func (rd *Reader) readHeader() error {
 		}
 	}
 	if len(rec) > rd.s.maxCells() {
-		return &FileError{Code: CodeTooManyColumns, Line: 1, Message: fmt.Sprintf(
+		return &ParseError{StartLine: 1, Line: 1, Err: CodeTooManyColumns, Message: fmt.Sprintf(
 			"the header has %d columns, more than the limit of %d; send only the payroll columns", len(rec), rd.s.maxCells())}
 	}
 	line, _ := rd.csv.FieldPos(0)
@@ -205,7 +205,7 @@ func (rd *Reader) readHeader() error {
 			continue
 		}
 		if j, dup := firstAt[c]; dup {
-			return &FileError{Code: CodeDuplicateColumn, Field: c, Line: line, Message: fmt.Sprintf(
+			return &ParseError{StartLine: line, Line: line, Err: CodeDuplicateColumn, Field: c, Message: fmt.Sprintf(
 				"the header has %s twice (columns %d %q and %d %q); keep only one of them", c, j+1, rec[j], i+1, h)}
 		}
 		firstAt[c] = i
@@ -221,7 +221,7 @@ func (rd *Reader) readHeader() error {
 			if rd.delimGuessed() && len(rec) == 1 {
 				msg += fmt.Sprintf(", and check the delimiter (the header was read with %q)", rd.delim)
 			}
-			return &FileError{Code: CodeMissingColumn, Field: f, Line: line, Message: msg}
+			return &ParseError{StartLine: line, Line: line, Err: CodeMissingColumn, Field: f, Message: msg}
 		}
 	}
 	rd.cols = mapColumns(canon, firstAt)
@@ -300,15 +300,15 @@ func trimTrailingEmpty(rec []string) []string {
 
 // fileLevel turns an error from csv.Reader into the Reader's sticky error.
 func (rd *Reader) fileLevel(err error, header bool) error {
-	var fe *FileError
+	var fe *ParseError
 	var pe *csv.ParseError
 	switch {
 	case errors.As(err, &fe):
 		return fe
 	case err == io.EOF && header:
-		return &FileError{Code: CodeEmptyFile, Message: "the file is empty or has no header line; send a CSV file whose first line names the columns"}
+		return &ParseError{Err: CodeEmptyFile, Message: "the file is empty or has no header line; send a CSV file whose first line names the columns"}
 	case header && errors.As(err, &pe):
-		return &FileError{Code: CodeMalformedRow, Line: pe.StartLine, Message: fmt.Sprintf(
+		return &ParseError{StartLine: pe.StartLine, Line: pe.Line, Column: pe.Column, Err: Cause(CodeMalformedRow, pe), Message: fmt.Sprintf(
 			"the header line cannot be read as CSV (%v at line %d, column %d); fix the quoting of the header", pe.Err, pe.Line, pe.Column)}
 	}
 	return err
@@ -318,7 +318,7 @@ func (rd *Reader) fileLevel(err error, header bool) error {
 func (rd *Reader) Delimiter() rune { return rd.delim }
 
 // Next returns the next data row. Blank rows (no non-empty cell) are skipped
-// and not counted. It returns io.EOF at the end, and a *FileError for a
+// and not counted. It returns io.EOF at the end, and a *ParseError for a
 // file-level problem found mid-stream (invalid_encoding, nul_byte,
 // line_too_long, too_many_columns); once Next has returned an error it
 // returns the same error again.
@@ -332,7 +332,7 @@ func (rd *Reader) Next() (Row, error) {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
 				rd.index++
-				return Row{Line: pe.StartLine, Index: rd.index, Err: &RowError{Code: CodeMalformedRow, Message: fmt.Sprintf(
+				return Row{Line: pe.StartLine, Index: rd.index, Err: &RowError{Code: CodeMalformedRow, Err: pe, Message: fmt.Sprintf(
 					"the row cannot be read as CSV (%v at line %d, column %d); quote cells that contain quotes, delimiters or line breaks, and double quotes inside quoted cells", pe.Err, pe.Line, pe.Column)}}, nil
 			}
 			rd.err = rd.fileLevel(err, false)
@@ -340,7 +340,8 @@ func (rd *Reader) Next() (Row, error) {
 		}
 		line, _ := rd.csv.FieldPos(0)
 		if len(rec) > rd.s.maxCells() {
-			rd.err = &FileError{Code: CodeTooManyColumns, Line: line, Message: fmt.Sprintf(
+			atLine, atCol := rd.csv.FieldPos(rd.s.maxCells()) // the first cell beyond the limit
+			rd.err = &ParseError{StartLine: line, Line: atLine, Column: atCol, Err: CodeTooManyColumns, Message: fmt.Sprintf(
 				"line %d has %d cells, more than the limit of %d; check the delimiter and the quoting", line, len(rec), rd.s.maxCells())}
 			return Row{}, rd.err
 		}

@@ -42,14 +42,14 @@ func mustRows(t *testing.T, in string, s Settings) []Row {
 	return rows
 }
 
-func fileErr(t *testing.T, err error, code string, line int) *FileError {
+func fileErr(t *testing.T, err error, code Code, line int) *ParseError {
 	t.Helper()
-	var fe *FileError
+	var fe *ParseError
 	if !errors.As(err, &fe) {
-		t.Fatalf("want *FileError %s, got %T %v", code, err, err)
+		t.Fatalf("want *ParseError %s, got %T %v", code, err, err)
 	}
-	if fe.Code != code || (line >= 0 && fe.Line != line) {
-		t.Fatalf("got %s line %d (%s), want %s line %d", fe.Code, fe.Line, fe.Message, code, line)
+	if fe.Code() != code || (line >= 0 && fe.StartLine != line) {
+		t.Fatalf("got %s line %d (%s), want %s line %d", fe.Code(), fe.StartLine, fe.Message, code, line)
 	}
 	return fe
 }
@@ -238,7 +238,7 @@ func TestReaderLines(t *testing.T) {
 	rows := mustRows(t, in, Settings{})
 	want := []struct {
 		line, index int
-		code        string
+		code        Code
 		ref         string
 	}{
 		{2, 1, "", "E1"},
@@ -257,7 +257,7 @@ func TestReaderLines(t *testing.T) {
 	}
 	for i, w := range want {
 		r := rows[i]
-		code := ""
+		var code Code
 		if r.Err != nil {
 			code = r.Err.Code
 		}
@@ -307,7 +307,7 @@ func TestReaderHeaderErrors(t *testing.T) {
 	tests := []struct {
 		name, in string
 		s        Settings
-		code     string
+		code     Code
 		field    string
 	}{
 		{"empty file", "", Settings{}, CodeEmptyFile, ""},
@@ -459,12 +459,15 @@ func TestReaderPartnerDateFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct{ date, code string }{{"2026-11-30", ""}, {"2026-11-29", ""}, {"", CodeInvalidDate}, {"", CodeInvalidDate}}
+	want := []struct {
+		date string
+		code Code
+	}{{"2026-11-30", ""}, {"2026-11-29", ""}, {"", CodeInvalidDate}, {"", CodeInvalidDate}}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d", len(rows), len(want))
 	}
 	for i, w := range want {
-		code := ""
+		var code Code
 		if rows[i].Err != nil {
 			code = rows[i].Err.Code
 		}

@@ -2,7 +2,6 @@ package normalize
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -201,29 +200,6 @@ func (r Record) HashValues() ([32]byte, [8]string) {
 // where that field could be normalised, else the raw value. Every value has
 // been passed through SafeCell.
 type Display struct{ EmployeeRef, PayPeriod, Component, Amount, Currency string }
-
-// RowError is why one row was rejected. Code is one of the row codes listed
-// in the package doc, Field the canonical column at fault ("" when none) and
-// Message one sentence for a partner's operator.
-type RowError struct{ Code, Field, Message string }
-
-// Error returns "code: message".
-func (e *RowError) Error() string { return e.Code + ": " + e.Message }
-
-// FileError rejects a whole file (encoding, header problems, limits). Line is
-// the physical line (header = 1) where the problem was found, 0 if none.
-type FileError struct {
-	Code, Field, Message string
-	Line                 int
-}
-
-// Error returns "line N: code: message".
-func (e *FileError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("line %d: %s: %s", e.Line, e.Code, e.Message)
-	}
-	return e.Code + ": " + e.Message
-}
 
 // Row is one data row read by Reader.
 type Row struct {

@@ -37,7 +37,7 @@ func decodeInput(r io.Reader, maxLine int) (io.Reader, error) {
 	return &utf8Validator{src: br, line: 1, maxLine: maxLine, buf: make([]byte, 64<<10)}, nil
 }
 
-// utf8Validator passes UTF-8 text through, failing with a *FileError on
+// utf8Validator passes UTF-8 text through, failing with a *ParseError on
 // invalid UTF-8, a NUL byte or a line longer than maxLine bytes. Runes split
 // across reads of src are carried over, never misjudged.
 type utf8Validator struct {
@@ -128,27 +128,27 @@ func (v *utf8Validator) fill() {
 }
 
 func (v *utf8Validator) encError(b byte) error {
-	return &FileError{Code: CodeInvalidEncoding, Line: v.line, Message: fmt.Sprintf(
+	return &ParseError{StartLine: v.line, Line: v.line, Err: CodeInvalidEncoding, Message: fmt.Sprintf(
 		"line %d is not valid UTF-8 (byte 0x%02X at byte %d of the line; the file may be in Latin-1 or Windows-1252); %s",
 		v.line, b, v.lineLen+1, saveAsHint)}
 }
 
 func (v *utf8Validator) nulError() error {
 	if v.utf16 {
-		return &FileError{Code: CodeNULByte, Line: v.line, Message: fmt.Sprintf(
+		return &ParseError{StartLine: v.line, Line: v.line, Err: CodeNULByte, Message: fmt.Sprintf(
 			"line %d contains a NUL character, which a CSV file cannot contain; remove it and send the file again", v.line)}
 	}
-	return &FileError{Code: CodeNULByte, Line: v.line, Message: fmt.Sprintf(
+	return &ParseError{StartLine: v.line, Line: v.line, Err: CodeNULByte, Message: fmt.Sprintf(
 		"line %d contains a NUL byte, so the file is binary or UTF-16 without a byte-order mark; %s", v.line, saveAsHint)}
 }
 
 func (v *utf8Validator) longError() error {
-	return &FileError{Code: CodeLineTooLong, Line: v.line, Message: fmt.Sprintf(
+	return &ParseError{StartLine: v.line, Line: v.line, Err: CodeLineTooLong, Message: fmt.Sprintf(
 		"line %d is longer than %d bytes; split the data into shorter lines or check that the file is really CSV", v.line, v.maxLine)}
 }
 
 // utf16Validator passes UTF-16 bytes through unchanged (the first code unit
-// being the BOM) and fails with a *FileError on an unpaired surrogate or an
+// being the BOM) and fails with a *ParseError on an unpaired surrogate or an
 // odd number of bytes, which the x/text decoder would silently replace.
 type utf16Validator struct {
 	src     io.Reader
@@ -211,6 +211,6 @@ func (v *utf16Validator) Read(p []byte) (int, error) {
 }
 
 func (v *utf16Validator) encError() error {
-	return &FileError{Code: CodeInvalidEncoding, Line: v.line, Message: fmt.Sprintf(
+	return &ParseError{StartLine: v.line, Line: v.line, Err: CodeInvalidEncoding, Message: fmt.Sprintf(
 		"line %d is not valid UTF-16 (a broken character or a truncated file); %s", v.line, saveAsHint)}
 }

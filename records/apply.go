@@ -5,12 +5,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/attribute"
 	"hash/maphash"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/jackc/pgx/v5"
 
@@ -32,7 +33,7 @@ type StagedRow struct {
 }
 
 // RowSource yields the rows of one file in order. Next returns io.EOF after
-// the last row, or a *FileReject when the whole file must be rejected.
+// the last row, or a *normalize.ParseError when the whole file must be rejected.
 type RowSource interface {
 	Next() (StagedRow, error)
 }
@@ -50,7 +51,7 @@ type Plan struct {
 }
 
 // Planner builds the Plan for an envelope from its original bytes. Returning
-// a *FileReject rejects the whole file with that reason.
+// a *normalize.ParseError rejects the whole file with that reason.
 type Planner func(ctx context.Context, env Envelope, p Partner, body io.Reader) (Plan, error)
 
 // ErrBusy is returned by Process when another transaction is processing the
@@ -122,7 +123,7 @@ func (s *Store) process(ctx context.Context, id int64, plan Planner, skipBusyPar
 		}
 		defer closeSpool(body)
 		pl, err := plan(ctx, env, p, body)
-		var fr *FileReject
+		var fr *normalize.ParseError
 		if errors.As(err, &fr) {
 			env.Seq = pl.Seq
 			return s.fileResult(ctx, tx, &env, *fr, StatusProcessed)
@@ -226,7 +227,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	src.close()
 	stage.SetAttributes(attribute.Int("payintake.rows", src.count), attribute.Int("payintake.rows_rejected", src.rejected))
 	EndSpan(stage, err)
-	var fr *FileReject
+	var fr *normalize.ParseError
 	if err != nil && errors.As(src.err, &fr) {
 		if rbErr := sp.Rollback(ctx); rbErr != nil {
 			return fmt.Errorf("roll back staged rows: %w", rbErr)
@@ -243,7 +244,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 		return fmt.Errorf("release savepoint: %w", err)
 	}
 	if src.count == 0 {
-		return s.fileResult(ctx, tx, env, FileReject{Code: "no_rows", Line: 1,
+		return s.fileResult(ctx, tx, env, normalize.ParseError{Err: normalize.Code("no_rows"), StartLine: 1, Line: 1,
 			Message: "the file has a header but no data rows; nothing was applied: send the rows of the payroll run"}, StatusProcessed)
 	}
 	// Statistics of a sample of the staged rows (a fixed cost), so the

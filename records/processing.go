@@ -6,26 +6,19 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/payintake/payintake/normalize"
 )
-
-// FileReject rejects a whole file: the result holds one row with row 0.
-type FileReject struct {
-	Code, Field, Message string
-	Line                 int
-}
-
-func (e *FileReject) Error() string { return e.Code + ": " + e.Message }
 
 // fileResult stores a one-row result for a file rejected as a whole and
 // closes the envelope with status. Its cells are quoted by csv_field, as
 // every line the database writes.
-func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr FileReject, status string) error {
+func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr normalize.ParseError, status string) error {
 	env.Status = status
 	env.Counts = map[string]int{string(OutcomeRejected): 1}
 	err := tx.QueryRow(ctx, `INSERT INTO envelope_results (envelope_id, n, data)
 		SELECT $1, 0, convert_to($2::text || concat_ws(',', $3::integer, 0, $7::text, '', '', '', '', '',
 			csv_field($4), csv_field($5), csv_field($6)) || E'\n', 'UTF8')
-		RETURNING length(data)`, env.ID, ResultHeader, fr.Line, fr.Code, fr.Field,
+		RETURNING length(data)`, env.ID, ResultHeader, fr.StartLine, string(fr.Code()), fr.Field,
 		strings.ToValidUTF8(fr.Message, "\uFFFD"), OutcomeRejected).Scan(&env.ResultSize)
 	if err != nil {
 		return fmt.Errorf("store result: %w", err)

@@ -34,14 +34,14 @@ func TestContractNamesEveryResultCode(t *testing.T) {
 			codes[m[1]] = where
 		}
 	}
-	add("normalize/normalize.go", regexp.MustCompile(`(?m)^\s+Code\w+\s+= "(\w+)"`), read("normalize/normalize.go"))
+	add("normalize/normalize.go", regexp.MustCompile(`(?m)^\s+Code\w+\s+Code\s+= "(\w+)"`), read("normalize/normalize.go"))
 	classify := read("records/classify.go")
 	i, j := strings.Index(classify, "END AS outcome,"), strings.Index(classify, "END AS out_code,")
 	if i < 0 || j < i {
 		t.Fatal("records/classify.go: no out_code CASE found")
 	}
 	add("records/classify.go", regexp.MustCompile(`THEN '(\w+)'`), classify[i:j])
-	fileRejects := regexp.MustCompile(`FileReject\{Code: "(\w+)"|reject\("(\w+)"`)
+	fileRejects := regexp.MustCompile(`ParseError\{Err: normalize\.Code\("(\w+)"\)|reject\("(\w+)"`)
 	for _, rel := range []string{"records/apply.go", "records/envelopes.go", "records/replay.go", "intake/intake.go", "intake/replay.go"} {
 		for _, m := range fileRejects.FindAllStringSubmatch(read(rel), -1) {
 			codes[m[1]+m[2]] = rel
