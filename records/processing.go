@@ -9,21 +9,25 @@ import (
 	"github.com/payintake/payintake/normalize"
 )
 
+// Statements of processing.sql.
+var (
+	sqlStoreFileRejectResult = query("StoreFileRejectResult")
+	sqlCloseRejectedEnvelope = query("CloseRejectedEnvelope")
+	sqlRecordFailure         = query("RecordFailure")
+)
+
 // fileResult stores a one-row result for a file rejected as a whole and
 // closes the envelope with status. Its cells are quoted by csv_field, as
 // every line the database writes.
 func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr normalize.ParseError, status string) error {
 	env.Status = status
 	env.Counts = map[string]int{string(OutcomeRejected): 1}
-	err := tx.QueryRow(ctx, `INSERT INTO envelope_results (envelope_id, n, data)
-		SELECT $1, 0, convert_to($2::text || concat_ws(',', $3::integer, 0, $7::text, '', '', '', '', '',
-			csv_field($4), csv_field($5), csv_field($6)) || E'\n', 'UTF8')
-		RETURNING length(data)`, env.ID, ResultHeader, fr.StartLine, string(fr.Code()), fr.Field,
+	err := tx.QueryRow(ctx, sqlStoreFileRejectResult, env.ID, ResultHeader, fr.StartLine, string(fr.Code()), fr.Field,
 		strings.ToValidUTF8(fr.Message, "\uFFFD"), OutcomeRejected).Scan(&env.ResultSize)
 	if err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
-	_, err = tx.Exec(ctx, `UPDATE envelopes SET status = $2, counts = $3, result_size = $4, seq = $5, processed_at = clock_timestamp() WHERE id = $1`,
+	_, err = tx.Exec(ctx, sqlCloseRejectedEnvelope,
 		env.ID, status, env.Counts, env.ResultSize, env.Seq)
 	if err != nil {
 		return fmt.Errorf("close envelope: %w", err)
@@ -39,10 +43,7 @@ func (s *Store) RecordFailure(ctx context.Context, id int64, cause error) error 
 	if len(msg) > 2000 {
 		msg = msg[:2000]
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO envelope_attempts (envelope_id, failures, last_error, last_failed_at)
-		VALUES ($1, 1, $2, now())
-		ON CONFLICT (envelope_id) DO UPDATE SET failures = envelope_attempts.failures + 1,
-			last_error = excluded.last_error, last_failed_at = now()`, id, strings.ToValidUTF8(msg, "?"))
+	_, err := s.pool.Exec(ctx, sqlRecordFailure, id, strings.ToValidUTF8(msg, "?"))
 	if err != nil {
 		return fmt.Errorf("record the failure of envelope %d: %w", id, err)
 	}
