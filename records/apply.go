@@ -180,8 +180,9 @@ func closeSpool(f *os.File) { _ = f.Close() }
 // processSettings give the processing transaction room for its temporary
 // tables and hashes (stage and classified of a 1,000,000-row file are a few
 // hundred MB): temp_buffers keeps them in the backend's memory rather than
-// in the kernel's page cache, work_mem lets duplicate detection and the
-// result file's sort run in memory. Both are PostgreSQL backend memory, not
+// in the kernel's page cache, work_mem keeps classify's hashes in memory
+// (the result file's sort of a 1,000,000-row file still spills to a temp
+// file, see BENCHMARKS.md). Both are PostgreSQL backend memory, not
 // payintake's, and last until the transaction ends. temp_buffers can only be
 // set before the session's first temporary table; if another value was used
 // first on this connection, processing goes on with that one. jit is off:
