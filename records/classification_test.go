@@ -299,7 +299,7 @@ func TestClassificationBranches(t *testing.T) {
 			counts := map[string]int{}
 			for i, w := range tc.want {
 				g := got[i]
-				if g.Outcome != w.outcome || g.Code != w.code || g.Field != w.field {
+				if string(g.Outcome) != w.outcome || g.Code != w.code || g.Field != w.field {
 					t.Errorf("row %d: %s/%s/%s, want %s/%s/%s (%s)", g.Row, g.Outcome, g.Code, g.Field, w.outcome, w.code, w.field, g.Message)
 				}
 				counts[w.outcome]++
