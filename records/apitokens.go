@@ -12,6 +12,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Statements of apitokens.sql.
+var (
+	sqlRevokeOldAPITokens = query("RevokeOldAPITokens")
+	sqlIssueAPIToken      = query("IssueAPIToken")
+	sqlTokenPartner       = query("TokenPartner")
+	sqlAPITokens          = query("APITokens")
+	sqlAPITokenForRevoke  = query("APITokenForRevoke")
+	sqlRevokeAPIToken     = query("RevokeAPIToken")
+)
+
 // API tokens of the HTTP submission API.
 //
 // A token is "pit_" followed by 32 random bytes in unpadded base64url. Only
@@ -36,7 +46,7 @@ func (s *Store) IssueAPIToken(ctx context.Context, partner string) (string, erro
 		return "", fmt.Errorf("generate token: %w", err)
 	}
 	token := TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-	_, err := s.pool.Exec(ctx, `INSERT INTO api_tokens (partner_id, token_hash, prefix) VALUES ($1, $2, $3)`,
+	_, err := s.pool.Exec(ctx, sqlIssueAPIToken,
 		partner, tokenHash(token), token[:len(TokenPrefix)+6])
 	if err != nil {
 		return "", fmt.Errorf("store token for partner %q: %w", partner, err)
@@ -47,16 +57,14 @@ func (s *Store) IssueAPIToken(ctx context.Context, partner string) (string, erro
 // RevokeOldAPITokens revokes every active token of partner but the newest,
 // and returns how many it revoked.
 func (s *Store) RevokeOldAPITokens(ctx context.Context, partner string) (int64, error) {
-	return s.revokeAllButNewest(ctx, "api_tokens", "tokens", partner)
+	return s.revokeAllButNewest(ctx, sqlRevokeOldAPITokens, "tokens", partner)
 }
 
-// revokeAllButNewest revokes every active credential of partner in table
-// (api_tokens or webhook_secrets) but the newest, and returns how many it
-// revoked; what names them in the error.
-func (s *Store) revokeAllButNewest(ctx context.Context, table, what, partner string) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE `+table+` SET revoked_at = now()
-		WHERE partner_id = $1 AND revoked_at IS NULL
-			AND id <> (SELECT max(id) FROM `+table+` WHERE partner_id = $1 AND revoked_at IS NULL)`, partner)
+// revokeAllButNewest runs revoke (RevokeOldAPITokens or
+// RevokeOldWebhookSecrets: every active credential of partner but the
+// newest) and returns how many it revoked; what names them in the error.
+func (s *Store) revokeAllButNewest(ctx context.Context, revoke, what, partner string) (int64, error) {
+	tag, err := s.pool.Exec(ctx, revoke, partner)
 	if err != nil {
 		return 0, fmt.Errorf("revoke %s of partner %q: %w", what, partner, err)
 	}
@@ -68,13 +76,7 @@ func (s *Store) TokenPartner(ctx context.Context, token string) (string, error) 
 	var partner string
 	// last_used_at is written at most once a minute per token, so a busy
 	// partner's requests do not all write the same row.
-	err := s.pool.QueryRow(ctx, `WITH t AS (
-			SELECT id, partner_id, last_used_at FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL
-		), used AS (
-			UPDATE api_tokens a SET last_used_at = now() FROM t
-			WHERE a.id = t.id AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
-		)
-		SELECT partner_id FROM t`, tokenHash(token)).Scan(&partner)
+	err := s.pool.QueryRow(ctx, sqlTokenPartner, tokenHash(token)).Scan(&partner)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("api token: %w", ErrNotFound)
 	}
@@ -95,8 +97,7 @@ type APIToken struct {
 
 // APITokens lists partner's API tokens, active and revoked, oldest first.
 func (s *Store) APITokens(ctx context.Context, partner string) ([]APIToken, error) {
-	rows, err := s.pool.Query(ctx, `SELECT prefix, created_at, last_used_at, revoked_at FROM api_tokens
-		WHERE partner_id = $1 ORDER BY id`, partner)
+	rows, err := s.pool.Query(ctx, sqlAPITokens, partner)
 	if err != nil {
 		return nil, fmt.Errorf("list api tokens of partner %q: %w", partner, err)
 	}
@@ -128,7 +129,7 @@ func (s *Store) RevokeAPIToken(ctx context.Context, partner, prefix string) erro
 		// prefix (up to the whole token) is compared on those 10.
 		short := prefix[:len(TokenPrefix)+6]
 		var ids []int64
-		rows, err := tx.Query(ctx, `SELECT id FROM api_tokens WHERE partner_id = $1 AND prefix = $2 AND revoked_at IS NULL FOR UPDATE`,
+		rows, err := tx.Query(ctx, sqlAPITokenForRevoke,
 			partner, short)
 		if err == nil {
 			ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
@@ -143,7 +144,7 @@ func (s *Store) RevokeAPIToken(ctx context.Context, partner, prefix string) erro
 			return fmt.Errorf("%d active API tokens of partner %q start with %q; nothing revoked: revoke all but the newest with `partner token %s --revoke-old`, or issue a new token first: %w",
 				len(ids), partner, prefix, partner, ErrAmbiguous)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE api_tokens SET revoked_at = now() WHERE id = $1`, ids[0]); err != nil {
+		if _, err := tx.Exec(ctx, sqlRevokeAPIToken, ids[0]); err != nil {
 			return fmt.Errorf("revoke api token of partner %q: %w", partner, err)
 		}
 		return nil

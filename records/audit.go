@@ -9,6 +9,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// Statements of audit.sql.
+var (
+	sqlAudit    = query("Audit")
+	sqlAuditLog = query("AuditLog")
+)
+
 // Where a reviewer acted from, kept in the audit trail.
 const (
 	ViaCLI     = "cli"
@@ -37,8 +43,7 @@ func audit(ctx context.Context, db execer, e AuditEntry) error {
 	if e.ExceptionID != 0 {
 		xid = e.ExceptionID
 	}
-	_, err := db.Exec(ctx, `INSERT INTO review_audit (actor, via, action, exception_id, partner_id, detail)
-		VALUES ($1, $2, $3, $4, nullif($5, ''), $6)`, e.Actor, e.Via, e.Action, xid, e.PartnerID, e.Detail)
+	_, err := db.Exec(ctx, sqlAudit, e.Actor, e.Via, e.Action, xid, e.PartnerID, e.Detail)
 	if err != nil {
 		return fmt.Errorf("write the review audit: %w", err)
 	}
@@ -53,8 +58,7 @@ func (s *Store) AuditLog(ctx context.Context, exceptionID int64, limit int) ([]A
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, at, actor, via, action, coalesce(exception_id, 0), coalesce(partner_id, ''), detail
-		FROM review_audit WHERE ($1 = 0 OR exception_id = $1) ORDER BY id DESC LIMIT $2`, exceptionID, limit)
+	rows, err := s.pool.Query(ctx, sqlAuditLog, exceptionID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read the review audit: %w", err)
 	}

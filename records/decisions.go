@@ -11,6 +11,19 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Statements of decisions.sql.
+var (
+	sqlStaleExceptions          = query("StaleExceptions")
+	sqlExceptionPartner         = query("ExceptionPartner")
+	sqlExceptionsToDecide       = query("ExceptionsToDecide")
+	sqlDecideExceptions         = query("DecideExceptions")
+	sqlAuditDecisions           = query("AuditDecisions")
+	sqlKeepApprovedHistory      = query("KeepApprovedHistory")
+	sqlApplyApprovedChanges     = query("ApplyApprovedChanges")
+	sqlOnboardApprovedEmployees = query("OnboardApprovedEmployees")
+	sqlCreateApprovedRecords    = query("CreateApprovedRecords")
+)
+
 // Reviewers' decisions on held exceptions.
 //
 // Decisions: Decide takes the partner lock, refuses an exception that is no
@@ -93,9 +106,6 @@ func InScope(partners []string, partner string) bool {
 	return len(partners) == 0 || slices.Contains(partners, partner)
 }
 
-// recordJSON builds the same object classify.go stores as an exception's "current".
-var recordJSON = fieldsJSON("r")
-
 // Decide approves or rejects an open exception. Exactly one of several
 // concurrent deciders wins; the others get a *DecidedError. Approving applies
 // the proposed values as a new version of the record (which stays locked),
@@ -107,7 +117,7 @@ func (s *Store) Decide(ctx context.Context, d Decision) (Exception, error) {
 		return Exception{}, err
 	}
 	var partner string
-	if err := s.pool.QueryRow(ctx, `SELECT partner_id FROM exceptions WHERE id = $1`, d.ExceptionID).Scan(&partner); errors.Is(err, pgx.ErrNoRows) {
+	if err := s.pool.QueryRow(ctx, sqlExceptionPartner, d.ExceptionID).Scan(&partner); errors.Is(err, pgx.ErrNoRows) {
 		return Exception{}, fmt.Errorf("exception %d: %w", d.ExceptionID, ErrNotFound)
 	} else if err != nil {
 		return Exception{}, fmt.Errorf("read exception %d: %w", d.ExceptionID, err)
@@ -156,8 +166,7 @@ func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, id
 		action, status = "approve", ExceptionApproved
 	}
 	refused = map[int64]error{}
-	rows, err := tx.Query(ctx, `SELECT id, status, coalesce(decided_by, ''), decided_at, coalesce(superseded_by, 0), record_id IS NULL
-		FROM exceptions WHERE id = ANY($1) ORDER BY id`, ids)
+	rows, err := tx.Query(ctx, sqlExceptionsToDecide, ids)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read exceptions: %w", err)
 	}
@@ -202,8 +211,7 @@ func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, id
 	if len(open) == 0 {
 		return nil, refused, nil
 	}
-	tag, err := tx.Exec(ctx, `UPDATE exceptions SET status = $2, decided_by = $3, decided_at = now(), note = nullif($4, '')
-		WHERE id = ANY($1) AND status = 'open'`, open, status, d.Reviewer, strings.TrimSpace(d.Note))
+	tag, err := tx.Exec(ctx, sqlDecideExceptions, open, status, d.Reviewer, strings.TrimSpace(d.Note))
 	if err != nil {
 		return nil, nil, fmt.Errorf("decide exceptions: %w", err)
 	}
@@ -215,8 +223,7 @@ func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, id
 			return nil, nil, err
 		}
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO review_audit (actor, via, action, exception_id, partner_id, detail)
-		SELECT $2, $3, $4, id, $5, $6 FROM unnest($1::bigint[]) AS id ORDER BY id`,
+	if _, err := tx.Exec(ctx, sqlAuditDecisions,
 		open, d.Reviewer, d.Via, action, partner, strings.TrimSpace(d.Note)); err != nil {
 		return nil, nil, fmt.Errorf("write the review audit: %w", err)
 	}
@@ -229,14 +236,7 @@ func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, id
 // a held new key.
 func staleOf(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*StaleError, error) {
 	stale := map[int64]*StaleError{}
-	rows, err := tx.Query(ctx, `
-		SELECT x.id, r.id, r.version, true FROM exceptions x
-		JOIN records r ON r.partner_id = x.partner_id AND r.employee_ref = x.employee_ref
-			AND r.pay_period = x.pay_period AND r.component = x.component
-		WHERE x.id = ANY($1) AND x.record_id IS NULL
-		UNION ALL
-		SELECT x.id, r.id, r.version, false FROM exceptions x JOIN records r ON r.id = x.record_id
-		WHERE x.id = ANY($1) AND `+recordJSON+` IS DISTINCT FROM x.current`, ids)
+	rows, err := tx.Query(ctx, sqlStaleExceptions, ids)
 	if err != nil {
 		return nil, fmt.Errorf("check the records of exceptions: %w", err)
 	}
@@ -259,22 +259,10 @@ func staleOf(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*StaleError
 func applyApproval(ctx context.Context, tx pgx.Tx, ids, newKey []int64, reviewer string) error {
 	existing := slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return slices.Contains(newKey, id) })
 	if len(existing) > 0 {
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO record_history (record_id, version, amount, currency, hours, rate, pay_date, content_hash,
-				envelope_id, line, written_at, replaced_by)
-			SELECT r.id, r.version, r.amount, r.currency, r.hours, r.rate, r.pay_date, r.content_hash,
-				r.envelope_id, r.line, r.updated_at, format('exception %s approved by %s', x.id, $2::text)
-			FROM exceptions x JOIN records r ON r.id = x.record_id WHERE x.id = ANY($1)`, existing, reviewer); err != nil {
+		if _, err := tx.Exec(ctx, sqlKeepApprovedHistory, existing, reviewer); err != nil {
 			return fmt.Errorf("keep the history of the approved records: %w", err)
 		}
-		tag, err := tx.Exec(ctx, `
-			UPDATE records r SET amount = (x.proposed ->> 'amount')::numeric, currency = x.proposed ->> 'currency',
-				hours = nullif(x.proposed ->> 'hours', '')::numeric, rate = nullif(x.proposed ->> 'rate', '')::numeric,
-				pay_date = nullif(x.proposed ->> 'pay_date', '')::date, content_hash = x.proposed_hash,
-				version = r.version + 1, last_seq = greatest(r.last_seq, e.seq),
-				envelope_id = x.envelope_id, line = x.line, updated_at = now()
-			FROM exceptions x LEFT JOIN envelopes e ON e.id = x.envelope_id
-			WHERE x.id = ANY($1) AND r.id = x.record_id`, existing)
+		tag, err := tx.Exec(ctx, sqlApplyApprovedChanges, existing)
 		if err != nil {
 			return fmt.Errorf("apply the approved exceptions: %w", err)
 		}
@@ -287,28 +275,10 @@ func applyApproval(ctx context.Context, tx pgx.Tx, ids, newKey []int64, reviewer
 		// unknown_employee, or a closed period under --unknown-employee
 		// create): approving onboards it with the derived id, unless a
 		// mapping was imported meanwhile. Before the records, which need it.
-		if _, err := tx.Exec(ctx, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
-			SELECT DISTINCT partner_id, employee_ref, derived_employee_id(partner_id, employee_ref), 'derived'
-			FROM exceptions WHERE id = ANY($1)
-			ON CONFLICT (partner_id, employee_ref) DO NOTHING`, newKey); err != nil {
+		if _, err := tx.Exec(ctx, sqlOnboardApprovedEmployees, newKey); err != nil {
 			return fmt.Errorf("onboard the employees of the approved new keys: %w", err)
 		}
-		tag, err := tx.Exec(ctx, `
-			WITH created AS (
-				INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,
-					pay_date, content_hash, last_seq, envelope_id, line, locked_reason, locked_at)
-				SELECT x.partner_id, x.employee_ref, x.pay_period, x.component, (x.proposed ->> 'amount')::numeric,
-					x.proposed ->> 'currency', nullif(x.proposed ->> 'hours', '')::numeric, nullif(x.proposed ->> 'rate', '')::numeric,
-					nullif(x.proposed ->> 'pay_date', '')::date, x.proposed_hash, e.seq, x.envelope_id, x.line,
-					pl.reason, CASE WHEN pl.reason IS NOT NULL THEN now() END
-				FROM exceptions x
-				LEFT JOIN envelopes e ON e.id = x.envelope_id
-				LEFT JOIN period_locks pl ON pl.partner_id = x.partner_id AND pl.pay_period = x.pay_period
-				WHERE x.id = ANY($1)
-				RETURNING id, partner_id, employee_ref, pay_period, component)
-			UPDATE exceptions x SET record_id = c.id FROM created c
-			WHERE x.id = ANY($1) AND x.partner_id = c.partner_id AND x.employee_ref = c.employee_ref
-				AND x.pay_period = c.pay_period AND x.component = c.component`, newKey)
+		tag, err := tx.Exec(ctx, sqlCreateApprovedRecords, newKey)
 		if err != nil {
 			return fmt.Errorf("create the records of the approved new keys: %w", err)
 		}

@@ -11,6 +11,11 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Statements of envelopebytes.sql.
+var (
+	sqlEnvelopeChunk = query("EnvelopeChunk")
+)
+
 const chunkSize = 1 << 20
 
 func hashFile(path string) ([]byte, int64, error) {
@@ -96,7 +101,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		var data []byte
-		err := r.s.pool.QueryRow(r.ctx, `SELECT data FROM envelope_chunks WHERE envelope_id = $1 AND n = $2`, r.id, r.n).Scan(&data)
+		err := r.s.pool.QueryRow(r.ctx, sqlEnvelopeChunk, r.id, r.n).Scan(&data)
 		if errors.Is(err, pgx.ErrNoRows) {
 			r.done = true
 			continue

@@ -14,6 +14,19 @@ import (
 	"golang.org/x/text/cases"
 )
 
+// Statements of envelopes.sql.
+var (
+	sqlEnvelope                 = query("Envelope")
+	sqlSubmissions              = query("Submissions")
+	sqlInsertEnvelope           = query("InsertEnvelope")
+	sqlInsertEnvelopeClientTime = query("InsertEnvelopeClientTime")
+	sqlClaimSubmissionKey       = query("ClaimSubmissionKey")
+	sqlFirstOfSubmissionKey     = query("FirstOfSubmissionKey")
+	sqlMarkReplay               = query("MarkReplay")
+	sqlDropReplayChunks         = query("DropReplayChunks")
+	sqlMarkIncomplete           = query("MarkIncomplete")
+)
+
 // Envelope statuses; see the envelopes table in migrations for their meaning.
 const (
 	StatusReceived   = "received"
@@ -139,24 +152,19 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 	record := func(tx pgx.Tx) error {
 		// clock_timestamp, not now(): a stream's transaction began when the
 		// upload did.
-		if err := tx.QueryRow(ctx, `
-			INSERT INTO envelopes (id, partner_id, file_name, submission_key, sha256, size, source, status, received_at)
-			VALUES (coalesce($7, nextval(pg_get_serial_sequence('envelopes', 'id'))), $1, $2, $3, $4, $5, $6, 'received', clock_timestamp())
-			RETURNING id, received_at`,
+		if err := tx.QueryRow(ctx, sqlInsertEnvelope,
 			env.PartnerID, env.FileName, env.Key, env.SHA256, env.Size, env.Source, id,
 		).Scan(&env.ID, &env.ReceivedAt); err != nil {
 			return fmt.Errorf("record envelope: %w", err)
 		}
 		if mtime != nil {
-			if _, err := tx.Exec(ctx, `INSERT INTO envelope_client_times (envelope_id, client_mtime) VALUES ($1, $2)`,
+			if _, err := tx.Exec(ctx, sqlInsertEnvelopeClientTime,
 				env.ID, *mtime); err != nil {
 				return fmt.Errorf("record the file's time: %w", err)
 			}
 		}
 		var claimed bool
-		err := tx.QueryRow(ctx, `
-			INSERT INTO submissions (partner_id, submission_key, envelope_id, sha256)
-			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING true`,
+		err := tx.QueryRow(ctx, sqlClaimSubmissionKey,
 			env.PartnerID, env.Key, env.ID, env.SHA256).Scan(&claimed)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("claim submission key: %w", err)
@@ -172,20 +180,20 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 		}
 		var first int64
 		var firstSum []byte
-		if err := tx.QueryRow(ctx, `SELECT envelope_id, sha256 FROM submissions WHERE partner_id = $1 AND submission_key = $2`,
+		if err := tx.QueryRow(ctx, sqlFirstOfSubmissionKey,
 			env.PartnerID, env.Key).Scan(&first, &firstSum); err != nil {
 			return fmt.Errorf("read submission key: %w", err)
 		}
 		if bytes.Equal(firstSum, env.SHA256) {
 			env.Status, env.ReplayOf = StatusReplay, first
-			_, err := tx.Exec(ctx, `UPDATE envelopes SET status = 'replay', replay_of = $2, processed_at = clock_timestamp() WHERE id = $1`, env.ID, first)
+			_, err := tx.Exec(ctx, sqlMarkReplay, env.ID, first)
 			if err != nil {
 				return fmt.Errorf("record replay: %w", err)
 			}
 			if st != nil {
 				// A replay keeps no bytes of its own (those of the first
 				// envelope are the same).
-				if _, err := tx.Exec(ctx, `DELETE FROM envelope_chunks WHERE envelope_id = $1`, env.ID); err != nil {
+				if _, err := tx.Exec(ctx, sqlDropReplayChunks, env.ID); err != nil {
 					return fmt.Errorf("record replay: drop its streamed bytes: %w", err)
 				}
 			}
@@ -213,9 +221,7 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 // MarkIncomplete records an upload that was cut off before a clean close, for
 // audit. It takes no submission key and is never processed.
 func (s *Store) MarkIncomplete(ctx context.Context, partner, fileName, source string, received int64) error {
-	_, err := s.pool.Exec(ctx, `
-		INSERT INTO envelopes (partner_id, file_name, submission_key, sha256, size, source, status, processed_at)
-		VALUES ($1, $2, $3, $4, $5, $6, 'incomplete', now())`,
+	_, err := s.pool.Exec(ctx, sqlMarkIncomplete,
 		partner, fileName, SubmissionKey(fileName), make([]byte, 32), received, source)
 	if err != nil {
 		return fmt.Errorf("record incomplete upload %q: %w", fileName, err)
@@ -225,7 +231,7 @@ func (s *Store) MarkIncomplete(ctx context.Context, partner, fileName, source st
 
 // Envelope reads one envelope, or ErrNotFound.
 func (s *Store) Envelope(ctx context.Context, id int64) (Envelope, error) {
-	return scanEnvelope(s.pool.QueryRow(ctx, `SELECT `+envelopeColumns+` FROM envelopes WHERE id = $1`, id))
+	return scanEnvelope(s.pool.QueryRow(ctx, sqlEnvelope, id))
 }
 
 const envelopeColumns = `id, partner_id, file_name, submission_key, sha256, size, source, received_at, status,
@@ -282,10 +288,7 @@ type SubmissionFilter struct {
 // Submissions lists a partner's envelopes, newest first (by id: ids are
 // given in the order envelopes are recorded), at most f.Limit of them.
 func (s *Store) Submissions(ctx context.Context, f SubmissionFilter) ([]Envelope, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+envelopeColumns+` FROM envelopes
-		WHERE partner_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR lower(file_name) = lower($3))
-			AND ($4 = 0 OR id < $4)
-		ORDER BY id DESC LIMIT $5`, f.Partner, f.Status, f.Name, f.Before, f.Limit)
+	rows, err := s.pool.Query(ctx, sqlSubmissions, f.Partner, f.Status, f.Name, f.Before, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list submissions of partner %q: %w", f.Partner, err)
 	}

@@ -11,6 +11,19 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Statements of exceptions.sql.
+var (
+	sqlExceptions      = query("Exceptions")
+	sqlException       = query("Exception")
+	sqlExceptionCounts = query("ExceptionCounts")
+	sqlExceptionLinks  = query("ExceptionLinks")
+	sqlRecordVersions  = query("RecordVersions")
+)
+
+// queueWhere is the filter of the exception queue (on ExceptionFilter.args()),
+// for the bulk decisions (bulk.go), which still compose their SQL in Go.
+var queueWhere = fragment("queue_where")
+
 // Exception statuses.
 const (
 	ExceptionOpen       = "open"
@@ -89,20 +102,6 @@ func (f ExceptionFilter) args() []any {
 		strings.TrimSpace(f.MinChange), strings.TrimSpace(f.MaxChange)}
 }
 
-// amountChange is an exception's amount change: proposed minus locked (the
-// proposed amount for a held new record).
-const amountChange = `((x.proposed ->> 'amount')::numeric - coalesce((x.current ->> 'amount')::numeric, 0))`
-
-// queueWhere is the filter of Exceptions and ExceptionCounts, on args().
-const queueWhere = `(cardinality($1::text[]) = 0 OR x.partner_id = ANY($1::text[]))
-	AND ($2 = '' OR x.partner_id = $2) AND ($3 = '' OR x.pay_period = $3)
-	AND ($4 = '' OR x.envelope_id IN (SELECT fe.id FROM envelopes fe WHERE fe.partner_id = x.partner_id AND lower(fe.file_name) = lower($4)))
-	AND ($5 = '' OR x.code = $5) AND ($6 = '' OR x.component = $6)
-	AND ($7 = '' OR starts_with(lower(x.employee_ref), lower($7)) OR EXISTS (SELECT 1 FROM employees m
-		WHERE m.partner_id = x.partner_id AND m.employee_ref = x.employee_ref AND m.employee_id = $7))
-	AND ($8 = '' OR abs(` + amountChange + `) >= $8::numeric)
-	AND ($9 = '' OR abs(` + amountChange + `) <= $9::numeric)`
-
 const exceptionColumns = `x.id, x.partner_id, x.employee_ref,
 	coalesce((SELECT em.employee_id FROM employees em WHERE em.partner_id = x.partner_id AND em.employee_ref = x.employee_ref),
 		derived_employee_id(x.partner_id, x.employee_ref)), x.pay_period, x.component, x.status, x.code,
@@ -124,10 +123,7 @@ func (s *Store) Exceptions(ctx context.Context, f ExceptionFilter) ([]Exception,
 	if f.Limit > 0 {
 		limit = f.Limit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+exceptionColumns+`
-		FROM exceptions x LEFT JOIN envelopes e ON e.id = x.envelope_id
-		WHERE `+queueWhere+` AND ($10 = '' OR x.status = $10) AND x.id > $11
-		ORDER BY x.id LIMIT $12`, append(f.args(), f.Status, f.AfterID, limit)...)
+	rows, err := s.pool.Query(ctx, sqlExceptions, append(f.args(), f.Status, f.AfterID, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list exceptions: %w", err)
 	}
@@ -140,8 +136,7 @@ func (s *Store) Exceptions(ctx context.Context, f ExceptionFilter) ([]Exception,
 
 // Exception reads one exception, or ErrNotFound.
 func (s *Store) Exception(ctx context.Context, id int64) (Exception, error) {
-	x, err := scanException(s.pool.QueryRow(ctx, `SELECT `+exceptionColumns+`
-		FROM exceptions x LEFT JOIN envelopes e ON e.id = x.envelope_id WHERE x.id = $1`, id))
+	x, err := scanException(s.pool.QueryRow(ctx, sqlException, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return x, fmt.Errorf("exception %d: %w", id, ErrNotFound)
 	}
@@ -170,8 +165,7 @@ func (s *Store) ExceptionDetail(ctx context.Context, id int64) (ExceptionDetail,
 		return ExceptionDetail{}, err
 	}
 	d := ExceptionDetail{Exception: x, History: []RecordVersion{}}
-	if err := s.pool.QueryRow(ctx, `SELECT coalesce(record_id, 0), coalesce(row_no, 0), coalesce(superseded_by, 0)
-		FROM exceptions WHERE id = $1`, id).Scan(&d.RecordID, &d.RowNo, &d.SupersededBy); err != nil {
+	if err := s.pool.QueryRow(ctx, sqlExceptionLinks, id).Scan(&d.RecordID, &d.RowNo, &d.SupersededBy); err != nil {
 		return d, fmt.Errorf("read exception %d: %w", id, err)
 	}
 	rec, err := s.FindRecord(ctx, x.PartnerID, x.EmployeeRef, x.PayPeriod, x.Component)
@@ -195,18 +189,7 @@ func (s *Store) ExceptionDetail(ctx context.Context, id int64) (ExceptionDetail,
 		}
 	}
 	if d.Record != nil {
-		rows, err := s.pool.Query(ctx, `
-			SELECT v.version, v.amount::text, v.currency, coalesce(v.hours::text, ''), coalesce(v.rate::text, ''),
-				coalesce(v.pay_date::text, ''), coalesce(e.file_name, ''), coalesce(v.line, 0), v.written_at, v.replaced_at, v.replaced_by
-			FROM (
-				SELECT version, amount, currency, hours, rate, pay_date, envelope_id, line, updated_at AS written_at,
-					NULL::timestamptz AS replaced_at, '' AS replaced_by
-				FROM records WHERE id = $1
-				UNION ALL
-				SELECT version, amount, currency, hours, rate, pay_date, envelope_id, line, written_at, replaced_at, replaced_by
-				FROM record_history WHERE record_id = $1
-			) v LEFT JOIN envelopes e ON e.id = v.envelope_id
-			ORDER BY v.version DESC`, d.Record.ID)
+		rows, err := s.pool.Query(ctx, sqlRecordVersions, d.Record.ID)
 		if err != nil {
 			return d, fmt.Errorf("read history of record %d: %w", d.Record.ID, err)
 		}
@@ -227,7 +210,7 @@ func (s *Store) ExceptionDetail(ctx context.Context, id int64) (ExceptionDetail,
 // superseded, all); Status and AfterID are ignored.
 func (s *Store) ExceptionCounts(ctx context.Context, f ExceptionFilter) (map[string]int, error) {
 	counts := map[string]int{ExceptionOpen: 0, ExceptionApproved: 0, ExceptionRejected: 0, ExceptionSuperseded: 0, "all": 0}
-	rows, err := s.pool.Query(ctx, `SELECT x.status, count(*) FROM exceptions x WHERE `+queueWhere+` GROUP BY x.status`, f.args()...)
+	rows, err := s.pool.Query(ctx, sqlExceptionCounts, f.args()...)
 	if err != nil {
 		return nil, fmt.Errorf("count exceptions: %w", err)
 	}

@@ -9,6 +9,17 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Statements of idempotency.sql.
+var (
+	sqlClaimIdempotencyKey    = query("ClaimIdempotencyKey")
+	sqlTakeOverIdempotencyKey = query("TakeOverIdempotencyKey")
+	sqlReadIdempotencyKey     = query("ReadIdempotencyKey")
+	sqlRenewIdempotencyLease  = query("RenewIdempotencyLease")
+	sqlCompleteIdempotencyKey = query("CompleteIdempotencyKey")
+	sqlReleaseIdempotencyKey  = query("ReleaseIdempotencyKey")
+	sqlReapIdempotencyKeys    = query("ReapIdempotencyKeys")
+)
+
 // Idempotency-Key claims (IETF httpapi Idempotency-Key draft).
 
 // Idempotency key states.
@@ -56,10 +67,7 @@ var errClaimVanished = errors.New("idempotency key vanished")
 func (s *Store) claimIdempotencyKey(ctx context.Context, partner, key string, owner []byte, lease time.Duration) (IdemClaim, error) {
 	var c IdemClaim
 	leaseArg := lease
-	err := s.pool.QueryRow(ctx, `
-		INSERT INTO idempotency_keys (partner_id, idem_key, status, lease_owner, lease_until)
-		VALUES ($1, $2, 'in_progress', $3, now() + $4::interval)
-		ON CONFLICT DO NOTHING RETURNING true`, partner, key, owner, leaseArg).Scan(&c.Claimed)
+	err := s.pool.QueryRow(ctx, sqlClaimIdempotencyKey, partner, key, owner, leaseArg).Scan(&c.Claimed)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return c, fmt.Errorf("claim idempotency key: %w", err)
 	}
@@ -67,10 +75,7 @@ func (s *Store) claimIdempotencyKey(ctx context.Context, partner, key string, ow
 		return c, nil
 	}
 	// Take over a claim whose holder stopped renewing its lease (it crashed).
-	err = s.pool.QueryRow(ctx, `
-		UPDATE idempotency_keys SET lease_owner = $3, lease_until = now() + $4::interval
-		WHERE partner_id = $1 AND idem_key = $2 AND status = 'in_progress' AND lease_until < now()
-		RETURNING true`, partner, key, owner, leaseArg).Scan(&c.Claimed)
+	err = s.pool.QueryRow(ctx, sqlTakeOverIdempotencyKey, partner, key, owner, leaseArg).Scan(&c.Claimed)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return c, fmt.Errorf("take over idempotency key: %w", err)
 	}
@@ -81,9 +86,7 @@ func (s *Store) claimIdempotencyKey(ctx context.Context, partner, key string, ow
 	var status, ctype *string
 	var code *int32
 	var env *int64
-	err = s.pool.QueryRow(ctx, `
-		SELECT status, fingerprint, response_status, response_type, response_body, envelope_id
-		FROM idempotency_keys WHERE partner_id = $1 AND idem_key = $2`, partner, key).
+	err = s.pool.QueryRow(ctx, sqlReadIdempotencyKey, partner, key).
 		Scan(&status, &c.Fingerprint, &code, &ctype, &c.Response.Body, &env)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, errClaimVanished
@@ -107,8 +110,7 @@ func (s *Store) claimIdempotencyKey(ctx context.Context, partner, key string, ow
 // RenewIdempotencyLease extends owner's lease on a key it is still working on.
 // It reports false when the claim is no longer owner's.
 func (s *Store) RenewIdempotencyLease(ctx context.Context, partner, key string, owner []byte, lease time.Duration) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET lease_until = now() + $4::interval
-		WHERE partner_id = $1 AND idem_key = $2 AND status = 'in_progress' AND lease_owner = $3`,
+	tag, err := s.pool.Exec(ctx, sqlRenewIdempotencyLease,
 		partner, key, owner, lease)
 	if err != nil {
 		return false, fmt.Errorf("renew idempotency lease: %w", err)
@@ -124,10 +126,7 @@ func (s *Store) CompleteIdempotencyKey(ctx context.Context, partner, key string,
 	if resp.EnvelopeID != 0 {
 		env = &resp.EnvelopeID
 	}
-	tag, err := s.pool.Exec(ctx, `
-		UPDATE idempotency_keys SET status = 'done', fingerprint = $4, response_status = $5, response_type = $6,
-			response_body = $7, envelope_id = $8, completed_at = now(), lease_owner = NULL, lease_until = NULL
-		WHERE partner_id = $1 AND idem_key = $2 AND status = 'in_progress' AND lease_owner = $3`,
+	tag, err := s.pool.Exec(ctx, sqlCompleteIdempotencyKey,
 		partner, key, owner, fingerprint, resp.Status, resp.ContentType, resp.Body, env)
 	if err != nil {
 		return false, fmt.Errorf("complete idempotency key: %w", err)
@@ -138,8 +137,7 @@ func (s *Store) CompleteIdempotencyKey(ctx context.Context, partner, key string,
 // ReleaseIdempotencyKey drops owner's in-progress claim (the request failed
 // before anything was decided), so a retry can claim the key at once.
 func (s *Store) ReleaseIdempotencyKey(ctx context.Context, partner, key string, owner []byte) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys
-		WHERE partner_id = $1 AND idem_key = $2 AND status = 'in_progress' AND lease_owner = $3`, partner, key, owner)
+	_, err := s.pool.Exec(ctx, sqlReleaseIdempotencyKey, partner, key, owner)
 	if err != nil {
 		return fmt.Errorf("release idempotency key: %w", err)
 	}
@@ -158,11 +156,7 @@ func (s *Store) ReapIdempotencyKeys(ctx context.Context, retention time.Duration
 	}
 	var total int64
 	for {
-		tag, err := s.pool.Exec(ctx, `
-			DELETE FROM idempotency_keys WHERE (partner_id, idem_key) IN (
-				SELECT partner_id, idem_key FROM idempotency_keys
-				WHERE created_at < now() - $1::interval AND (status = 'done' OR lease_until < now())
-				ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, retention, batch)
+		tag, err := s.pool.Exec(ctx, sqlReapIdempotencyKeys, retention, batch)
 		if err != nil {
 			return total, fmt.Errorf("reap idempotency keys: %w", err)
 		}

@@ -8,6 +8,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Statements of inbox.sql.
+var (
+	sqlInboxFiles      = query("InboxFiles")
+	sqlInboxFile       = query("InboxFile")
+	sqlSetInboxModTime = query("SetInboxModTime")
+)
+
 // InboxFile is a file a partner sent over SFTP, as its /inbox shows it: the
 // latest envelope of that exact name.
 type InboxFile struct {
@@ -41,12 +48,7 @@ func scanInbox(rows pgx.Rows) ([]InboxFile, error) {
 // (the latest envelope of each name, cut-off uploads left out), by name, at
 // most limit of them.
 func (s *Store) InboxFiles(ctx context.Context, partner string, since time.Time, limit int) ([]InboxFile, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT `+inboxColumns+` FROM (
-			SELECT DISTINCT ON (file_name) * FROM envelopes
-			WHERE partner_id = $1 AND source = 'sftp' AND status <> 'incomplete' AND received_at >= $2
-			ORDER BY file_name, id DESC) latest
-		ORDER BY file_name LIMIT $3`, partner, since, limit)
+	rows, err := s.pool.Query(ctx, sqlInboxFiles, partner, since, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list inbox files of %s: %w", partner, err)
 	}
@@ -56,11 +58,7 @@ func (s *Store) InboxFiles(ctx context.Context, partner string, since time.Time,
 // InboxFile is the partner's latest SFTP upload named name received since
 // the given time, or ErrNotFound.
 func (s *Store) InboxFile(ctx context.Context, partner, name string, since time.Time) (InboxFile, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT `+inboxColumns+` FROM envelopes
-		WHERE partner_id = $1 AND lower(file_name) = lower($2) AND file_name = $2 AND source = 'sftp'
-		  AND status <> 'incomplete' AND received_at >= $3
-		ORDER BY id DESC LIMIT 1`, partner, name, since)
+	rows, err := s.pool.Query(ctx, sqlInboxFile, partner, name, since)
 	if err != nil {
 		return InboxFile{}, fmt.Errorf("look up inbox file %q: %w", name, err)
 	}
@@ -79,13 +77,7 @@ func (s *Store) InboxFile(ctx context.Context, partner, name string, since time.
 // there is none.
 func (s *Store) SetInboxModTime(ctx context.Context, partner, name string, since, mtime time.Time) error {
 	// Not an UPDATE of the envelope: its row lock is processing's lease.
-	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO envelope_client_times (envelope_id, client_mtime)
-		SELECT id, $4 FROM envelopes
-		WHERE partner_id = $1 AND lower(file_name) = lower($2) AND file_name = $2 AND source = 'sftp'
-		  AND status <> 'incomplete' AND received_at >= $3
-		ORDER BY id DESC LIMIT 1
-		ON CONFLICT (envelope_id) DO UPDATE SET client_mtime = excluded.client_mtime`, partner, name, since, mtime)
+	tag, err := s.pool.Exec(ctx, sqlSetInboxModTime, partner, name, since, mtime)
 	if err != nil {
 		return fmt.Errorf("set time of inbox file %q: %w", name, err)
 	}

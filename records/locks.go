@@ -10,6 +10,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Statements of locks.sql.
+var (
+	sqlLockPeriod          = query("LockPeriod")
+	sqlLockPeriodRecords   = query("LockPeriodRecords")
+	sqlUnlockPeriod        = query("UnlockPeriod")
+	sqlUnlockPeriodRecords = query("UnlockPeriodRecords")
+	sqlRecordUnlock        = query("RecordUnlock")
+	sqlLockEvents          = query("LockEvents")
+)
+
 // Lock reasons for records and periods.
 const (
 	LockApproved = "approved"
@@ -26,14 +36,10 @@ func (s *Store) LockPeriod(ctx context.Context, partner, period, reason, by stri
 		if err := partnerLock(ctx, tx, partner); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO period_locks (partner_id, pay_period, reason, locked_by) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (partner_id, pay_period) DO UPDATE SET reason = EXCLUDED.reason,
-				locked_by = EXCLUDED.locked_by, locked_at = now()`, partner, period, reason, by); err != nil {
+		if _, err := tx.Exec(ctx, sqlLockPeriod, partner, period, reason, by); err != nil {
 			return fmt.Errorf("lock period %s of partner %q: %w", period, partner, err)
 		}
-		tag, err := tx.Exec(ctx, `UPDATE records SET locked_reason = $3, locked_at = now()
-			WHERE partner_id = $1 AND pay_period = $2`, partner, period, reason)
+		tag, err := tx.Exec(ctx, sqlLockPeriodRecords, partner, period, reason)
 		if err != nil {
 			return fmt.Errorf("lock records of period %s: %w", period, err)
 		}
@@ -61,21 +67,19 @@ func (s *Store) UnlockPeriod(ctx context.Context, partner, period, by, reason st
 		if err := partnerLock(ctx, tx, partner); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM period_locks WHERE partner_id = $1 AND pay_period = $2`, partner, period)
+		tag, err := tx.Exec(ctx, sqlUnlockPeriod, partner, period)
 		if err != nil {
 			return fmt.Errorf("unlock period %s of partner %q: %w", period, partner, err)
 		}
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("period %s of partner %s: %w", period, partner, ErrNotLocked)
 		}
-		tag, err = tx.Exec(ctx, `UPDATE records SET locked_reason = NULL, locked_at = NULL
-			WHERE partner_id = $1 AND pay_period = $2 AND locked_reason IS NOT NULL`, partner, period)
+		tag, err = tx.Exec(ctx, sqlUnlockPeriodRecords, partner, period)
 		if err != nil {
 			return fmt.Errorf("unlock records of period %s: %w", period, err)
 		}
 		n = tag.RowsAffected()
-		_, err = tx.Exec(ctx, `INSERT INTO lock_events (partner_id, pay_period, action, reason, by, records)
-			VALUES ($1, $2, 'unlock', $3, $4, $5)`, partner, period, reason, by, n)
+		_, err = tx.Exec(ctx, sqlRecordUnlock, partner, period, reason, by, n)
 		if err != nil {
 			return fmt.Errorf("record the unlock: %w", err)
 		}
@@ -99,8 +103,7 @@ type LockEvent struct {
 // LockEvents lists the lock history of a partner's period (all periods if
 // period is empty), oldest first.
 func (s *Store) LockEvents(ctx context.Context, partner, period string) ([]LockEvent, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, partner_id, pay_period, action, reason, by, at, records
-		FROM lock_events WHERE partner_id = $1 AND ($2 = '' OR pay_period = upper($2)) ORDER BY id`, partner, strings.TrimSpace(period))
+	rows, err := s.pool.Query(ctx, sqlLockEvents, partner, strings.TrimSpace(period))
 	if err != nil {
 		return nil, fmt.Errorf("list lock events: %w", err)
 	}

@@ -6,6 +6,14 @@ import (
 	"time"
 )
 
+// Statements of logins.sql.
+var (
+	sqlLoginLockedUntil   = query("LoginLockedUntil")
+	sqlRecordLoginFailure = query("RecordLoginFailure")
+	sqlClearLoginFailures = query("ClearLoginFailures")
+	sqlUnlockLogin        = query("UnlockLogin")
+)
+
 // Failed reviewer logins are slowed per account name and per client
 // address: the first LoginFreeFailures within LoginFailureWindow cost
 // nothing more, each later one locks the name and the address for
@@ -22,8 +30,7 @@ const (
 // later of the two), or the zero time when neither is locked.
 func (s *Store) LoginLockedUntil(ctx context.Context, account, address string) (time.Time, error) {
 	var until *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT max(locked_until) FROM login_failures
-		WHERE ((scope = 'account' AND key = $1) OR (scope = 'address' AND key = $2)) AND locked_until > now()`,
+	err := s.pool.QueryRow(ctx, sqlLoginLockedUntil,
 		account, address).Scan(&until)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read login failures: %w", err)
@@ -41,19 +48,7 @@ func (s *Store) RecordLoginFailure(ctx context.Context, account, address string)
 	// The lock doubles with each failure past the free ones, up to
 	// LoginLockMax; the exponent is capped so that a storm of failures
 	// never overflows PostgreSQL's interval.
-	err := s.pool.QueryRow(ctx, `
-		WITH up AS (
-			INSERT INTO login_failures AS f (scope, key, failures, last_failed_at)
-			VALUES ('account', $1, 1, now()), ('address', $2, 1, now())
-			ON CONFLICT (scope, key) DO UPDATE SET
-				failures = CASE WHEN f.last_failed_at < now() - $3::interval THEN 1 ELSE f.failures + 1 END,
-				last_failed_at = now(),
-				locked_until = CASE
-					WHEN f.last_failed_at < now() - $3::interval OR f.failures + 1 <= $4 THEN NULL
-					ELSE now() + least($5::interval * power(2, least(f.failures - $4, 30)), $6::interval) END
-			RETURNING f.locked_until
-		)
-		SELECT max(locked_until) FROM up`,
+	err := s.pool.QueryRow(ctx, sqlRecordLoginFailure,
 		account, address, LoginFailureWindow, LoginFreeFailures, LoginLockBase, LoginLockMax).Scan(&until)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("record a failed login: %w", err)
@@ -67,8 +62,7 @@ func (s *Store) RecordLoginFailure(ctx context.Context, account, address string)
 // ClearLoginFailures forgets the failures of account and address after a
 // successful login.
 func (s *Store) ClearLoginFailures(ctx context.Context, account, address string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM login_failures
-		WHERE (scope = 'account' AND key = $1) OR (scope = 'address' AND key = $2)`, account, address); err != nil {
+	if _, err := s.pool.Exec(ctx, sqlClearLoginFailures, account, address); err != nil {
 		return fmt.Errorf("clear login failures: %w", err)
 	}
 	return nil
@@ -78,7 +72,7 @@ func (s *Store) ClearLoginFailures(ctx context.Context, account, address string)
 // (scope "account") or a client address (scope "address"); it reports
 // whether there was anything to forget.
 func (s *Store) UnlockLogin(ctx context.Context, scope, key string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM login_failures WHERE scope = $1 AND key = $2`, scope, key)
+	tag, err := s.pool.Exec(ctx, sqlUnlockLogin, scope, key)
 	if err != nil {
 		return false, fmt.Errorf("unlock %s %s: %w", scope, key, err)
 	}

@@ -6,6 +6,13 @@ import (
 	"time"
 )
 
+// Statements of partnerkeys.sql.
+var (
+	sqlAddPartnerKey    = query("AddPartnerKey")
+	sqlRevokePartnerKey = query("RevokePartnerKey")
+	sqlKeyAllowed       = query("KeyAllowed")
+)
+
 // PartnerKey is one SSH public key a partner may log in with.
 type PartnerKey struct {
 	ID          int64
@@ -16,15 +23,10 @@ type PartnerKey struct {
 	CreatedAt   time.Time
 }
 
-const addKeySQL = `
-	INSERT INTO partner_keys (partner_id, fingerprint, public_key, comment)
-	VALUES ($1, $2, $3, $4)
-	ON CONFLICT (partner_id, fingerprint) DO UPDATE SET revoked_at = NULL`
-
 // AddPartnerKey registers a public key for a partner. Adding a key that is
 // already active is not an error; adding a revoked one reactivates it.
 func (s *Store) AddPartnerKey(ctx context.Context, k PartnerKey) error {
-	_, err := s.pool.Exec(ctx, addKeySQL, k.PartnerID, k.Fingerprint, k.PublicKey, k.Comment)
+	_, err := s.pool.Exec(ctx, sqlAddPartnerKey, k.PartnerID, k.Fingerprint, k.PublicKey, k.Comment)
 	if err != nil {
 		return fmt.Errorf("add key for partner %q: %w", k.PartnerID, err)
 	}
@@ -33,8 +35,7 @@ func (s *Store) AddPartnerKey(ctx context.Context, k PartnerKey) error {
 
 // RevokePartnerKey stops a key from logging in, from the next login on.
 func (s *Store) RevokePartnerKey(ctx context.Context, partner, fingerprint string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE partner_keys SET revoked_at = now()
-		WHERE partner_id = $1 AND fingerprint = $2 AND revoked_at IS NULL`, partner, fingerprint)
+	tag, err := s.pool.Exec(ctx, sqlRevokePartnerKey, partner, fingerprint)
 	if err != nil {
 		return fmt.Errorf("revoke key for partner %q: %w", partner, err)
 	}
@@ -48,8 +49,7 @@ func (s *Store) RevokePartnerKey(ctx context.Context, partner, fingerprint strin
 // It is asked at every login, so keys are added and revoked without a restart.
 func (s *Store) KeyAllowed(ctx context.Context, partner, fingerprint string) (bool, error) {
 	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM partner_keys
-		WHERE partner_id = $1 AND fingerprint = $2 AND revoked_at IS NULL)`, partner, fingerprint).Scan(&ok)
+	err := s.pool.QueryRow(ctx, sqlKeyAllowed, partner, fingerprint).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("check key of partner %q: %w", partner, err)
 	}

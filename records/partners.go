@@ -13,6 +13,16 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// Statements of partners.sql.
+var (
+	sqlPartner                    = query("Partner")
+	sqlPartners                   = query("Partners")
+	sqlAddPartner                 = query("AddPartner")
+	sqlCreatePartner              = query("CreatePartner")
+	sqlPartnerExists              = query("PartnerExists")
+	sqlRevokePartnerKeysNotListed = query("RevokePartnerKeysNotListed")
+)
+
 // Mode says how a partner's files are applied.
 const (
 	ModeRow          = "row"            // each valid row is applied on its own
@@ -61,9 +71,7 @@ func (s *Store) AddPartner(ctx context.Context, p Partner) error {
 	if p.UnknownEmployee == "" {
 		p.UnknownEmployee = UnknownCreate
 	}
-	_, err := s.pool.Exec(ctx, `
-		INSERT INTO partners (id, name, delimiter, decimal_comma, date_format, currency, file_pattern, mode, unknown_employee)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	_, err := s.pool.Exec(ctx, sqlAddPartner,
 		p.ID, p.Name, p.Delimiter, p.DecimalComma, p.DateFormat, p.Currency, p.FilePattern, p.Mode, p.UnknownEmployee)
 	return addPartnerErr(p.ID, err)
 }
@@ -132,7 +140,7 @@ func (u PartnerUpdate) columns() (cols []string, vals []any) {
 // their defaults), in one transaction. It returns ErrExists if the ID is taken.
 func (s *Store) CreatePartner(ctx context.Context, id string, u PartnerUpdate) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO partners (id) VALUES ($1)`, id); err != nil {
+		if _, err := tx.Exec(ctx, sqlCreatePartner, id); err != nil {
 			return addPartnerErr(id, err)
 		}
 		return updatePartner(ctx, tx, id, u)
@@ -146,7 +154,7 @@ func (s *Store) CreatePartner(ctx context.Context, id string, u PartnerUpdate) e
 func (s *Store) UpdatePartner(ctx context.Context, id string, u PartnerUpdate) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var found bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM partners WHERE id = $1)`, id).Scan(&found); err != nil {
+		if err := tx.QueryRow(ctx, sqlPartnerExists, id).Scan(&found); err != nil {
 			return fmt.Errorf("read partner %q: %w", id, err)
 		}
 		if !found {
@@ -177,13 +185,12 @@ func updatePartner(ctx context.Context, tx pgx.Tx, id string, u PartnerUpdate) e
 	}
 	fps := make([]string, 0, len(*u.AuthorizedKeys))
 	for _, k := range *u.AuthorizedKeys {
-		if _, err := tx.Exec(ctx, addKeySQL, id, k.Fingerprint, k.PublicKey, k.Comment); err != nil {
+		if _, err := tx.Exec(ctx, sqlAddPartnerKey, id, k.Fingerprint, k.PublicKey, k.Comment); err != nil {
 			return fmt.Errorf("add key for partner %q: %w", id, err)
 		}
 		fps = append(fps, k.Fingerprint)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE partner_keys SET revoked_at = now()
-		WHERE partner_id = $1 AND revoked_at IS NULL AND NOT (fingerprint = ANY($2))`, id, fps); err != nil {
+	if _, err := tx.Exec(ctx, sqlRevokePartnerKeysNotListed, id, fps); err != nil {
 		return fmt.Errorf("revoke keys of partner %q: %w", id, err)
 	}
 	return nil
@@ -200,7 +207,7 @@ func scanPartner(row pgx.Row) (Partner, error) {
 
 // Partner returns one partner, or ErrNotFound.
 func (s *Store) Partner(ctx context.Context, id string) (Partner, error) {
-	p, err := scanPartner(s.pool.QueryRow(ctx, `SELECT `+partnerColumns+` FROM partners p WHERE p.id = $1`, id))
+	p, err := scanPartner(s.pool.QueryRow(ctx, sqlPartner, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, fmt.Errorf("partner %q: %w", id, ErrNotFound)
 	}
@@ -212,7 +219,7 @@ func (s *Store) Partner(ctx context.Context, id string) (Partner, error) {
 
 // Partners lists every partner by ID.
 func (s *Store) Partners(ctx context.Context) ([]Partner, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+partnerColumns+` FROM partners p ORDER BY p.id`)
+	rows, err := s.pool.Query(ctx, sqlPartners)
 	if err != nil {
 		return nil, fmt.Errorf("list partners: %w", err)
 	}

@@ -11,6 +11,13 @@ import (
 	"github.com/payintake/payintake/normalize"
 )
 
+// Statements of processing.sql.
+var (
+	sqlStoreFileRejectResult = query("StoreFileRejectResult")
+	sqlCloseRejectedEnvelope = query("CloseRejectedEnvelope")
+	sqlRecordFailure         = query("RecordFailure")
+)
+
 // fileResult stores a one-row result for a file rejected as a whole and
 // closes the envelope with status.
 func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr normalize.ParseError, status string) error {
@@ -22,10 +29,10 @@ func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr nor
 	env.Status = status
 	env.Counts = map[string]int{"rejected": 1}
 	env.ResultSize = int64(b.Len())
-	if _, err := tx.Exec(ctx, `INSERT INTO envelope_results (envelope_id, n, data) VALUES ($1, 0, $2)`, env.ID, b.Bytes()); err != nil {
+	if _, err := tx.Exec(ctx, sqlStoreFileRejectResult, env.ID, b.Bytes()); err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
-	_, err := tx.Exec(ctx, `UPDATE envelopes SET status = $2, counts = $3, result_size = $4, seq = $5, processed_at = clock_timestamp() WHERE id = $1`,
+	_, err := tx.Exec(ctx, sqlCloseRejectedEnvelope,
 		env.ID, status, env.Counts, env.ResultSize, env.Seq)
 	if err != nil {
 		return fmt.Errorf("close envelope: %w", err)
@@ -41,10 +48,7 @@ func (s *Store) RecordFailure(ctx context.Context, id int64, cause error) error 
 	if len(msg) > 2000 {
 		msg = msg[:2000]
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO envelope_attempts (envelope_id, failures, last_error, last_failed_at)
-		VALUES ($1, 1, $2, now())
-		ON CONFLICT (envelope_id) DO UPDATE SET failures = envelope_attempts.failures + 1,
-			last_error = excluded.last_error, last_failed_at = now()`, id, strings.ToValidUTF8(msg, "?"))
+	_, err := s.pool.Exec(ctx, sqlRecordFailure, id, strings.ToValidUTF8(msg, "?"))
 	if err != nil {
 		return fmt.Errorf("record the failure of envelope %d: %w", id, err)
 	}

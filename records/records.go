@@ -9,6 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Statements of records.sql.
+var (
+	sqlFindRecord = query("FindRecord")
+)
+
 // Record is the current version of one business fact.
 type Record struct {
 	ID           int64     `json:"id"`
@@ -30,12 +35,7 @@ type Record struct {
 // FindRecord reads the current version of a record by its natural key, or ErrNotFound.
 func (s *Store) FindRecord(ctx context.Context, partner, employee, period, component string) (Record, error) {
 	var r Record
-	err := s.pool.QueryRow(ctx, `
-		SELECT r.id, r.partner_id, r.employee_ref, e.employee_id, r.pay_period, r.component, r.amount::text, r.currency,
-			coalesce(r.hours::text, ''), coalesce(r.rate::text, ''), coalesce(r.pay_date::text, ''),
-			r.version, coalesce(r.locked_reason, ''), r.updated_at
-		FROM records r JOIN employees e ON e.partner_id = r.partner_id AND e.employee_ref = r.employee_ref
-		WHERE r.partner_id = $1 AND r.employee_ref = $2 AND r.pay_period = $3 AND r.component = $4`,
+	err := s.pool.QueryRow(ctx, sqlFindRecord,
 		partner, employee, period, component).Scan(&r.ID, &r.PartnerID, &r.EmployeeRef, &r.EmployeeID, &r.PayPeriod, &r.Component,
 		&r.Amount, &r.Currency, &r.Hours, &r.Rate, &r.PayDate, &r.Version, &r.LockedReason, &r.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -17,6 +17,21 @@ import (
 	"github.com/payintake/payintake/normalize"
 )
 
+// Statements of replay.sql.
+var (
+	sqlReplayAnswer          = query("ReplayAnswer")
+	sqlCompleteReplay        = query("CompleteReplay")
+	sqlInsertReplay          = query("InsertReplay")
+	sqlClaimReplayLegs       = query("ClaimReplayLegs")
+	sqlSettleReplayLegs      = query("SettleReplayLegs")
+	sqlReplayLegLines        = query("ReplayLegLines")
+	sqlResultChunksAt        = query("ResultChunksAt")
+	sqlLatestLegs            = query("LatestLegs")
+	sqlStoreReplayCounts     = query("StoreReplayCounts")
+	sqlStoreReplayFileResult = query("StoreReplayFileResult")
+	sqlCloseReplayFile       = query("CloseReplayFile")
+)
+
 // Leg replays: corrected rows of a submission sent again one by one.
 //
 // A leg is one row of a submission. Its key is
@@ -122,8 +137,7 @@ func (s *Store) Replay(ctx context.Context, req ReplayRequest, render ReplayRend
 			return err
 		}
 		var firstSum []byte
-		err := tx.QueryRow(ctx, `SELECT body_sha256, response_status, response_body FROM replays
-			WHERE partner_id = $1 AND of_envelope = $2 AND idem_key = $3`, req.PartnerID, req.Of.ID, req.Key).
+		err := tx.QueryRow(ctx, sqlReplayAnswer, req.PartnerID, req.Of.ID, req.Key).
 			Scan(&firstSum, &ans.Status, &ans.Body)
 		if err == nil {
 			if !bytes.Equal(firstSum, sum[:]) {
@@ -140,7 +154,7 @@ func (s *Store) Replay(ctx context.Context, req ReplayRequest, render ReplayRend
 			return err
 		}
 		ans.Status, ans.Body = render(res)
-		if _, err := tx.Exec(ctx, `UPDATE replays SET counts = $2, result = $3, response_status = $4, response_body = $5 WHERE id = $1`,
+		if _, err := tx.Exec(ctx, sqlCompleteReplay,
 			res.ID, res.Counts, res.Result, ans.Status, ans.Body); err != nil {
 			return fmt.Errorf("store replay answer: %w", err)
 		}
@@ -154,9 +168,7 @@ func (s *Store) Replay(ctx context.Context, req ReplayRequest, render ReplayRend
 
 func (s *Store) replay(ctx context.Context, tx pgx.Tx, req ReplayRequest, sum []byte) (ReplayResult, error) {
 	res := ReplayResult{Of: req.Of.ID, Counts: map[string]int{}}
-	if err := tx.QueryRow(ctx, `INSERT INTO replays (partner_id, of_envelope, idem_key, source, body_sha256, body,
-			counts, result, response_status, response_body)
-		VALUES ($1, $2, $3, $4, $5, $6, '{}', '', 0, '') RETURNING id`,
+	if err := tx.QueryRow(ctx, sqlInsertReplay,
 		req.PartnerID, req.Of.ID, req.Key, req.Source, sum, req.Body).Scan(&res.ID); err != nil {
 		return res, fmt.Errorf("record replay: %w", err)
 	}
@@ -194,10 +206,7 @@ func (s *Store) replay(ctx context.Context, tx pgx.Tx, req ReplayRequest, sum []
 	for i, l := range req.Legs {
 		keys[i] = LegKey(req.Of.Key, l.Row)
 	}
-	rows, err := tx.Query(ctx, `INSERT INTO replay_legs (partner_id, leg_key, of_envelope, row_no, replay_id)
-		SELECT $1, k, $2, r, $3 FROM unnest($4::bytea[], $5::int[]) AS u(k, r)
-		ON CONFLICT (partner_id, leg_key) DO UPDATE SET replay_id = EXCLUDED.replay_id WHERE NOT replay_legs.settled
-		RETURNING row_no`, req.PartnerID, req.Of.ID, res.ID, keys, wanted)
+	rows, err := tx.Query(ctx, sqlClaimReplayLegs, req.PartnerID, req.Of.ID, res.ID, keys, wanted)
 	if err != nil {
 		return res, fmt.Errorf("claim legs: %w", err)
 	}
@@ -231,13 +240,11 @@ func (s *Store) replay(ctx context.Context, tx pgx.Tx, req ReplayRequest, sum []
 		if _, err := classifyAndApply(ctx, tx, args, req.Of.Seq != nil, false); err != nil {
 			return res, err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE replay_legs l SET outcome = c.outcome, code = c.code, result_line = c.result_line,
-				settled = c.outcome <> 'rejected'
-			FROM classified c WHERE l.of_envelope = $1 AND l.row_no = c.row_no`, req.Of.ID); err != nil {
+		if _, err := tx.Exec(ctx, sqlSettleReplayLegs, req.Of.ID); err != nil {
 			return res, fmt.Errorf("record leg outcomes: %w", err)
 		}
 	}
-	rows, err = tx.Query(ctx, `SELECT row_no, result_line, replay_id FROM replay_legs WHERE of_envelope = $1 AND row_no = ANY($2)`,
+	rows, err = tx.Query(ctx, sqlReplayLegLines,
 		req.Of.ID, wanted)
 	if err != nil {
 		return res, fmt.Errorf("read leg outcomes: %w", err)
@@ -284,7 +291,7 @@ func resultRowsAt(ctx context.Context, tx pgx.Tx, id int64, want []int) (map[int
 			chunks = append(chunks, c)
 		}
 	}
-	rows, err := tx.Query(ctx, `SELECT data FROM envelope_results WHERE envelope_id = $1 AND n = ANY($2) ORDER BY n`, id, chunks)
+	rows, err := tx.Query(ctx, sqlResultChunksAt, id, chunks)
 	if err != nil {
 		return nil, fmt.Errorf("read result of envelope %d: %w", id, err)
 	}
@@ -307,8 +314,7 @@ func resultRowsAt(ctx context.Context, tx pgx.Tx, id int64, want []int) (map[int
 // LatestLegs returns, per row of envelope id that a replay changed, the row
 // of its latest outcome and the replay that produced it.
 func (s *Store) LatestLegs(ctx context.Context, id int64) (map[int]LegResult, error) {
-	rows, err := s.pool.Query(ctx, `SELECT row_no, result_line, replay_id, leg_key FROM replay_legs
-		WHERE of_envelope = $1 AND result_line IS NOT NULL`, id)
+	rows, err := s.pool.Query(ctx, sqlLatestLegs, id)
 	if err != nil {
 		return nil, fmt.Errorf("read replayed legs of envelope %d: %w", id, err)
 	}
@@ -340,7 +346,7 @@ func (s *Store) LatestLegs(ctx context.Context, id int64) (map[int]LegResult, er
 // submission itself). latest is what LatestLegs returned; with none, use
 // WriteResult (the stored bytes).
 func (s *Store) WriteLatestResult(ctx context.Context, id int64, latest map[int]LegResult, w io.Writer) error {
-	rows, err := s.pool.Query(ctx, `SELECT data FROM envelope_results WHERE envelope_id = $1 ORDER BY n`, id)
+	rows, err := s.pool.Query(ctx, sqlResultChunks, id)
 	if err != nil {
 		return fmt.Errorf("read result of envelope %d: %w", id, err)
 	}
@@ -415,14 +421,14 @@ func (s *Store) applyReplayFile(ctx context.Context, tx pgx.Tx, env *Envelope, p
 	if err := sp.Commit(ctx); err != nil {
 		return fmt.Errorf("release savepoint: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE replays SET counts = $2, result = $3 WHERE id = $1`, res.ID, res.Counts, res.Result); err != nil {
+	if _, err := tx.Exec(ctx, sqlStoreReplayCounts, res.ID, res.Counts, res.Result); err != nil {
 		return fmt.Errorf("store replay result: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO envelope_results (envelope_id, n, data) VALUES ($1, 0, $2)`, env.ID, res.Result); err != nil {
+	if _, err := tx.Exec(ctx, sqlStoreReplayFileResult, env.ID, res.Result); err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
 	env.Status, env.Counts, env.ResultSize = StatusProcessed, res.Counts, int64(len(res.Result))
-	if _, err := tx.Exec(ctx, `UPDATE envelopes SET status = 'processed', counts = $2, result_size = $3, processed_at = now() WHERE id = $1`,
+	if _, err := tx.Exec(ctx, sqlCloseReplayFile,
 		env.ID, env.Counts, env.ResultSize); err != nil {
 		return fmt.Errorf("close envelope: %w", err)
 	}

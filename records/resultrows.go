@@ -10,6 +10,12 @@ import (
 	"strconv"
 )
 
+// Statements of resultrows.sql.
+var (
+	sqlResultChunks     = query("ResultChunks")
+	sqlResultChunksFrom = query("ResultChunksFrom")
+)
+
 // ResultHeader is the first line of every result file.
 const ResultHeader = "line,row,outcome,employee_ref,pay_period,component,amount,currency,code,field,message\n"
 
@@ -27,7 +33,7 @@ func (s *Store) WriteResult(ctx context.Context, id int64, w io.Writer) error {
 	if !env.Done() {
 		return fmt.Errorf("envelope %d is still being processed", env.ID)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT data FROM envelope_results WHERE envelope_id = $1 ORDER BY n`, env.ID)
+	rows, err := s.pool.Query(ctx, sqlResultChunks, env.ID)
 	if err != nil {
 		return fmt.Errorf("read result of envelope %d: %w", env.ID, err)
 	}
@@ -70,7 +76,7 @@ const resultRowsPerChunk = 4096
 // replays) and if view keeps it, until limit are kept. more tells whether rows are left after the last one returned.
 // It reads only the result chunks from the one holding row after+1 on.
 func (s *Store) ResultRows(ctx context.Context, id int64, after, limit int, view func(ResultRow) (ResultRow, bool)) (out []ResultRow, more bool, err error) {
-	rows, err := s.pool.Query(ctx, `SELECT data FROM envelope_results WHERE envelope_id = $1 AND n >= $2 ORDER BY n`,
+	rows, err := s.pool.Query(ctx, sqlResultChunksFrom,
 		id, (after+1)/resultRowsPerChunk)
 	if err != nil {
 		return nil, false, fmt.Errorf("read result of envelope %d: %w", id, err)

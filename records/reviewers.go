@@ -11,6 +11,17 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// Statements of reviewers.sql.
+var (
+	sqlAddReviewer               = query("AddReviewer")
+	sqlSetReviewerPassword       = query("SetReviewerPassword")
+	sqlEndReviewerSessions       = query("EndReviewerSessions")
+	sqlReviewerDisabledForUpdate = query("ReviewerDisabledForUpdate")
+	sqlSetReviewerDisabled       = query("SetReviewerDisabled")
+	sqlReviewerByName            = query("ReviewerByName")
+	sqlReviewers                 = query("Reviewers")
+)
+
 // Reviewer is an account that may decide exceptions.
 type Reviewer struct {
 	Name      string    `json:"name"`
@@ -30,7 +41,7 @@ func (s *Store) AddReviewer(ctx context.Context, name, passwordHash string, part
 			return err
 		}
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO reviewers (name, password_hash, partners) VALUES ($1, $2, $3)`,
+	_, err := s.pool.Exec(ctx, sqlAddReviewer,
 		name, passwordHash, partners)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation {
@@ -48,14 +59,14 @@ func (s *Store) AddReviewer(ctx context.Context, name, passwordHash string, part
 // SetReviewerPassword replaces a reviewer's password hash and ends their sessions.
 func (s *Store) SetReviewerPassword(ctx context.Context, name, passwordHash string) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE reviewers SET password_hash = $2 WHERE name = $1`, name, passwordHash)
+		tag, err := tx.Exec(ctx, sqlSetReviewerPassword, name, passwordHash)
 		if err != nil {
 			return fmt.Errorf("set password of reviewer %q: %w", name, err)
 		}
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("reviewer %q: %w", name, ErrNotFound)
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM reviewer_sessions WHERE reviewer = $1`, name); err != nil {
+		if _, err := tx.Exec(ctx, sqlEndReviewerSessions, name); err != nil {
 			return fmt.Errorf("end sessions of reviewer %q: %w", name, err)
 		}
 		return nil
@@ -69,7 +80,7 @@ func (s *Store) SetReviewerDisabled(ctx context.Context, name string, disabled b
 	var changed bool
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var was bool
-		err := tx.QueryRow(ctx, `SELECT disabled_at IS NOT NULL FROM reviewers WHERE name = $1 FOR UPDATE`, name).Scan(&was)
+		err := tx.QueryRow(ctx, sqlReviewerDisabledForUpdate, name).Scan(&was)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("reviewer %q: %w", name, ErrNotFound)
 		}
@@ -77,12 +88,11 @@ func (s *Store) SetReviewerDisabled(ctx context.Context, name string, disabled b
 			return fmt.Errorf("read reviewer %q: %w", name, err)
 		}
 		changed = was != disabled
-		if _, err := tx.Exec(ctx, `UPDATE reviewers SET disabled_at = CASE WHEN $2 THEN coalesce(disabled_at, now()) END
-			WHERE name = $1`, name, disabled); err != nil {
+		if _, err := tx.Exec(ctx, sqlSetReviewerDisabled, name, disabled); err != nil {
 			return fmt.Errorf("update reviewer %q: %w", name, err)
 		}
 		if disabled {
-			if _, err := tx.Exec(ctx, `DELETE FROM reviewer_sessions WHERE reviewer = $1`, name); err != nil {
+			if _, err := tx.Exec(ctx, sqlEndReviewerSessions, name); err != nil {
 				return fmt.Errorf("end sessions of reviewer %q: %w", name, err)
 			}
 		}
@@ -95,8 +105,7 @@ func (s *Store) SetReviewerDisabled(ctx context.Context, name string, disabled b
 func (s *Store) ReviewerByName(ctx context.Context, name string) (Reviewer, string, error) {
 	var r Reviewer
 	var hash string
-	err := s.pool.QueryRow(ctx, `SELECT name, partners, created_at, password_hash FROM reviewers
-		WHERE name = $1 AND disabled_at IS NULL`, name).Scan(&r.Name, &r.Partners, &r.CreatedAt, &hash)
+	err := s.pool.QueryRow(ctx, sqlReviewerByName, name).Scan(&r.Name, &r.Partners, &r.CreatedAt, &hash)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, "", fmt.Errorf("reviewer %q: %w", name, ErrNotFound)
 	}
@@ -108,7 +117,7 @@ func (s *Store) ReviewerByName(ctx context.Context, name string) (Reviewer, stri
 
 // Reviewers lists every reviewer account by name.
 func (s *Store) Reviewers(ctx context.Context) ([]Reviewer, error) {
-	rows, err := s.pool.Query(ctx, `SELECT name, partners, created_at, disabled_at IS NOT NULL FROM reviewers ORDER BY name`)
+	rows, err := s.pool.Query(ctx, sqlReviewers)
 	if err != nil {
 		return nil, fmt.Errorf("list reviewers: %w", err)
 	}

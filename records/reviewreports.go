@@ -10,6 +10,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Statements of reviewreports.sql.
+var (
+	sqlReviewReports = query("ReviewReports")
+	sqlReviewReport  = query("ReviewReport")
+)
+
 // ReviewReportInfo describes a stored review report.
 type ReviewReportInfo struct {
 	EnvelopeID int64     `json:"envelope_id"`
@@ -22,9 +28,7 @@ type ReviewReportInfo struct {
 
 // ReviewReports lists the review reports of a partner's submissions, oldest first.
 func (s *Store) ReviewReports(ctx context.Context, partner string) ([]ReviewReportInfo, error) {
-	rows, err := s.pool.Query(ctx, `SELECT v.envelope_id, e.partner_id, e.file_name, length(v.data), v.created_at
-		FROM envelope_reviews v JOIN envelopes e ON e.id = v.envelope_id
-		WHERE e.partner_id = $1 ORDER BY v.envelope_id`, partner)
+	rows, err := s.pool.Query(ctx, sqlReviewReports, partner)
 	if err != nil {
 		return nil, fmt.Errorf("list review reports of partner %q: %w", partner, err)
 	}
@@ -52,7 +56,7 @@ func (s *Store) ReviewReport(ctx context.Context, envelopeID int64, w io.Writer)
 		return err
 	}
 	var data []byte
-	err = s.pool.QueryRow(ctx, `SELECT data FROM envelope_reviews WHERE envelope_id = $1`, env.ID).Scan(&data)
+	err = s.pool.QueryRow(ctx, sqlReviewReport, env.ID).Scan(&data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("review report of envelope %d: %w", env.ID, ErrNotFound)
 	}

@@ -16,6 +16,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Statements of secretkeys.sql.
+var (
+	sqlWebhookSecretsToSeal = query("WebhookSecretsToSeal")
+	sqlSealWebhookSecret    = query("SealWebhookSecret")
+	sqlSealedWebhookSecrets = query("SealedWebhookSecrets")
+)
+
 // Webhook signing secrets are kept sealed: AES-256-GCM under a key that
 // lives outside the database (the data dir's secret.key or
 // PAYINTAKE_SECRET_KEY, loaded by the binary). A database dump alone gives
@@ -227,8 +234,7 @@ func (s *Store) SealWebhookSecrets(ctx context.Context, reseal bool) (SealReport
 	rep := SealReport{KeyID: ks.ID()}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rep.Sealed, rep.Resealed = 0, 0
-		rows, err := tx.Query(ctx, `SELECT id, partner_id, secret, sealed FROM webhook_secrets
-			WHERE secret IS NOT NULL OR ($1 AND substring(sealed FROM 2 FOR 8) <> $2) ORDER BY id FOR UPDATE`,
+		rows, err := tx.Query(ctx, sqlWebhookSecretsToSeal,
 			reseal, ks.keys[0].id[:])
 		if err != nil {
 			return fmt.Errorf("read webhook secrets to seal: %w", err)
@@ -259,7 +265,7 @@ func (s *Store) SealWebhookSecrets(ctx context.Context, reseal bool) (SealReport
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `UPDATE webhook_secrets SET secret = NULL, sealed = $2 WHERE id = $1`, x.id, sealed); err != nil {
+			if _, err := tx.Exec(ctx, sqlSealWebhookSecret, x.id, sealed); err != nil {
 				return fmt.Errorf("seal webhook secret %d: %w", x.id, err)
 			}
 		}
@@ -271,7 +277,7 @@ func (s *Store) SealWebhookSecrets(ctx context.Context, reseal bool) (SealReport
 // CheckWebhookSecrets opens every active webhook secret, so that a process
 // started with the wrong key says so at start, not at the first delivery.
 func (s *Store) CheckWebhookSecrets(ctx context.Context) error {
-	rows, err := s.pool.Query(ctx, `SELECT partner_id, sealed FROM webhook_secrets WHERE revoked_at IS NULL AND sealed IS NOT NULL`)
+	rows, err := s.pool.Query(ctx, sqlSealedWebhookSecrets)
 	if err != nil {
 		return fmt.Errorf("read webhook secrets: %w", err)
 	}

@@ -25,6 +25,12 @@ import (
 	"github.com/payintake/payintake/migrations"
 )
 
+// Statements of store.sql.
+var (
+	sqlPartnerLock    = query("PartnerLock")
+	sqlPartnerTryLock = query("PartnerTryLock")
+)
+
 // ErrNotFound is returned when a partner, envelope or exception does not exist.
 var ErrNotFound = errors.New("not found")
 
@@ -125,7 +131,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // partnerLock serialises every write to one partner's records. It is held
 // until the end of the transaction.
 func partnerLock(ctx context.Context, tx pgx.Tx, partner string) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7310, hashtext($1))`, partner); err != nil {
+	if _, err := tx.Exec(ctx, sqlPartnerLock, partner); err != nil {
 		return fmt.Errorf("lock partner %s: %w", partner, err)
 	}
 	return nil
@@ -135,7 +141,7 @@ func partnerLock(ctx context.Context, tx pgx.Tx, partner string) error {
 // ErrPartnerBusy if another transaction holds it.
 func partnerTryLock(ctx context.Context, tx pgx.Tx, partner string) error {
 	var got bool
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(7310, hashtext($1))`, partner).Scan(&got); err != nil {
+	if err := tx.QueryRow(ctx, sqlPartnerTryLock, partner).Scan(&got); err != nil {
 		return fmt.Errorf("lock partner %s: %w", partner, err)
 	}
 	if !got {

@@ -10,6 +10,18 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Statements of webhooks.sql.
+var (
+	sqlClaimWebhookDelivery      = query("ClaimWebhookDelivery")
+	sqlWebhookDeliveryAnswer     = query("WebhookDeliveryAnswer")
+	sqlCompleteWebhookDelivery   = query("CompleteWebhookDelivery")
+	sqlQuarantineWebhook         = query("QuarantineWebhook")
+	sqlQuarantinedWebhooks       = query("QuarantinedWebhooks")
+	sqlWebhookEntityVersion      = query("WebhookEntityVersion")
+	sqlClassifyWebhookChange     = query("ClassifyWebhookChange")
+	sqlStoreWebhookEntityVersion = query("StoreWebhookEntityVersion")
+)
+
 // WebhookChange is one pay-line change pushed by a webhook, already
 // normalised: Row carries the normalised values and content hash exactly as
 // a CSV row would be staged, so a webhook and a file agree on a record.
@@ -84,17 +96,14 @@ func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, render We
 			entity, version = &d.Change.EntityID, &d.Change.Version
 		}
 		var claimed bool
-		err := tx.QueryRow(ctx, `
-			INSERT INTO webhook_deliveries (partner_id, webhook_id, body_sha256, body, entity_id, version)
-			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING true`,
+		err := tx.QueryRow(ctx, sqlClaimWebhookDelivery,
 			d.PartnerID, d.WebhookID, sum[:], d.Body, entity, version).Scan(&claimed)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("claim webhook %s: %w", d.WebhookID, err)
 		}
 		if !claimed {
 			var firstSum []byte
-			if err := tx.QueryRow(ctx, `SELECT body_sha256, response_status, response_type, response_body
-				FROM webhook_deliveries WHERE partner_id = $1 AND webhook_id = $2`, d.PartnerID, d.WebhookID).
+			if err := tx.QueryRow(ctx, sqlWebhookDeliveryAnswer, d.PartnerID, d.WebhookID).
 				Scan(&firstSum, &ans.Status, &ans.ContentType, &ans.Body); err != nil {
 				return fmt.Errorf("read webhook %s: %w", d.WebhookID, err)
 			}
@@ -132,10 +141,7 @@ func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, render We
 		if res.RecordID != 0 {
 			recID = &res.RecordID
 		}
-		_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET outcome = $3, code = $4, record_id = $5,
-				record_version = (SELECT version FROM records WHERE id = $5),
-				response_status = $6, response_type = $7, response_body = $8
-			WHERE partner_id = $1 AND webhook_id = $2`,
+		_, err = tx.Exec(ctx, sqlCompleteWebhookDelivery,
 			d.PartnerID, d.WebhookID, outcome, code, recID, ans.Status, ans.ContentType, ans.Body)
 		if err != nil {
 			return fmt.Errorf("store answer to webhook %s: %w", d.WebhookID, err)
@@ -149,8 +155,7 @@ func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, render We
 }
 
 func quarantine(ctx context.Context, tx pgx.Tx, d WebhookDelivery, why WebhookInvalid) error {
-	_, err := tx.Exec(ctx, `INSERT INTO webhook_quarantine (partner_id, webhook_id, body, code, field, message)
-		VALUES ($1, $2, $3, $4, $5, $6)`, d.PartnerID, d.WebhookID, d.Body, why.Code, why.Field, why.Message)
+	_, err := tx.Exec(ctx, sqlQuarantineWebhook, d.PartnerID, d.WebhookID, d.Body, why.Code, why.Field, why.Message)
 	if err != nil {
 		return fmt.Errorf("quarantine webhook %s: %w", d.WebhookID, err)
 	}
@@ -167,8 +172,7 @@ type QuarantinedWebhook struct {
 
 // QuarantinedWebhooks lists the refused webhook bodies of partner in arrival order.
 func (s *Store) QuarantinedWebhooks(ctx context.Context, partner string) ([]QuarantinedWebhook, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, partner_id, webhook_id, body, code, field, message
-		FROM webhook_quarantine WHERE partner_id = $1 ORDER BY id`, partner)
+	rows, err := s.pool.Query(ctx, sqlQuarantinedWebhooks, partner)
 	if err != nil {
 		return nil, fmt.Errorf("list quarantined webhooks: %w", err)
 	}
@@ -188,7 +192,7 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 	r := ch.Row
 	res := WebhookResult{EntityID: ch.EntityID, Version: ch.Version}
 	var stored *int64
-	err := tx.QueryRow(ctx, `SELECT version FROM webhook_entities WHERE partner_id = $1 AND entity_id = $2`,
+	err := tx.QueryRow(ctx, sqlWebhookEntityVersion,
 		partner, ch.EntityID).Scan(&stored)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return res, fmt.Errorf("read version of entity %s: %w", ch.EntityID, err)
@@ -217,16 +221,7 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 	var recID *int64
 	var recLock, periodLock *string
 	var message string
-	err = tx.QueryRow(ctx, `
-		SELECT c.outcome, coalesce(c.code, ''), coalesce(c.message, ''), r.id, r.locked_reason, pl.reason, coalesce(x.id, 0),
-			CASE WHEN c.outcome <> 'rejected' THEN coalesce(em.employee_id, derived_employee_id($1, c.employee_ref)) ELSE '' END
-		FROM classified c
-		LEFT JOIN employees em ON em.partner_id = $1 AND em.employee_ref = c.employee_ref
-		LEFT JOIN records r ON r.partner_id = $1 AND r.employee_ref = c.employee_ref
-			AND r.pay_period = c.pay_period AND r.component = c.component
-		LEFT JOIN period_locks pl ON pl.partner_id = $1 AND pl.pay_period = c.pay_period
-		LEFT JOIN exceptions x ON x.status = 'open' AND x.partner_id = $1 AND x.employee_ref = c.employee_ref
-			AND x.pay_period = c.pay_period AND x.component = c.component`, partner).
+	err = tx.QueryRow(ctx, sqlClassifyWebhookChange, partner).
 		Scan(&res.Outcome, &res.Code, &message, &recID, &recLock, &periodLock, &res.ExceptionID, &res.EmployeeID)
 	if err != nil {
 		return res, fmt.Errorf("read outcome: %w", err)
@@ -256,10 +251,7 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 	if res.RecordID != 0 {
 		rec = &res.RecordID
 	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO webhook_entities (partner_id, entity_id, version, record_id, webhook_id) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (partner_id, entity_id) DO UPDATE SET version = EXCLUDED.version, record_id = EXCLUDED.record_id,
-			webhook_id = EXCLUDED.webhook_id, updated_at = now()`,
+	if _, err := tx.Exec(ctx, sqlStoreWebhookEntityVersion,
 		partner, ch.EntityID, ch.Version, rec, webhookID); err != nil {
 		return res, fmt.Errorf("store version of entity %s: %w", ch.EntityID, err)
 	}

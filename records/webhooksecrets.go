@@ -13,6 +13,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Statements of webhooksecrets.sql.
+var (
+	sqlRevokeOldWebhookSecrets = query("RevokeOldWebhookSecrets")
+	sqlAddWebhookSecret        = query("AddWebhookSecret")
+	sqlWebhookSecrets          = query("WebhookSecrets")
+)
+
 // Webhook secrets (Standard Webhooks): "whsec_" + base64 of 32 random bytes.
 // Checking an HMAC needs the key itself, so it cannot be stored as a hash:
 // it is stored sealed (secretkeys.go).
@@ -32,7 +39,7 @@ func (s *Store) AddWebhookSecret(ctx context.Context, partner string) (string, e
 	if err != nil {
 		return "", fmt.Errorf("seal the webhook secret of partner %q: %w", partner, err)
 	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO webhook_secrets (partner_id, sealed) VALUES ($1, $2)`, partner, sealed); err != nil {
+	if _, err := s.pool.Exec(ctx, sqlAddWebhookSecret, partner, sealed); err != nil {
 		return "", fmt.Errorf("store webhook secret for partner %q: %w", partner, err)
 	}
 	return WebhookSecretPrefix + base64.StdEncoding.EncodeToString(b[:]), nil
@@ -41,14 +48,13 @@ func (s *Store) AddWebhookSecret(ctx context.Context, partner string) (string, e
 // RevokeOldWebhookSecrets revokes every active secret of partner but the
 // newest, and returns how many it revoked.
 func (s *Store) RevokeOldWebhookSecrets(ctx context.Context, partner string) (int64, error) {
-	return s.revokeAllButNewest(ctx, "webhook_secrets", "webhook secrets", partner)
+	return s.revokeAllButNewest(ctx, sqlRevokeOldWebhookSecrets, "webhook secrets", partner)
 }
 
 // WebhookSecrets returns the active signing keys of partner (none for an
 // unknown partner), newest first.
 func (s *Store) WebhookSecrets(ctx context.Context, partner string) ([][]byte, error) {
-	rows, err := s.pool.Query(ctx, `SELECT sealed FROM webhook_secrets
-		WHERE partner_id = $1 AND revoked_at IS NULL AND sealed IS NOT NULL ORDER BY id DESC`, partner)
+	rows, err := s.pool.Query(ctx, sqlWebhookSecrets, partner)
 	if err != nil {
 		return nil, fmt.Errorf("read webhook secrets of partner %q: %w", partner, err)
 	}

@@ -1,0 +1,34 @@
+-- name: InsertEnvelope
+INSERT INTO envelopes (id, partner_id, file_name, submission_key, sha256, size, source, status, received_at)
+VALUES (coalesce($7, nextval(pg_get_serial_sequence('envelopes', 'id'))), $1, $2, $3, $4, $5, $6, 'received', clock_timestamp())
+RETURNING id, received_at;
+
+-- name: InsertEnvelopeClientTime
+INSERT INTO envelope_client_times (envelope_id, client_mtime) VALUES ($1, $2);
+
+-- name: ClaimSubmissionKey
+INSERT INTO submissions (partner_id, submission_key, envelope_id, sha256)
+VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING true;
+
+-- name: FirstOfSubmissionKey
+SELECT envelope_id, sha256 FROM submissions WHERE partner_id = $1 AND submission_key = $2;
+
+-- name: MarkReplay
+UPDATE envelopes SET status = 'replay', replay_of = $2, processed_at = clock_timestamp() WHERE id = $1;
+
+-- name: DropReplayChunks
+DELETE FROM envelope_chunks WHERE envelope_id = $1;
+
+-- name: MarkIncomplete
+INSERT INTO envelopes (partner_id, file_name, submission_key, sha256, size, source, status, processed_at)
+VALUES ($1, $2, $3, $4, $5, $6, 'incomplete', now());
+
+-- name: Envelope
+SELECT {{envelope_columns}} FROM envelopes WHERE id = $1;
+
+-- name: Submissions
+SELECT {{envelope_columns}} FROM envelopes
+WHERE partner_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR lower(file_name) = lower($3))
+	AND ($4 = 0 OR id < $4)
+ORDER BY id DESC LIMIT $5;
+
