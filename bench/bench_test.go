@@ -22,6 +22,9 @@ import (
 // smoke check: the figures are logged, not asserted, but every outcome count
 // and every result file is checked, so a broken pipeline fails it.
 func TestBenchSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a load test: skipped by go test -short (.ci/run runs it)")
+	}
 	st := pgtest.Store(t)
 	in := intake.New(st, nil)
 	res, err := bench.Run(context.Background(), in, bench.Options{

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -172,7 +173,7 @@ func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, env records.Envelope) er
 		args.Trace = map[string]string{}
 		propagation.TraceContext{}.Inject(ctx, propagation.MapCarrier(args.Trace))
 	}
-	if _, err := q.client.InsertTx(ctx, tx, args, nil); err != nil {
+	if _, err := q.client.InsertTx(ctx, tx, args, &river.InsertOpts{Metadata: partnerMeta(env.PartnerID)}); err != nil {
 		return fmt.Errorf("enqueue processing of envelope %d: %w", env.ID, err)
 	}
 	return nil
@@ -258,24 +259,24 @@ func (w *processWorker) snoozeDelay(ctx context.Context, partner string, id int6
 	return min(partnerBusySnooze*time.Duration(1+ahead), partnerBusySnoozeMax)
 }
 
-// nextWaitingSQL finds the oldest job of a partner put back because the
-// partner was busy.
-const nextWaitingSQL = `
-	SELECT j.id FROM river_job j JOIN envelopes e ON e.id = (j.args->>'envelope_id')::bigint
-	WHERE j.kind = 'payintake_process_envelope' AND j.state IN ('available', 'scheduled')
-	  AND j.scheduled_at > now() AND e.partner_id = $1 AND e.status = 'received'
-	ORDER BY e.id
-	LIMIT 1`
-
-// wakeNext makes the partner's oldest put-back job available now.
+// wakeNext makes the partner's oldest put-back job (the one of its
+// earliest envelope) available now. The partner's jobs are found by their
+// metadata (Queue.Enqueue); one inserted without it starts after its snooze.
 func (w *processWorker) wakeNext(ctx context.Context, partner string) {
-	var id int64
-	err := w.in.Store.Pool().QueryRow(ctx, nextWaitingSQL, partner).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var next *rivertype.JobRow
+	var nextEnvelope int64
+	now := time.Now()
+	err := eachProcessJob(ctx, w.client, nil, string(partnerMeta(partner)), func(job *rivertype.JobRow, args ProcessArgs) error {
+		if job.ScheduledAt.After(now) && (next == nil || args.EnvelopeID < nextEnvelope) {
+			next, nextEnvelope = job, args.EnvelopeID
+		}
+		return nil
+	}, rivertype.JobStateAvailable, rivertype.JobStateScheduled)
+	if err == nil && next == nil {
 		return
 	}
 	if err == nil {
-		_, err = w.client.JobRetry(ctx, id)
+		_, err = w.client.JobRetry(ctx, next.ID)
 	}
 	if err != nil && ctx.Err() == nil {
 		w.in.Log.WarnContext(ctx, "could not wake the partner's next file; it starts after its snooze", "partner", partner, "err", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 )
 
 // Orphaned envelopes.
@@ -34,32 +35,28 @@ import (
 // discarded after River's MaxAttempts failures (each retried later than the
 // one before, see processWorker.NextRetry). Both are logged and counted in
 // payintake_envelopes_stuck.
+//
+// Which envelopes have a job is asked of River (coverOf: JobList), not of
+// its tables; the envelopes it covers are left out here ($3).
 const orphansSQL = `
-	SELECT e.id, coalesce(a.requeues, 0) FROM envelopes e
+	SELECT e.id, e.partner_id, coalesce(a.requeues, 0) FROM envelopes e
 	LEFT JOIN envelope_attempts a ON a.envelope_id = e.id
 	WHERE e.status = 'received' AND e.received_at < now() - $1::interval
 	  AND coalesce(a.requeues, 0) < $2
 	  AND (a.last_requeued_at IS NULL OR a.last_requeued_at < now() - $1::interval * power(2, a.requeues))
-	  AND NOT EXISTS (
-		SELECT 1 FROM river_job j
-		WHERE j.kind = 'payintake_process_envelope' AND (j.args->>'envelope_id')::bigint = e.id
-		  AND (j.state IN ('available', 'pending', 'scheduled', 'retryable', 'discarded', 'cancelled')
-		       OR (j.state = 'running' AND j.attempted_at > now() - $1::interval)))
+	  AND e.id <> ALL($3::bigint[])
 	ORDER BY e.id
 	LIMIT 100
 	FOR NO KEY UPDATE OF e SKIP LOCKED`
 
 // stuckSQL counts the envelopes left for an operator: requeued MaxRequeues
-// times, or whose job was discarded or cancelled.
+// times, or whose job was discarded or cancelled with none waiting ($2,
+// from coverOf).
 const stuckSQL = `
 	SELECT count(*) FROM envelopes e
 	WHERE e.status = 'received' AND (
 		EXISTS (SELECT 1 FROM envelope_attempts a WHERE a.envelope_id = e.id AND a.requeues >= $1)
-		OR (EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'payintake_process_envelope'
-				AND (j.args->>'envelope_id')::bigint = e.id AND j.state IN ('discarded', 'cancelled'))
-			AND NOT EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'payintake_process_envelope'
-				AND (j.args->>'envelope_id')::bigint = e.id
-				AND j.state IN ('available', 'pending', 'scheduled', 'retryable', 'running'))))`
+		OR e.id = ANY($2::bigint[]))`
 
 // MaxRequeues is how many times the sweep queues one envelope again before
 // leaving it for an operator.
@@ -77,11 +74,20 @@ const (
 func (q *Queue) RequeueOrphans(ctx context.Context, pool *pgxpool.Pool, after time.Duration) (int, error) {
 	type orphan struct {
 		ID       int64
+		Partner  string
 		Requeues int
 	}
 	var found []orphan
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, orphansSQL, after, MaxRequeues)
+		var now time.Time // the transaction's clock, as now() in orphansSQL
+		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+			return err
+		}
+		cover, err := coverOf(ctx, q.client, tx, now, after)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, orphansSQL, after, MaxRequeues, keys(cover.covered))
 		if err != nil {
 			return err
 		}
@@ -94,11 +100,12 @@ func (q *Queue) RequeueOrphans(ctx context.Context, pool *pgxpool.Pool, after ti
 				SET requeues = envelope_attempts.requeues + 1, last_requeued_at = now()`, o.ID); err != nil {
 				return err
 			}
-			if _, err := q.client.InsertTx(ctx, tx, ProcessArgs{EnvelopeID: o.ID}, nil); err != nil {
+			if _, err := q.client.InsertTx(ctx, tx, ProcessArgs{EnvelopeID: o.ID}, &river.InsertOpts{Metadata: partnerMeta(o.Partner)}); err != nil {
 				return err
 			}
+			delete(cover.givenUp, o.ID) // it has a job again
 		}
-		return q.m.countStuck(ctx, tx)
+		return q.m.countStuck(ctx, tx, keys(cover.givenUp))
 	})
 	if err != nil {
 		return 0, fmt.Errorf("look for envelopes left by a stopped process: %w", err)

@@ -70,6 +70,9 @@ type SFTPConfig struct {
 	// server; more are refused at login with a message. 0 means
 	// DefaultMaxSessions.
 	MaxSessions int
+	// Now is the clock the login gate measures a silent connection's age
+	// by (nil: time.Now); tests move it instead of waiting.
+	Now func() time.Time
 }
 
 // Defaults of the session bounds.
@@ -136,6 +139,9 @@ func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
 	}
@@ -149,7 +155,7 @@ func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
 		cfg: cfg, log: cfg.Log, m: cfg.Metrics,
 		limiter: &loginLimiter{base: cfg.LoginDelay, max: cfg.MaxLoginDelay, window: loginFailureWindow,
 			m: map[string]*failures{}},
-		gate:     newLoginGate(func(reason string) { cfg.Metrics.loginsClosed.WithLabelValues(reason).Inc() }),
+		gate:     newLoginGate(cfg.Now, func(reason string) { cfg.Metrics.loginsClosed.WithLabelValues(reason).Inc() }),
 		conns:    map[net.Conn]struct{}{},
 		inbox:    map[string]map[string]*pending{},
 		sessions: map[string]int{},

@@ -391,7 +391,8 @@ func TestHostileSFTPIdleAndExcessSessions(t *testing.T) {
 // lock nobody out: they hold no login slot.
 func TestHostileSFTPSilentSocketsNATNeighbour(t *testing.T) {
 	t.Parallel()
-	z := newDropZone(t, zoneOpts{workers: -1})
+	clock := &testClock{}
+	z := newDropZone(t, zoneOpts{workers: -1, clock: clock})
 	key := z.partner("acme")
 	otherKey := z.partner("other")
 	const silent = 500
@@ -423,9 +424,10 @@ func TestHostileSFTPSilentSocketsNATNeighbour(t *testing.T) {
 		put(t, c, "/inbox/nat-"+who.user+".csv", []byte(payroll))
 		worst = max(worst, time.Since(start))
 	}
-	// A second wave, once the first has been silent for a while, makes
-	// room by closing the oldest silent sockets.
-	time.Sleep(1100 * time.Millisecond)
+	// A second wave, once the first has been silent for a while (the
+	// gate's clock moved on, not waited for), makes room by closing the
+	// oldest silent sockets.
+	clock.Advance(1100 * time.Millisecond)
 	for range 100 {
 		c, err := net.Dial("tcp", z.addr)
 		if err != nil {

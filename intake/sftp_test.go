@@ -14,8 +14,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +45,27 @@ type dropZone struct {
 	logs    *syncbuf.Buffer
 	reg     *prometheus.Registry
 	queue   *intake.Queue
+	// enqueued holds the envelope ids given a processing job, in order:
+	// the signal that a worker will (or will never) see an envelope.
+	enqueued *ids
+}
+
+// ids is a list of envelope ids, safe for concurrent use.
+type ids struct {
+	mu  sync.Mutex
+	ids []int64
+}
+
+func (l *ids) add(id int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ids = append(l.ids, id)
+}
+
+func (l *ids) list() []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.ids)
 }
 
 // metric returns the value of one counter or gauge sample, labels as "k=v" pairs.
@@ -90,7 +113,15 @@ type zoneOpts struct {
 	idle        time.Duration // SFTPConfig.IdleTimeout
 	maxSessions int           // SFTPConfig.MaxSessions
 	tracing     trace.TracerProvider
+	clock       *testClock // SFTPConfig.Now; nil: the real clock
 }
+
+// testClock is the real clock plus a lead the test gives it (Advance), so
+// a test can let time pass without waiting.
+type testClock struct{ lead atomic.Int64 }
+
+func (c *testClock) Now() time.Time          { return time.Now().Add(time.Duration(c.lead.Load())) }
+func (c *testClock) Advance(d time.Duration) { c.lead.Add(int64(d)) }
 
 func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	t.Helper()
@@ -136,10 +167,18 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 		t.Fatal(err)
 	}
 	spool := filepath.Join(t.TempDir(), "spool")
+	enqueued := &ids{}
+	enqueue := func(ctx context.Context, tx pgx.Tx, env records.Envelope) error {
+		err := q.Enqueue(ctx, tx, env)
+		if err == nil {
+			enqueued.add(env.ID)
+		}
+		return err
+	}
 	srv, err := intake.NewSFTPServer(intake.SFTPConfig{
 		Store: st, HostKey: hk, SpoolDir: spool, MaxFileSize: o.maxFileSize,
-		Enqueue: q.Enqueue, Log: log, LoginDelay: o.loginDelay, Metrics: m, ResumeWindow: o.resume,
-		IdleTimeout: o.idle, MaxSessions: o.maxSessions,
+		Enqueue: enqueue, Log: log, LoginDelay: o.loginDelay, Metrics: m, ResumeWindow: o.resume,
+		IdleTimeout: o.idle, MaxSessions: o.maxSessions, Now: nowOf(o.clock),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +201,14 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 			t.Errorf("stop queue: %v", err)
 		}
 	})
-	return &dropZone{t: t, ctx: ctx, url: url, store: st, srv: srv, addr: ln.Addr().String(), hostKey: hk.PublicKey(), spool: spool, logs: logs, reg: reg, queue: q}
+	return &dropZone{t: t, ctx: ctx, url: url, store: st, srv: srv, addr: ln.Addr().String(), hostKey: hk.PublicKey(), spool: spool, logs: logs, reg: reg, queue: q, enqueued: enqueued}
+}
+
+func nowOf(c *testClock) func() time.Time {
+	if c == nil {
+		return nil
+	}
+	return c.Now
 }
 
 // partner adds a partner with one fresh key and returns the key.
@@ -569,14 +615,18 @@ func TestSFTPUploadCutOffIsNeverProcessed(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond) // a worker would have picked it up by now
+	// No worker will ever see it: it was given no processing job (jobs are
+	// enqueued in the envelope's own transaction, so this is final).
+	var cutID, size int64
 	var status string
-	var size int64
-	if err := z.store.Pool().QueryRow(z.ctx, `SELECT status, size FROM envelopes`).Scan(&status, &size); err != nil {
+	if err := z.store.Pool().QueryRow(z.ctx, `SELECT id, status, size FROM envelopes`).Scan(&cutID, &status, &size); err != nil {
 		t.Fatal(err)
 	}
 	if status != records.StatusIncomplete || size != int64(len(big)/2) {
 		t.Fatalf("envelope %s with %d bytes, want incomplete with %d", status, size, len(big)/2)
+	}
+	if got := z.enqueued.list(); len(got) != 0 {
+		t.Fatalf("the cut-off upload was given processing jobs for envelopes %v", got)
 	}
 	if n := z.count(`SELECT count(*) FROM records`) + z.count(`SELECT count(*) FROM submissions`) +
 		z.count(`SELECT count(*) FROM envelope_results`); n != 0 {
@@ -589,6 +639,13 @@ func TestSFTPUploadCutOffIsNeverProcessed(t *testing.T) {
 	// The same name sent whole afterwards is received normally.
 	put(t, c2, "/inbox/cut.csv", []byte(payroll))
 	waitResult(t, c2, "cut.result.csv")
+	// The workers ran meanwhile: the whole file's job, never one for the cut one.
+	if got := z.enqueued.list(); len(got) != 1 || got[0] == cutID {
+		t.Fatalf("processing jobs for envelopes %v, want one for the whole file (the cut one is %d)", got, cutID)
+	}
+	if z.count(`SELECT count(*) FROM envelopes WHERE id = $1 AND status = 'incomplete'`, cutID) != 1 {
+		t.Fatal("the cut-off upload's envelope changed status")
+	}
 	if left, _ := os.ReadDir(z.spool); len(left) != 0 {
 		t.Fatalf("spool not empty: %v", left)
 	}
@@ -611,7 +668,8 @@ func TestSFTPTempNameThenRename(t *testing.T) {
 	if err != nil || len(ents) != 4 {
 		t.Fatalf("inbox lists the waiting temp files: %v %v", ents, err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// A file is received (its envelope recorded) before its close is
+	// answered, so had a temp name been received, it would show by now.
 	if n := z.count(`SELECT count(*) FROM envelopes`); n != 0 {
 		t.Fatalf("temp names were received: %d envelopes", n)
 	}

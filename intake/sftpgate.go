@@ -77,6 +77,7 @@ type loginGate struct {
 	waiters *list.List            // of *gateWaiter, first come first
 	waiting map[string]int        // waiters per address
 	closed  func(reason string)   // counts a connection closed by the gate
+	now     func() time.Time      // the clock of silentGrace
 }
 
 type silentConn struct {
@@ -91,9 +92,9 @@ type gateWaiter struct {
 	granted chan struct{}
 }
 
-func newLoginGate(closed func(string)) *loginGate {
+func newLoginGate(now func() time.Time, closed func(string)) *loginGate {
 	return &loginGate{silent: list.New(), bySrc: map[string]*list.List{}, slots: map[string]int{},
-		waiters: list.New(), waiting: map[string]int{}, closed: closed}
+		waiters: list.New(), waiting: map[string]int{}, closed: closed, now: now}
 }
 
 // hello sends the server's version line and waits (holding no slot) for
@@ -103,7 +104,7 @@ func (g *loginGate) hello(bc *bannerConn, ip string) bool {
 	if _, err := bc.Conn.Write(bc.skip); err != nil {
 		return false
 	}
-	sc := &silentConn{c: bc.Conn, ip: ip, since: time.Now()}
+	sc := &silentConn{c: bc.Conn, ip: ip, since: g.now()}
 	g.mu.Lock()
 	el := g.silent.PushBack(sc)
 	src := g.bySrc[ip]
@@ -115,7 +116,7 @@ func (g *loginGate) hello(bc *bannerConn, ip string) bool {
 	var evict []*silentConn
 	for src.Len() > maxSilentPerAddress {
 		oldest := src.Front().Value.(*list.Element)
-		if time.Since(oldest.Value.(*silentConn).since) < silentGrace {
+		if g.now().Sub(oldest.Value.(*silentConn).since) < silentGrace {
 			break
 		}
 		evict = append(evict, g.dropSilent(oldest))

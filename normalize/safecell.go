@@ -53,7 +53,7 @@ func SafeCell(s string) string {
 // embeddings and isolates, byte order mark, tags). The list is explicit, not
 // unicode.White_Space and friends, because csv_safe in SQL repeats it code
 // point for code point and PostgreSQL's [[:space:]] depends on the
-// database's locale; records.TestCSVSafeMatchesSafeCell runs both on every
+// database's locale; migrations.TestCSVSafeMatchesSafeCell runs both on every
 // code point.
 var FormulaLead = &unicode.RangeTable{
 	R16: []unicode.Range16{

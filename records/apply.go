@@ -10,11 +10,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/payintake/payintake/normalize"
 )
 
@@ -503,18 +503,14 @@ func appendStageRow(b []byte, r *StagedRow) []byte {
 	b = append(b, '\t')
 	out := [...]string{or(r.DEmployeeRef, r.EmployeeRef), or(r.DPayPeriod, r.PayPeriod), or(r.DComponent, r.Component),
 		or(r.DAmount, r.Amount), or(r.DCurrency, r.Currency)}
+	// The cells as the result file quotes them (normalize owns that rule),
+	// escaped for COPY; NULL when SQL's csv_field must decide.
 	mark := len(b)
-	ok := true
-	for i, v := range out {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if b, ok = appendCSVCell(b, v); !ok {
-			break
-		}
-	}
-	if !ok {
-		b = append(b[:mark], "\\N"...)
+	var ok bool
+	if b, ok = normalize.AppendResultCells(b, out[:]...); ok {
+		b = escapeCopyTail(b, mark)
+	} else {
+		b = append(b, "\\N"...)
 	}
 	for _, v := range [...]string{r.DEmployeeRef, r.DPayPeriod, r.DComponent, r.DAmount, r.DCurrency} {
 		b = appendCopyText(append(b, '\t'), v)
@@ -567,38 +563,15 @@ func appendCopyText(b []byte, v string) []byte {
 	return b
 }
 
-// appendCSVCell appends v quoted exactly as the SQL function csv_field
-// quotes it (RFC 4180 quoting when v holds a quote, comma, CR or LF, or
-// starts or ends with white space), escaped for COPY text. It reports false
-// when v starts or ends with a non-ASCII character, whose white-space-ness
-// depends on the database's locale: then SQL decides.
-func appendCSVCell(b []byte, v string) ([]byte, bool) {
-	if v == "" {
-		return b, true
-	}
-	first, last := v[0], v[len(v)-1]
-	if first >= utf8.RuneSelf || last >= utf8.RuneSelf {
-		return b, false
-	}
-	quote := isSpaceASCII(first) || isSpaceASCII(last)
-	for i := 0; i < len(v) && !quote; i++ {
-		quote = v[i] == '"' || v[i] == ',' || v[i] == '\r' || v[i] == '\n'
-	}
-	if !quote {
-		return appendCopyText(b, v), true
-	}
-	b = append(b, '"')
-	for i := 0; i < len(v); i++ {
-		if v[i] == '"' {
-			b = append(b, '"', '"')
-			continue
+// escapeCopyTail escapes b[mark:] in place for COPY text format, as
+// appendCopyText would have written it.
+func escapeCopyTail(b []byte, mark int) []byte {
+	for i := mark; i < len(b); i++ {
+		switch b[i] {
+		case '\\', '\t', '\n', '\r':
+			tail := string(b[mark:])
+			return appendCopyText(b[:mark], tail)
 		}
-		b = appendCopyText(b, v[i:i+1])
 	}
-	return append(b, '"'), true
-}
-
-// isSpaceASCII is the regular expression class \s for ASCII characters.
-func isSpaceASCII(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+	return b
 }

@@ -5,7 +5,10 @@ package records
 // goes through the same statements (applyWebhook). Named arguments:
 // @partner, @seq (bigint, may be NULL), @env (envelope id; NULL for a
 // webhook), @by (what writes: "envelope N" or "webhook ID"), @file_rejected,
-// @header. A webhook's row has line and row_no 0, stored as NULL.
+// @header, @held (how a held row's message names it: NULL "this row", a
+// webhook's "the change"). A webhook's row has line and row_no 0, stored as
+// NULL. The messages of every outcome are written here, for files and
+// webhooks alike.
 
 // CodeUnknownEmployee is the code of a row whose employee_ref has no
 // employee mapping, rejected or held by the partner's --unknown-employee.
@@ -111,7 +114,7 @@ WITH ` + employeeCTE + `, dup_keys AS (
 				format('employee %s, period %s, component %s appears %s times in this file (first on lines %s, …), so none of these rows was applied: send one row per employee, period and component in a new file', employee_ref, pay_period, component, dup_n, dup_lines)
 			END
 			WHEN 'file_rejected' THEN 'this row is valid but was not applied: the file is processed all-or-nothing and other rows were rejected; correct them and send the whole file again under a new file name'
-			WHEN 'period_locked' THEN format('pay period %s is closed (%s), so this row was not applied; it is held as an exception for a reviewer: do not resend it', pay_period, period_reason)
+			WHEN 'period_locked' THEN format('pay period %s is closed (%s), so %s was not applied; it is held as an exception for a reviewer: do not resend it', pay_period, period_reason, coalesce(@held::text, 'this row'))
 			WHEN 'record_locked' THEN format('this record is locked (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it', locked_reason)
 			WHEN 'stale' THEN format('a newer file (sequence %s) already wrote this record and this file has sequence %s, so the row was not applied', last_seq, @seq::bigint)
 		END AS out_message
@@ -160,10 +163,10 @@ type applyStatement struct {
 	result bool // builds the result file: only for envelopes
 }
 
-func updated(c map[string]int, _ bool) bool     { return c["updated"] > 0 }
-func unchanged(c map[string]int, seq bool) bool { return seq && c["unchanged"] > 0 }
-func created(c map[string]int, _ bool) bool     { return c["created"] > 0 }
-func held(c map[string]int, _ bool) bool        { return c["held"] > 0 }
+func updated(c map[string]int, _ bool) bool     { return c[string(OutcomeUpdated)] > 0 }
+func unchanged(c map[string]int, seq bool) bool { return seq && c[string(OutcomeUnchanged)] > 0 }
+func created(c map[string]int, _ bool) bool     { return c[string(OutcomeCreated)] > 0 }
+func held(c map[string]int, _ bool) bool        { return c[string(OutcomeHeld)] > 0 }
 
 // applySQL writes the effects of the classified rows, in order.
 var applySQL = []applyStatement{

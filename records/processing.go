@@ -1,9 +1,7 @@
 package records
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
 	"fmt"
 	"strings"
 
@@ -19,20 +17,17 @@ var (
 )
 
 // fileResult stores a one-row result for a file rejected as a whole and
-// closes the envelope with status.
+// closes the envelope with status. Its cells are quoted by csv_field, as
+// every line the database writes.
 func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr normalize.ParseError, status string) error {
-	var b bytes.Buffer
-	b.WriteString(ResultHeader)
-	w := csv.NewWriter(&b)
-	_ = w.Write([]string{fmt.Sprint(fr.StartLine), "0", "rejected", "", "", "", "", "", string(fr.Code()), fr.Field, fr.Message})
-	w.Flush()
 	env.Status = status
-	env.Counts = map[string]int{"rejected": 1}
-	env.ResultSize = int64(b.Len())
-	if _, err := tx.Exec(ctx, sqlStoreFileRejectResult, env.ID, b.Bytes()); err != nil {
+	env.Counts = map[string]int{string(OutcomeRejected): 1}
+	err := tx.QueryRow(ctx, sqlStoreFileRejectResult, env.ID, ResultHeader, fr.StartLine, string(fr.Code()), fr.Field,
+		strings.ToValidUTF8(fr.Message, "\uFFFD"), OutcomeRejected).Scan(&env.ResultSize)
+	if err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
-	_, err := tx.Exec(ctx, sqlCloseRejectedEnvelope,
+	_, err = tx.Exec(ctx, sqlCloseRejectedEnvelope,
 		env.ID, status, env.Counts, env.ResultSize, env.Seq)
 	if err != nil {
 		return fmt.Errorf("close envelope: %w", err)

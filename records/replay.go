@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/payintake/payintake/normalize"
 )
 
@@ -191,8 +191,8 @@ func (s *Store) replay(ctx context.Context, tx pgx.Tx, req ReplayRequest, sum []
 			refused.Rows, refused.Reasons = append(refused.Rows, l.Row), append(refused.Reasons, "is named twice in this request")
 		case !ok || l.Row < 1:
 			refused.Rows, refused.Reasons = append(refused.Rows, l.Row), append(refused.Reasons, "is not a row of this submission")
-		case o.Outcome != "rejected" && o.Outcome != "held":
-			refused.Rows, refused.Reasons = append(refused.Rows, l.Row), append(refused.Reasons, "was "+o.Outcome)
+		case o.Outcome != OutcomeRejected && o.Outcome != OutcomeHeld:
+			refused.Rows, refused.Reasons = append(refused.Rows, l.Row), append(refused.Reasons, "was "+string(o.Outcome))
 		}
 		seen[l.Row] = true
 	}
@@ -276,7 +276,7 @@ func (s *Store) replay(ctx context.Context, tx pgx.Tx, req ReplayRequest, sum []
 		}
 		parsed[0].ReplayID = producer[l.Row]
 		res.Legs = append(res.Legs, LegResult{ResultRow: parsed[0], LegKey: keys[i], Settled: !claimed[l.Row]})
-		res.Counts[parsed[0].Outcome]++
+		res.Counts[string(parsed[0].Outcome)]++
 	}
 	res.Result = out.Bytes()
 	return res, nil
@@ -353,33 +353,23 @@ func (s *Store) WriteLatestResult(ctx context.Context, id int64, latest map[int]
 	defer rows.Close()
 	var buf []byte
 	for rows.Next() {
-		data := rows.RawValues()[0]
-		r := csv.NewReader(bytes.NewReader(data))
-		r.FieldsPerRecord = 11
-		prev := int64(0)
 		buf = buf[:0]
-		for {
-			rec, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
+		err := normalize.ReadResultLines(rows.RawValues()[0], func(l normalize.ResultLine) error {
+			if l.Header {
+				buf = append(append(buf, l.Raw...), ",replay\n"...)
+				return nil
 			}
-			if err != nil {
-				return fmt.Errorf("read result of envelope %d: %w", id, err)
+			n, _ := strconv.Atoi(l.Cells[1])
+			if ll, ok := latest[n]; ok && n > 0 {
+				buf = append(append(buf, ll.ResultLine...), ',')
+				buf = append(strconv.AppendInt(buf, ll.ReplayID, 10), '\n')
+				return nil
 			}
-			end := r.InputOffset()
-			line := bytes.TrimRight(data[prev:end], "\r\n")
-			prev = end
-			if rec[0] == "line" && rec[1] == "row" {
-				buf = append(append(buf, line...), ",replay\n"...)
-				continue
-			}
-			n, _ := strconv.Atoi(rec[1])
-			if l, ok := latest[n]; ok && n > 0 {
-				buf = append(append(buf, l.ResultLine...), ',')
-				buf = append(strconv.AppendInt(buf, l.ReplayID, 10), '\n')
-				continue
-			}
-			buf = append(append(buf, line...), ",\n"...)
+			buf = append(append(buf, l.Raw...), ",\n"...)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read result of envelope %d: %w", id, err)
 		}
 		if _, err := w.Write(buf); err != nil {
 			return fmt.Errorf("write result: %w", err)

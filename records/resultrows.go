@@ -1,13 +1,12 @@
 package records
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/payintake/payintake/normalize"
 )
 
 // Statements of resultrows.sql.
@@ -16,8 +15,9 @@ var (
 	sqlResultChunksFrom = query("ResultChunksFrom")
 )
 
-// ResultHeader is the first line of every result file.
-const ResultHeader = "line,row,outcome,employee_ref,pay_period,component,amount,currency,code,field,message\n"
+// ResultHeader is the first line of every result file; the result file's
+// format is normalize's.
+const ResultHeader = normalize.ResultHeader
 
 // WriteResult streams the stored result file of an envelope (following a
 // replay to its original) to w. The bytes are the ones stored when the
@@ -51,17 +51,17 @@ func (s *Store) WriteResult(ctx context.Context, id int64, w io.Writer) error {
 
 // ResultRow is one row of a result file, as its cells say.
 type ResultRow struct {
-	Line        int    `json:"line"`
-	Row         int    `json:"row"`
-	Outcome     string `json:"outcome"`
-	EmployeeRef string `json:"employee_ref"`
-	PayPeriod   string `json:"pay_period"`
-	Component   string `json:"component"`
-	Amount      string `json:"amount"`
-	Currency    string `json:"currency"`
-	Code        string `json:"code"`
-	Field       string `json:"field"`
-	Message     string `json:"message"`
+	Line        int     `json:"line"`
+	Row         int     `json:"row"`
+	Outcome     Outcome `json:"outcome"`
+	EmployeeRef string  `json:"employee_ref"`
+	PayPeriod   string  `json:"pay_period"`
+	Component   string  `json:"component"`
+	Amount      string  `json:"amount"`
+	Currency    string  `json:"currency"`
+	Code        string  `json:"code"`
+	Field       string  `json:"field"`
+	Message     string  `json:"message"`
 	// ReplayID: the replay that produced this outcome (0: the submission itself).
 	ReplayID int64 `json:"replay_id,omitempty"`
 }
@@ -110,35 +110,23 @@ func (s *Store) ResultRows(ctx context.Context, id int64, after, limit int, view
 // parseResultChunk parses whole result lines (a chunk never splits a row),
 // skipping the header.
 func parseResultChunk(data []byte) ([]ResultRow, error) {
-	r := csv.NewReader(bytes.NewReader(data))
-	r.FieldsPerRecord = 11
 	var out []ResultRow
-	for {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
+	err := normalize.ReadResultLines(data, func(l normalize.ResultLine) error {
+		if l.Header {
+			return nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("parse result: %w", err)
-		}
-		if rec[0] == "line" && rec[1] == "row" {
-			continue
-		}
-		line, err1 := strconv.Atoi(rec[0])
-		row, err2 := strconv.Atoi(rec[1])
+		c := l.Cells
+		line, err1 := strconv.Atoi(c[0])
+		row, err2 := strconv.Atoi(c[1])
 		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("parse result: line %q, row %q are not numbers", rec[0], rec[1])
+			return fmt.Errorf("parse result: line %q, row %q are not numbers", c[0], c[1])
 		}
-		out = append(out, ResultRow{Line: line, Row: row, Outcome: rec[2], EmployeeRef: rec[3], PayPeriod: rec[4],
-			Component: rec[5], Amount: rec[6], Currency: rec[7], Code: rec[8], Field: rec[9], Message: rec[10]})
-	}
+		out = append(out, ResultRow{Line: line, Row: row, Outcome: Outcome(c[2]), EmployeeRef: c[3], PayPeriod: c[4],
+			Component: c[5], Amount: c[6], Currency: c[7], Code: c[8], Field: c[9], Message: c[10]})
+		return nil
+	})
+	return out, err
 }
 
 // IsOutcome reports whether o is one of the row outcomes.
-func IsOutcome(o string) bool {
-	switch o {
-	case "created", "updated", "unchanged", "held", "stale", "rejected":
-		return true
-	}
-	return false
-}
+func IsOutcome(o string) bool { return Outcome(o).Valid() }

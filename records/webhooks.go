@@ -48,8 +48,8 @@ type WebhookResult struct {
 	Invalid     *WebhookInvalid // set when the body was refused
 	EntityID    string
 	Version     int64
-	Outcome     string // created, updated, unchanged, held, stale, rejected (unknown_employee)
-	Code        string // record_locked, period_locked, superseded, unknown_employee, or ""
+	Outcome     Outcome // rejected only for unknown_employee
+	Code        string  // record_locked, period_locked, superseded, unknown_employee, or ""
 	Message     string
 	RecordID    int64
 	ExceptionID int64
@@ -135,7 +135,7 @@ func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, render We
 		ans.IdemResponse = render(res)
 		outcome, code := res.Outcome, res.Code
 		if res.Invalid != nil {
-			outcome, code = "rejected", res.Invalid.Code
+			outcome, code = OutcomeRejected, res.Invalid.Code
 		}
 		var recID *int64
 		if res.RecordID != 0 {
@@ -198,7 +198,7 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 		return res, fmt.Errorf("read version of entity %s: %w", ch.EntityID, err)
 	}
 	if stored != nil && ch.Version <= *stored {
-		res.Outcome, res.Code = "stale", "superseded"
+		res.Outcome, res.Code = OutcomeStale, "superseded"
 		res.Message = fmt.Sprintf("version %d of entity %s is not above version %d already received, so this change was not applied",
 			ch.Version, ch.EntityID, *stored)
 		return res, nil
@@ -214,34 +214,25 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 		return res, fmt.Errorf("stage change: %w", err)
 	}
 	args := pgx.NamedArgs{"partner": partner, "seq": nil, "env": nil, "by": "webhook " + webhookID,
-		"file_rejected": false, "header": ResultHeader}
+		"file_rejected": false, "header": ResultHeader, "held": "the change"}
 	if _, err := classifyAndApply(ctx, tx, args, false, false); err != nil {
 		return res, err
 	}
 	var recID *int64
-	var recLock, periodLock *string
-	var message string
+	// The message is classify's, as for a file's row (empty when the change
+	// was applied).
 	err = tx.QueryRow(ctx, sqlClassifyWebhookChange, partner).
-		Scan(&res.Outcome, &res.Code, &message, &recID, &recLock, &periodLock, &res.ExceptionID, &res.EmployeeID)
+		Scan(&res.Outcome, &res.Code, &res.Message, &recID, &res.ExceptionID, &res.EmployeeID)
 	if err != nil {
 		return res, fmt.Errorf("read outcome: %w", err)
 	}
 	if recID != nil {
 		res.RecordID = *recID
 	}
-	if res.Outcome != "held" {
+	if res.Outcome != OutcomeHeld {
 		res.ExceptionID = 0
 	}
-	switch {
-	case res.Code == CodeUnknownEmployee:
-		res.Message = message
-	case res.Outcome != "held":
-	case res.Code == "record_locked":
-		res.Message = fmt.Sprintf("this record is locked (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it", *recLock)
-	default:
-		res.Message = fmt.Sprintf("pay period %s is closed (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it", r.PayPeriod, *periodLock)
-	}
-	if res.Outcome == "rejected" {
+	if res.Outcome == OutcomeRejected {
 		// Nothing was applied or held: the same version may come again once
 		// the employee is onboarded.
 		return res, nil

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
 
@@ -493,15 +494,13 @@ type exceptionView struct {
 	Note   string
 }
 
-var fieldNames = []string{"employee_ref", "pay_period", "component", "amount", "currency", "hours", "rate", "pay_date"}
-
 func (s *Server) exceptionView(w http.ResponseWriter, r *http.Request, sess records.Session) (exceptionView, bool) {
 	d, ok := s.exceptionFor(w, r, sess.Reviewer, records.ViaConsole)
 	if !ok {
 		return exceptionView{}, false
 	}
 	v := exceptionView{D: d}
-	for _, f := range fieldNames {
+	for _, f := range normalize.FieldNames {
 		row := fieldRow{Name: f, Proposed: d.Proposed[f], Current: "—"}
 		if d.Current != nil {
 			row.Current = d.Current[f]

@@ -47,7 +47,7 @@ func TestContractNamesEveryResultCode(t *testing.T) {
 			codes[m[1]+m[2]] = rel
 		}
 	}
-	add("records/webhooks.go", regexp.MustCompile(`res.Code = "stale", "(\w+)"`), read("records/webhooks.go"))
+	add("records/webhooks.go", regexp.MustCompile(`res.Code = OutcomeStale, "(\w+)"`), read("records/webhooks.go"))
 	contract := read("docs/contract.md")
 	var missing []string
 	for c, where := range codes {

@@ -75,11 +75,11 @@ func summary(got, out records.Envelope) string {
 		counts = got.Counts
 	}
 	for _, o := range outcomes {
-		fmt.Fprintf(&b, " %s=%d", o, counts[o])
+		fmt.Fprintf(&b, " %s=%d", o, counts[string(o)])
 	}
 	var extra []string
 	for k := range counts {
-		if !contains(outcomes, k) {
+		if !records.Outcome(k).Valid() {
 			extra = append(extra, k)
 		}
 	}
@@ -88,15 +88,6 @@ func summary(got, out records.Envelope) string {
 		fmt.Fprintf(&b, " %s=%d", k, counts[k])
 	}
 	return b.String()
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
 
 // writeResultFile writes the envelope's result atomically: a temp file in the

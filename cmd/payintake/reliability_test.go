@@ -125,6 +125,9 @@ func TestRepeatsAppliedOnce(t *testing.T) {
 // TestLoadManyPartners has 20 partners upload 20 files each at once (mixed
 // sizes) to one serve with 2 workers and at most 8 database connections.
 func TestLoadManyPartners(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a load test: skipped by go test -short (.ci/run runs it)")
+	}
 	url := pgtest.New(t)
 	st := openTestStore(t, url)
 	const partners, files, workers, maxConns = 20, 20, 2, 8
@@ -426,7 +429,17 @@ func TestDatabaseOutage(t *testing.T) {
 	if code, _ := srv.get("/readyz"); code != 503 {
 		t.Errorf("/readyz during the outage: %d", code)
 	}
-	time.Sleep(3 * time.Second)
+	// The process stays up while its background work keeps meeting the
+	// dead database: waited for by counting the orphan sweep's failures
+	// (one every --orphan-after/4), not by sleeping.
+	const sweepFailed = "sweep for orphaned envelopes failed"
+	seen := strings.Count(srv.logs.String(), sweepFailed)
+	for deadline := time.Now().Add(30 * time.Second); strings.Count(srv.logs.String(), sweepFailed) < seen+8; {
+		if time.Now().After(deadline) || !srv.alive() {
+			t.Fatalf("the orphan sweep did not fail 8 times during the outage (alive %v):\n%s", srv.alive(), srv.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if !srv.alive() || !srv.healthy() {
 		t.Fatal("serve died with the database")
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 	"github.com/payintake/payintake/review"
 )
@@ -136,7 +137,7 @@ func cmdReviewShow(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fmt.Fprintln(stdout)
 	tw := newTable(stdout)
 	fmt.Fprintln(tw, "FIELD\tLOCKED\tPROPOSED\t")
-	for _, f := range []string{"employee_ref", "pay_period", "component", "amount", "currency", "hours", "rate", "pay_date"} {
+	for _, f := range normalize.FieldNames {
 		cur := "-"
 		if d.Current != nil {
 			cur = orDash(d.Current[f])

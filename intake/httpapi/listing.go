@@ -156,7 +156,7 @@ func (a *API) listRows(w http.ResponseWriter, r *http.Request) {
 		for _, x := range want {
 			if !records.IsOutcome(x) {
 				writeProblem(w, newProblem(http.StatusBadRequest, "invalid_outcome",
-					fmt.Sprintf("outcome %q is not one of %s (several may be given, separated by commas)", x, strings.Join(outcomes, ", "))))
+					fmt.Sprintf("outcome %q is not one of %s (several may be given, separated by commas)", x, outcomeList())))
 				return
 			}
 		}
@@ -175,7 +175,7 @@ func (a *API) listRows(w http.ResponseWriter, r *http.Request) {
 		if l, ok := latest[row.Row]; ok {
 			row = l.ResultRow
 		}
-		return row, len(want) == 0 || slices.Contains(want, row.Outcome)
+		return row, len(want) == 0 || slices.Contains(want, string(row.Outcome))
 	})
 	if err != nil {
 		a.internal(w, r, "list result rows", err)

@@ -39,13 +39,13 @@ type replayJSON struct {
 func renderReplay(res records.ReplayResult) (int, []byte) {
 	counts := map[string]int{}
 	for _, o := range outcomes {
-		counts[o] = res.Counts[o]
+		counts[string(o)] = res.Counts[string(o)]
 	}
 	out := replayJSON{ID: res.ID, SubmissionID: res.Of, Counts: counts, Rows: []replayLeg{},
 		ResultURL: fmt.Sprintf("/v1/submissions/%d/result.csv", res.Of)}
 	for _, l := range res.Legs {
 		out.Rows = append(out.Rows, replayLeg{Row: l.Row, Line: l.Line, LegKey: hex.EncodeToString(l.LegKey),
-			Outcome: l.Outcome, Code: l.Code, Field: l.Field, Message: l.Message, ReplayID: l.ReplayID, Settled: l.Settled})
+			Outcome: string(l.Outcome), Code: l.Code, Field: l.Field, Message: l.Message, ReplayID: l.ReplayID, Settled: l.Settled})
 	}
 	r := jsonResponse(http.StatusCreated, out)
 	return r.Status, r.Body

@@ -24,6 +24,15 @@ const MaxKeyLength = 255
 // outcomes are the counts every submission response lists, zeros included.
 var outcomes = records.Outcomes
 
+// outcomeList names the outcomes for a message: "created, updated, …".
+func outcomeList() string {
+	names := make([]string, len(outcomes))
+	for i, o := range outcomes {
+		names[i] = string(o)
+	}
+	return strings.Join(names, ", ")
+}
+
 // submission is the JSON of a submission.
 type submission struct {
 	ID        int64          `json:"id"`
@@ -45,7 +54,7 @@ type submissionInfo struct {
 func newSubmission(env records.Envelope) submission {
 	counts := make(map[string]int, len(outcomes))
 	for _, o := range outcomes {
-		counts[o] = 0
+		counts[string(o)] = 0
 	}
 	for k, v := range env.Counts {
 		counts[k] = v

@@ -236,12 +236,14 @@ func TestSubmitInProgressConflict(t *testing.T) {
 func TestSubmitLeaseTakeover(t *testing.T) {
 	e := newEnv(t, Config{})
 	crashed := []byte("crashed-owner-01")
-	c, err := e.st.ClaimIdempotencyKey(e.ctx, "acme", "k", crashed, 300*time.Millisecond)
+	c, err := e.st.ClaimIdempotencyKey(e.ctx, "acme", "k", crashed, time.Hour)
 	if err != nil || !c.Claimed {
 		t.Fatalf("claim %+v %v", c, err)
 	}
 	wantProblem(t, e.submit("acme", "k", "a.csv", firstRun), http.StatusConflict, "idempotency_key_in_progress")
-	time.Sleep(400 * time.Millisecond)
+	// The lease runs out (the test moves its end into the past rather than
+	// waiting for it): nobody renews it.
+	e.expireLease(t, "k")
 	r := e.submit("acme", "k", "a.csv", firstRun)
 	wantStatus(t, r, http.StatusCreated)
 	if r.replayed() {
@@ -383,6 +385,17 @@ func TestResultNotReady(t *testing.T) {
 	wantProblem(t, e.get("acme", fmt.Sprintf("/v1/submissions/%d/result.csv", env.ID)), http.StatusConflict, "not_ready")
 }
 
+// expireLease ends the lease on an in-progress key now, as if its time had
+// run out.
+func (e *tenv) expireLease(t *testing.T, key string) {
+	t.Helper()
+	tag, err := e.st.Pool().Exec(e.ctx, `UPDATE idempotency_keys SET lease_until = now() - interval '1 millisecond'
+		WHERE idem_key = $1 AND status = 'in_progress'`, key)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("expire the lease of %q: %v (%d keys)", key, err, tag.RowsAffected())
+	}
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -461,9 +474,18 @@ func TestSubmitLeaseRenewed(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return e.count(`SELECT count(*) FROM idempotency_keys WHERE idem_key = 'long'`) == 1 })
+	start := time.Now()
 	for range 4 {
-		time.Sleep(250 * time.Millisecond) // well past one lease in total
+		// The lease runs out (the test moves its end into the past), and the
+		// live request renews it: the renewal is the signal waited for.
+		e.expireLease(t, "long")
+		waitFor(t, func() bool {
+			return e.count(`SELECT count(*) FROM idempotency_keys WHERE idem_key = 'long' AND lease_until > now()`) == 1
+		})
 		wantProblem(t, e.submit("acme", "long", "a.csv", firstRun), http.StatusConflict, "idempotency_key_in_progress")
+	}
+	if d := time.Since(start); d < e.api.cfg.Lease {
+		t.Fatalf("the renewals took %v, less than one lease (%v): the test proves nothing", d, e.api.cfg.Lease)
 	}
 	if _, err := pw.Write([]byte(strings.TrimPrefix(firstRun, csvHeader))); err != nil {
 		t.Fatal(err)

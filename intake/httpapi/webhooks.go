@@ -119,7 +119,7 @@ func renderWebhook(res records.WebhookResult) records.IdemResponse {
 		p.Quarantined = true
 		return problemResponse(p)
 	}
-	return jsonResponse(http.StatusOK, webhookAnswer{Outcome: res.Outcome, Code: res.Code, Version: res.Version,
+	return jsonResponse(http.StatusOK, webhookAnswer{Outcome: string(res.Outcome), Code: res.Code, Version: res.Version,
 		EntityID: res.EntityID, Message: res.Message, ExceptionID: res.ExceptionID, EmployeeID: res.EmployeeID})
 }
 

@@ -1,9 +1,8 @@
-package records_test
+package migrations_test
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"unicode"
@@ -12,8 +11,6 @@ import (
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/pgserver/pgtest"
 )
-
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // csvSafeCases is the rule of normalize.SafeCell (result files) and csv_safe
 // (review reports, SQL) written out: each value and what both must give.

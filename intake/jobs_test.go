@@ -1,0 +1,102 @@
+package intake_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/records"
+)
+
+// The orphan sweep learns which envelopes have a job from River's API: an
+// envelope whose job waits is left alone, one whose job was cancelled is
+// left for an operator (payintake_envelopes_stuck), and one without a job
+// is queued again, its job carrying its partner (as every processing job,
+// so the worker can wake a partner's next file).
+func TestSweepAsksRiverForJobs(t *testing.T) {
+	f := newFixture(t, records.Partner{})
+	if err := intake.MigrateQueue(f.ctx, f.store.Pool()); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	q, err := intake.NewQueue(f.in, intake.NewMetrics(reg), intake.QueueConfig{Workers: 0}) // nothing is worked
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits := f.receive(q, f.partner, "waits.csv", smallFile)
+	given := f.receive(q, f.partner, "given-up.csv", smallFile+"E2,2026-11,BASE,1.00,USD\n")
+	var none records.Envelope
+	{
+		path := f.dir + "/none.csv"
+		if err := os.WriteFile(path, []byte(smallFile+"E3,2026-11,BASE,1.00,USD\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if none, err = f.store.Receive(f.ctx, records.Incoming{PartnerID: f.partner, FileName: "none.csv", Source: "test", Path: path}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	rc, err := river.NewClient(riverpgxv5.New(f.store.Pool()), &river.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobsOf := func() map[int64]*rivertype.JobRow { // by envelope, the partner's jobs
+		res, err := rc.JobList(f.ctx, river.NewJobListParams().Kinds(intake.ProcessArgs{}.Kind()).
+			Metadata(fmt.Sprintf(`{"partner": %q}`, f.partner)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int64]*rivertype.JobRow{}
+		for _, j := range res.Jobs {
+			var a intake.ProcessArgs
+			if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
+				t.Fatal(err)
+			}
+			out[a.EnvelopeID] = j
+		}
+		return out
+	}
+	jobs := jobsOf()
+	if len(jobs) != 2 || jobs[waits.ID] == nil || jobs[given.ID] == nil {
+		t.Fatalf("jobs found by partner: %v, want those of envelopes %d and %d", jobs, waits.ID, given.ID)
+	}
+	if _, err := rc.JobCancel(f.ctx, jobs[given.ID].ID); err != nil {
+		t.Fatal(err)
+	}
+
+	time.Sleep(2 * time.Millisecond) // older than after, by the database's clock too
+	n, err := q.RequeueOrphans(f.ctx, f.store.Pool(), time.Millisecond)
+	if err != nil || n != 1 {
+		t.Fatalf("requeued %d (%v), want 1: the envelope without a job", n, err)
+	}
+	jobs = jobsOf()
+	if j := jobs[none.ID]; j == nil || j.State != rivertype.JobStateAvailable {
+		t.Fatalf("envelope %d has no waiting job with its partner after the sweep: %v", none.ID, jobs)
+	}
+	if jobs[waits.ID].State != rivertype.JobStateAvailable || jobs[given.ID].State != rivertype.JobStateCancelled {
+		t.Errorf("jobs changed by the sweep: %s, %s", jobs[waits.ID].State, jobs[given.ID].State)
+	}
+	if stuck := gauge(t, reg, "payintake_envelopes_stuck"); stuck != 1 {
+		t.Errorf("payintake_envelopes_stuck %v, want 1 (the cancelled job's envelope)", stuck)
+	}
+	// Nothing is requeued twice.
+	if n, err := q.RequeueOrphans(f.ctx, f.store.Pool(), time.Millisecond); err != nil || n != 0 {
+		t.Errorf("second sweep requeued %d (%v), want 0", n, err)
+	}
+	var requeues int
+	if err := f.store.Pool().QueryRow(f.ctx, `SELECT coalesce(sum(requeues), 0) FROM envelope_attempts`).Scan(&requeues); err != nil && err != pgx.ErrNoRows {
+		t.Fatal(err)
+	}
+	if requeues != 1 {
+		t.Errorf("requeues recorded: %d, want 1", requeues)
+	}
+}
