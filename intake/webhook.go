@@ -56,9 +56,9 @@ type LegReplay struct {
 // ReplayLegs is the one entry point of a leg replay by request: the body
 // is read (parseReplay), each leg normalised as a CSV row with the
 // partner's settings, and the legs replayed (records.Store.Replay). A body
-// that is not a replay is refused whole: the *records.WebhookInvalid says
+// that is not a replay is refused whole: the *normalize.RowError says
 // why (its code, field and message, as for a webhook body), nothing applied.
-func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, render records.ReplayRender) (records.ReplayAnswer, *records.WebhookInvalid, error) {
+func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, render records.ReplayRender) (records.ReplayAnswer, *normalize.RowError, error) {
 	p, err := in.Store.Partner(ctx, r.Of.PartnerID)
 	if err != nil {
 		return records.ReplayAnswer{}, nil, fmt.Errorf("read partner: %w", err)
@@ -81,9 +81,9 @@ func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, render records.Re
 // field given twice is refused (duplicate_key).
 // The values are then normalised exactly as a CSV row with the partner's
 // settings.
-func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *records.WebhookInvalid) {
-	invalid := func(code, field, msg string) (*records.WebhookChange, *records.WebhookInvalid) {
-		return nil, &records.WebhookInvalid{Code: code, Field: field, Message: msg}
+func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *normalize.RowError) {
+	invalid := func(code normalize.Code, field, msg string) (*records.WebhookChange, *normalize.RowError) {
+		return nil, &normalize.RowError{Code: code, Field: field, Message: msg}
 	}
 	if name, dup := jsondup.Find(body); dup {
 		return invalid("duplicate_key", name, fmt.Sprintf(
@@ -127,7 +127,7 @@ func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *r
 	}
 	rec, disp, rowErr := normalize.Normalize(raw, s)
 	if rowErr != nil {
-		return invalid(string(rowErr.Code), rowErr.Field, rowErr.Message)
+		return nil, rowErr
 	}
 	st := Stage(normalize.Row{Line: 0, Index: 1, Record: rec, Display: disp})
 	return &records.WebhookChange{EntityID: entity, Version: version, Row: st}, nil
@@ -138,9 +138,9 @@ func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *r
 // normalised as a CSV row with the partner's settings. A leg whose values
 // are invalid is staged as a rejected row (it gets its outcome); a body
 // that is not this shape, or money as a JSON number, is refused whole.
-func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *records.WebhookInvalid) {
-	bad := func(code, field, detail string) ([]records.Leg, *records.WebhookInvalid) {
-		return nil, &records.WebhookInvalid{Code: code, Field: field, Message: detail + "; nothing was applied"}
+func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *normalize.RowError) {
+	bad := func(code normalize.Code, field, detail string) ([]records.Leg, *normalize.RowError) {
+		return nil, &normalize.RowError{Code: code, Field: field, Message: detail + "; nothing was applied"}
 	}
 	if name, dup := jsondup.Find(body); dup {
 		return bad("duplicate_key", name, fmt.Sprintf("the body has the member %q more than once; send each field once", name))
@@ -184,7 +184,7 @@ func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *records.Web
 // be a JSON string, or with number also a JSON number. Money (money true)
 // as a JSON number is refused (money_not_string): it is never converted, to
 // avoid rounding. Absent and null are "". Webhooks and leg replays share it.
-func jsonText(m map[string]json.RawMessage, field string, money, number bool) (string, *records.WebhookInvalid) {
+func jsonText(m map[string]json.RawMessage, field string, money, number bool) (string, *normalize.RowError) {
 	raw := bytes.TrimSpace(m[field])
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
@@ -193,7 +193,7 @@ func jsonText(m map[string]json.RawMessage, field string, money, number bool) (s
 	case c == '"':
 		var v string
 		if err := json.Unmarshal(raw, &v); err != nil {
-			return "", &records.WebhookInvalid{Code: "invalid_json", Field: field, Message: field + " is not a valid JSON string"}
+			return "", &normalize.RowError{Code: "invalid_json", Field: field, Message: field + " is not a valid JSON string"}
 		}
 		return v, nil
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -201,16 +201,16 @@ func jsonText(m map[string]json.RawMessage, field string, money, number bool) (s
 			return string(raw), nil
 		}
 		if money {
-			return "", &records.WebhookInvalid{Code: "money_not_string", Field: field, Message: fmt.Sprintf(
+			return "", &normalize.RowError{Code: "money_not_string", Field: field, Message: fmt.Sprintf(
 				"%s is the JSON number %s; money must be a JSON string such as \"2150.00\" and a number is never converted, to avoid rounding", field, raw)}
 		}
 	}
-	return "", &records.WebhookInvalid{Code: "invalid_type", Field: field, Message: field + " must be a JSON string"}
+	return "", &normalize.RowError{Code: "invalid_type", Field: field, Message: field + " must be a JSON string"}
 }
 
 // jsonRawRow reads the eight pay-line fields of a JSON object as a CSV row's
 // raw cells, to be normalised with the partner's settings.
-func jsonRawRow(m map[string]json.RawMessage) (normalize.RawRow, *records.WebhookInvalid) {
+func jsonRawRow(m map[string]json.RawMessage) (normalize.RawRow, *normalize.RowError) {
 	var raw normalize.RawRow
 	for _, f := range []struct {
 		name          string

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/payintake/payintake/normalize"
 )
 
 // Statements of webhooks.sql.
@@ -31,21 +32,19 @@ type WebhookChange struct {
 	Row      StagedRow
 }
 
-// WebhookInvalid is why a webhook body was refused (422). The body is
-// quarantined for audit; nothing is applied.
-type WebhookInvalid struct{ Code, Field, Message string }
-
 // WebhookDelivery is one signed delivery: exactly one of Change and Invalid is set.
 type WebhookDelivery struct {
 	PartnerID, WebhookID string
 	Body                 []byte // raw, as signed
 	Change               *WebhookChange
-	Invalid              *WebhookInvalid
+	// Invalid is why the body was refused (422): the body is quarantined
+	// for audit, nothing is applied.
+	Invalid *normalize.RowError
 }
 
 // WebhookResult is what became of a delivery.
 type WebhookResult struct {
-	Invalid     *WebhookInvalid // set when the body was refused
+	Invalid     *normalize.RowError // set when the body was refused
 	EntityID    string
 	Version     int64
 	Outcome     Outcome // rejected only for unknown_employee
@@ -112,7 +111,7 @@ func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, render We
 				return nil
 			}
 			ans.BodyMismatch = true
-			return quarantine(ctx, tx, d, WebhookInvalid{Code: "webhook_id_reuse", Message: fmt.Sprintf(
+			return quarantine(ctx, tx, d, normalize.RowError{Code: "webhook_id_reuse", Message: fmt.Sprintf(
 				"webhook-id %s was already delivered with a different body; nothing was applied: give every new message its own webhook-id", d.WebhookID)})
 		}
 		var res WebhookResult
@@ -135,7 +134,7 @@ func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, render We
 		ans.IdemResponse = render(res)
 		outcome, code := res.Outcome, res.Code
 		if res.Invalid != nil {
-			outcome, code = OutcomeRejected, res.Invalid.Code
+			outcome, code = OutcomeRejected, string(res.Invalid.Code)
 		}
 		var recID *int64
 		if res.RecordID != 0 {
@@ -154,8 +153,8 @@ func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, render We
 	return ans, nil
 }
 
-func quarantine(ctx context.Context, tx pgx.Tx, d WebhookDelivery, why WebhookInvalid) error {
-	_, err := tx.Exec(ctx, sqlQuarantineWebhook, d.PartnerID, d.WebhookID, d.Body, why.Code, why.Field, why.Message)
+func quarantine(ctx context.Context, tx pgx.Tx, d WebhookDelivery, why normalize.RowError) error {
+	_, err := tx.Exec(ctx, sqlQuarantineWebhook, d.PartnerID, d.WebhookID, d.Body, string(why.Code), why.Field, why.Message)
 	if err != nil {
 		return fmt.Errorf("quarantine webhook %s: %w", d.WebhookID, err)
 	}

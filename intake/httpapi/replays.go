@@ -88,7 +88,7 @@ func (a *API) postReplay(w http.ResponseWriter, r *http.Request) {
 	}
 	ans, bad, err := a.in.ReplayLegs(r.Context(), intake.LegReplay{Of: out, Key: key, Source: "http", Body: body}, renderReplay)
 	if bad != nil {
-		p := newProblem(http.StatusUnprocessableEntity, bad.Code, bad.Message)
+		p := newProblem(http.StatusUnprocessableEntity, string(bad.Code), bad.Message)
 		p.Field = bad.Field
 		writeProblem(w, p)
 		return

@@ -113,7 +113,7 @@ func (a *API) readWebhookBody(w http.ResponseWriter, r *http.Request) ([]byte, e
 
 func renderWebhook(res records.WebhookResult) records.IdemResponse {
 	if inv := res.Invalid; inv != nil {
-		p := newProblem(http.StatusUnprocessableEntity, inv.Code, inv.Message)
+		p := newProblem(http.StatusUnprocessableEntity, string(inv.Code), inv.Message)
 		p.Title = "Invalid webhook body: nothing was applied, the body is kept in quarantine"
 		p.Field = inv.Field
 		p.Quarantined = true
