@@ -46,10 +46,7 @@ func TestApplyStatements(t *testing.T) {
 		"update: the record takes the new values, the next version, the envelope and line": {
 			files: []file{{seq: seq(1), rows: []records.StagedRow{row("E1", "100.00")}}, {seq: seq(2), rows: []records.StagedRow{row("E0", "5.00"), row("E1", "150.00")}}},
 			check: func(t *testing.T, h *storeHarness, s sent) {
-				r, err := h.st.FindRecord(ctx, h.partner, "E1", period, "BASE")
-				if err != nil {
-					t.Fatal(err)
-				}
+				r := h.record(t, "E1")
 				if r.Amount != "150.00" || r.Version != 2 {
 					t.Errorf("record %+v, want amount 150.00 version 2", r)
 				}
@@ -98,10 +95,7 @@ func TestApplyStatements(t *testing.T) {
 			unknownEmployee: records.UnknownReject,
 			files:           []file{{rows: []records.StagedRow{row("E1", "1.00")}}},
 			check: func(t *testing.T, h *storeHarness, s sent) {
-				r, err := h.st.FindRecord(ctx, h.partner, "E1", period, "BASE")
-				if err != nil {
-					t.Fatal(err)
-				}
+				r := h.record(t, "E1")
 				if r.EmployeeID != "W-1" {
 					t.Errorf("employee_id %q, want the imported W-1", r.EmployeeID)
 				}

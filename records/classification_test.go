@@ -105,6 +105,17 @@ func (h *storeHarness) send(t *testing.T, f file) (records.Envelope, []records.R
 	return env, got
 }
 
+// record reads the record of employee ref (period, BASE); the test fails
+// when there is none.
+func (h *storeHarness) record(t *testing.T, ref string) records.Record {
+	t.Helper()
+	r, err := h.st.FindRecord(context.Background(), h.partner, ref, period, "BASE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func (h *storeHarness) lock(t *testing.T) {
 	t.Helper()
 	if _, err := h.st.LockPeriod(context.Background(), h.partner, period, records.LockApproved, "ops"); err != nil {

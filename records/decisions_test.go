@@ -41,10 +41,7 @@ func TestDecisions(t *testing.T) {
 			setup:    func(t *testing.T, h *storeHarness) int64 { return openException(t, h, "150.00") },
 			decision: records.Decision{Approve: true, Reviewer: "rita", Note: "ok"},
 			check: func(t *testing.T, h *storeHarness, id int64, got records.Exception, _ error) {
-				r, err := h.st.FindRecord(ctx, h.partner, "E1", period, "BASE")
-				if err != nil {
-					t.Fatal(err)
-				}
+				r := h.record(t, "E1")
 				if r.Amount != "150.00" || r.Version != 2 || r.LockedReason != records.LockApproved {
 					t.Errorf("record %+v, want 150.00 version 2 still locked (approved)", r)
 				}
@@ -68,10 +65,7 @@ func TestDecisions(t *testing.T) {
 			},
 			decision: records.Decision{Approve: true, Reviewer: "rita"},
 			check: func(t *testing.T, h *storeHarness, id int64, _ records.Exception, _ error) {
-				r, err := h.st.FindRecord(ctx, h.partner, "E5", period, "BASE")
-				if err != nil {
-					t.Fatal(err)
-				}
+				r := h.record(t, "E5")
 				if r.Amount != "42.00" || r.Version != 1 || r.LockedReason != records.LockApproved {
 					t.Errorf("record %+v, want 42.00 version 1 locked (approved)", r)
 				}
@@ -92,10 +86,7 @@ func TestDecisions(t *testing.T) {
 			},
 			decision: records.Decision{Approve: true, Reviewer: "rita"},
 			check: func(t *testing.T, h *storeHarness, _ int64, _ records.Exception, _ error) {
-				r, err := h.st.FindRecord(ctx, h.partner, "E9", period, "BASE")
-				if err != nil {
-					t.Fatal(err)
-				}
+				r := h.record(t, "E9")
 				if r.LockedReason != "" || !strings.HasPrefix(r.EmployeeID, "emp_") {
 					t.Errorf("record %+v, want unlocked with a derived employee id", r)
 				}
@@ -109,10 +100,7 @@ func TestDecisions(t *testing.T) {
 			setup:    func(t *testing.T, h *storeHarness) int64 { return openException(t, h, "150.00") },
 			decision: records.Decision{Approve: false, Reviewer: "rita", Note: "  not agreed  ", Via: records.ViaAPI},
 			check: func(t *testing.T, h *storeHarness, id int64, got records.Exception, _ error) {
-				r, err := h.st.FindRecord(ctx, h.partner, "E1", period, "BASE")
-				if err != nil {
-					t.Fatal(err)
-				}
+				r := h.record(t, "E1")
 				if r.Amount != "100.00" || r.Version != 1 {
 					t.Errorf("record %+v, want 100.00 version 1", r)
 				}

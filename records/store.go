@@ -63,6 +63,12 @@ type Options struct {
 	// process rotated them) and before each sealing. Nil: webhook secrets
 	// can be neither added nor checked.
 	SecretKeys func() (*SecretKeys, error)
+	// QueryTracer, when set, observes every statement the store runs (pgx's
+	// tracer interface: start and end of each query, COPY, the SQL text),
+	// beside the OpenTelemetry spans of TracerProvider. The store does not
+	// depend on what it does; serve's crash tests stop the process with one
+	// (internal/fault).
+	QueryTracer pgx.QueryTracer
 }
 
 // Open connects to the database at url. It does not migrate; call Migrate first.
@@ -74,7 +80,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
-	cfg.ConnConfig.Tracer = queryTracer(opts.TracerProvider)
+	cfg.ConnConfig.Tracer = queryTracer(opts.QueryTracer, opts.TracerProvider)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)

@@ -10,21 +10,19 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
-
-	"github.com/payintake/payintake/internal/fault"
 )
 
 // TracerName names the spans payintake's processing makes.
 const TracerName = "github.com/payintake/payintake"
 
-// queryTracer is the pgx tracer of the pool: the crash-test hook when a
-// fault is set, and OpenTelemetry spans for every statement run inside a
-// recorded span (otelpgx: the SQL text, never its arguments), both when
-// both are on.
-func queryTracer(tp trace.TracerProvider) pgx.QueryTracer {
+// queryTracer is the pgx tracer of the pool: the caller's observer
+// (Options.QueryTracer), and OpenTelemetry spans for every statement run
+// inside a recorded span (otelpgx: the SQL text, never its arguments), both
+// when both are set.
+func queryTracer(observer pgx.QueryTracer, tp trace.TracerProvider) pgx.QueryTracer {
 	var ts []pgx.QueryTracer
-	if fault.Enabled() { // crash tests only: PAYINTAKE_FAULT
-		ts = append(ts, fault.Tracer{})
+	if observer != nil {
+		ts = append(ts, observer)
 	}
 	if _, off := tp.(noop.TracerProvider); tp != nil && !off {
 		ts = append(ts, otelpgx.NewTracer(otelpgx.WithTracerProvider(tp), otelpgx.WithDisableConnectionDetailsInAttributes()))

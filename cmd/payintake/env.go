@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/fault"
 	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/pgserver"
 	"github.com/payintake/payintake/records"
@@ -146,8 +147,12 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 	// secret.key is created on first use, unless the database already holds
 	// secrets sealed under a key this process would then not have.
 	var sealedExist bool
-	st, err := records.Open(ctx, url, records.Options{MaxConns: maxConns, Logger: log, TracerProvider: e.tracing,
-		SecretKeys: g.secretKeyLoader(func() bool { return !sealedExist })})
+	opts := records.Options{MaxConns: maxConns, Logger: log, TracerProvider: e.tracing,
+		SecretKeys: g.secretKeyLoader(func() bool { return !sealedExist })}
+	if fault.Enabled() { // crash tests only: PAYINTAKE_FAULT
+		opts.QueryTracer = fault.Tracer{}
+	}
+	st, err := records.Open(ctx, url, opts)
 	if err != nil {
 		e.close()
 		return nil, err
