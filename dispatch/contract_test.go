@@ -170,3 +170,35 @@ func TestPaidLockStartsNoRun(t *testing.T) {
 		t.Errorf("%d requests, want 1", n)
 	}
 }
+
+// TestMultiStatusWithoutResults: a 207 whose body is not the results
+// object leaves every line of the chunk missing from it: they are all sent
+// again in a later chunk, and paid once. (That later chunk holds the very
+// same lines, so SPEC's chunk key — the batch key and the chunk's line keys
+// — makes its Idempotency-Key the first chunk's.)
+func TestMultiStatusWithoutResults(t *testing.T) {
+	e := newEnv(t, Target{ChunkSize: 3, MaxAttempts: 3})
+	e.ingest("a.csv", payroll(3, "2026-11"))
+	e.lock("2026-11")
+	e.v.script = func(n int, r vendorReq) answer {
+		if n == 0 {
+			return answer{status: 207, body: "<html>busy</html>", pay: func([]string) []string { return nil }}
+		}
+		return answer{status: 200}
+	}
+	e.dispatch("2026-11")
+	reqs := e.v.requests()
+	if len(reqs) != 2 || strings.Join(reqs[1].lines, ",") != strings.Join(reqs[0].lines, ",") {
+		t.Fatalf("%d requests, want the chunk and the same lines again", len(reqs))
+	}
+	if reqs[1].key != ChunkKey(BatchKey("acme", "2026-11", 1), reqs[1].lines) {
+		t.Errorf("the later chunk went under %s, not its chunk key", reqs[1].key)
+	}
+	if len(e.delays) != 1 {
+		t.Errorf("%d delays before the later chunk, want 1 (a retry waits)", len(e.delays))
+	}
+	if st := e.status("2026-11")[0]; st.Succeeded != 3 || st.State != RunComplete {
+		t.Errorf("status %+v", st)
+	}
+	e.checkPaidOnce(e.expectedKeys("2026-11"))
+}
