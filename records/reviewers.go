@@ -30,6 +30,13 @@ type Reviewer struct {
 	Disabled  bool      `json:"disabled"`
 }
 
+// scanDest is where a reviewer's columns are scanned, in the order every
+// query that reads a reviewer selects them first: name, partners,
+// created_at, disabled.
+func (r *Reviewer) scanDest(more ...any) []any {
+	return append([]any{&r.Name, &r.Partners, &r.CreatedAt, &r.Disabled}, more...)
+}
+
 // AddReviewer creates a reviewer account with an already hashed password.
 // It returns ErrExists if the name is taken and ErrNotFound for an unknown partner.
 func (s *Store) AddReviewer(ctx context.Context, name, passwordHash string, partners []string) error {
@@ -105,7 +112,7 @@ func (s *Store) SetReviewerDisabled(ctx context.Context, name string, disabled b
 func (s *Store) ReviewerByName(ctx context.Context, name string) (Reviewer, string, error) {
 	var r Reviewer
 	var hash string
-	err := s.pool.QueryRow(ctx, sqlReviewerByName, name).Scan(&r.Name, &r.Partners, &r.CreatedAt, &hash)
+	err := s.pool.QueryRow(ctx, sqlReviewerByName, name).Scan(r.scanDest(&hash)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, "", fmt.Errorf("reviewer %q: %w", name, ErrNotFound)
 	}
@@ -123,7 +130,7 @@ func (s *Store) Reviewers(ctx context.Context) ([]Reviewer, error) {
 	}
 	rs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Reviewer, error) {
 		var r Reviewer
-		err := row.Scan(&r.Name, &r.Partners, &r.CreatedAt, &r.Disabled)
+		err := row.Scan(r.scanDest()...)
 		return r, err
 	})
 	if err != nil {

@@ -15,7 +15,7 @@ UPDATE reviewers SET disabled_at = CASE WHEN $2 THEN coalesce(disabled_at, now()
 WHERE name = $1;
 
 -- name: ReviewerByName
-SELECT name, partners, created_at, password_hash FROM reviewers
+SELECT name, partners, created_at, disabled_at IS NOT NULL, password_hash FROM reviewers
 WHERE name = $1 AND disabled_at IS NULL;
 
 -- name: Reviewers

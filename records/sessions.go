@@ -42,7 +42,7 @@ func (s *Store) CreateSession(ctx context.Context, tokenHash []byte, reviewer, k
 func (s *Store) SessionByToken(ctx context.Context, tokenHash []byte, kind string) (Session, error) {
 	var ss Session
 	err := s.pool.QueryRow(ctx, sqlSessionByToken, tokenHash, kind).
-		Scan(&ss.Reviewer.Name, &ss.Reviewer.Partners, &ss.Reviewer.CreatedAt, &ss.Kind, &ss.CSRFToken, &ss.ExpiresAt)
+		Scan(ss.Reviewer.scanDest(&ss.Kind, &ss.CSRFToken, &ss.ExpiresAt)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ss, fmt.Errorf("session: %w", ErrNotFound)
 	}
