@@ -131,7 +131,7 @@ func FileSeq(pattern, name string) (*int64, error) {
 	}
 	m := re.FindStringSubmatch(name)
 	if m == nil {
-		return nil, &normalize.ParseError{Err: normalize.Code("file_name_mismatch"), Message: fmt.Sprintf(
+		return nil, &normalize.ParseError{Err: normalize.CodeFileNameMismatch, Message: fmt.Sprintf(
 			"the file name %q does not match the agreed pattern %s; nothing was applied: rename the file to match the pattern and send it again", name, pattern)}
 	}
 	i := re.SubexpIndex("seq")
@@ -140,7 +140,7 @@ func FileSeq(pattern, name string) (*int64, error) {
 	}
 	n, err := strconv.ParseInt(m[i], 10, 64)
 	if err != nil || n < 0 {
-		return nil, &normalize.ParseError{Err: normalize.Code("invalid_sequence"), Message: fmt.Sprintf(
+		return nil, &normalize.ParseError{Err: normalize.CodeInvalidSequence, Message: fmt.Sprintf(
 			"the sequence number %q in the file name is not a whole number below 2^63; nothing was applied: number the file with digits only, as agreed", m[i])}
 	}
 	return &n, nil

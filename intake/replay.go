@@ -44,13 +44,13 @@ func ReplayedName(name string) string {
 
 func (in *Intake) replayPlan(ctx context.Context, env records.Envelope, p records.Partner, body io.Reader) (records.Plan, error) {
 	var pl records.Plan
-	reject := func(code, field, msg string) (records.Plan, error) {
-		return pl, &normalize.ParseError{Err: normalize.Code(code), Field: field, Message: msg}
+	reject := func(code normalize.Code, field, msg string) (records.Plan, error) {
+		return pl, &normalize.ParseError{Err: code, Field: field, Message: msg}
 	}
 	target := ReplayedName(env.FileName)
 	rf, err := in.Store.ResultFileNamed(ctx, env.PartnerID, target)
 	if errors.Is(err, records.ErrNotFound) {
-		return reject("replay_target_missing", "", fmt.Sprintf(
+		return reject(normalize.CodeReplayTargetMissing, "", fmt.Sprintf(
 			"this is a replay file, but there is no %s to replay rows of; nothing was applied: name the file after the submission it corrects (NAME.replay.csv for /results/NAME.result.csv)", target))
 	}
 	if err != nil {
@@ -61,13 +61,13 @@ func (in *Intake) replayPlan(ctx context.Context, env records.Envelope, p record
 		return pl, err
 	}
 	if IsReplayFile(of.FileName) {
-		return reject("not_replayable", "", fmt.Sprintf("%s is the result of a replay file; nothing was applied: replay the rows of the submission it corrects", target))
+		return reject(normalize.CodeNotReplayable, "", fmt.Sprintf("%s is the result of a replay file; nothing was applied: replay the rows of the submission it corrects", target))
 	}
 	if of.Status != records.StatusProcessed {
-		return reject("not_replayable", "", fmt.Sprintf("%s is not the result of a processed submission (status %s), so it has no rows to replay; nothing was applied", target, of.Status))
+		return reject(normalize.CodeNotReplayable, "", fmt.Sprintf("%s is not the result of a processed submission (status %s), so it has no rows to replay; nothing was applied", target, of.Status))
 	}
 	if env.Size == 0 {
-		return reject("empty_file", "", "the file is empty (0 bytes), so nothing was applied: check the export and send the file again")
+		return reject(normalize.CodeEmptyFile, "", "the file is empty (0 bytes), so nothing was applied: check the export and send the file again")
 	}
 	s := Settings(p)
 	s.Extra = []string{"row"}
@@ -86,13 +86,13 @@ func (in *Intake) replayPlan(ctx context.Context, env records.Envelope, p record
 		}
 		n, perr := strconv.Atoi(strings.TrimSpace(row.Extra[0]))
 		if perr != nil || n < 1 {
-			return pl, &normalize.ParseError{Err: normalize.Code("invalid_row"), Field: "row", StartLine: row.Line, Line: row.Line, Message: fmt.Sprintf(
+			return pl, &normalize.ParseError{Err: normalize.CodeInvalidRow, Field: "row", StartLine: row.Line, Line: row.Line, Message: fmt.Sprintf(
 				"line %d has row %q; a replay file needs a column row giving, for each line, the index (from 1) of the row of %s it corrects; nothing was applied", row.Line, row.Extra[0], target)}
 		}
 		plan.Legs = append(plan.Legs, records.Leg{Row: n, Staged: Stage(row)})
 	}
 	if len(plan.Legs) == 0 {
-		return reject("no_rows", "", "the replay file has a header but no rows; nothing was applied")
+		return reject(normalize.CodeNoRows, "", "the replay file has a header but no rows; nothing was applied")
 	}
 	pl.Seq, pl.Replay = of.Seq, plan
 	return pl, nil

@@ -164,7 +164,7 @@ func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *normalize.R
 		at := fmt.Sprintf("rows[%d]", i)
 		n, err := strconv.Atoi(string(bytes.TrimSpace(m["row"])))
 		if err != nil || n < 1 {
-			return bad("invalid_row", at+".row", at+".row must be the row index (a JSON integer from 1) of the submission's row this corrects")
+			return bad(normalize.CodeInvalidRow, at+".row", at+".row must be the row index (a JSON integer from 1) of the submission's row this corrects")
 		}
 		raw, invalid := jsonRawRow(m)
 		if invalid != nil {

@@ -40,6 +40,19 @@ const (
 	CodeTooManyColumns  Code = "too_many_columns"
 )
 
+// Codes of a file or row refused after normalisation, by intake or the store;
+// they belong to the same vocabulary, so they are named here too.
+const (
+	CodeIdempotencyKeyReuse Code = "idempotency_key_reuse"
+	CodeNoRows              Code = "no_rows"
+	CodeRowNotReplayable    Code = "row_not_replayable"
+	CodeFileNameMismatch    Code = "file_name_mismatch"
+	CodeInvalidSequence     Code = "invalid_sequence"
+	CodeInvalidRow          Code = "invalid_row"
+	CodeReplayTargetMissing Code = "replay_target_missing"
+	CodeNotReplayable       Code = "not_replayable"
+)
+
 // maxMoneyDigits bounds the digits of a money or hours value.
 const maxMoneyDigits = 30
 

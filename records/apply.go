@@ -245,7 +245,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 		return fmt.Errorf("release savepoint: %w", err)
 	}
 	if src.count == 0 {
-		return s.fileResult(ctx, tx, env, normalize.ParseError{Err: normalize.Code("no_rows"), StartLine: 1, Line: 1,
+		return s.fileResult(ctx, tx, env, normalize.ParseError{Err: normalize.CodeNoRows, StartLine: 1, Line: 1,
 			Message: "the file has a header but no data rows; nothing was applied: send the rows of the payroll run"}, StatusProcessed)
 	}
 	// Statistics of a sample of the staged rows (a fixed cost), so the

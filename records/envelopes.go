@@ -204,7 +204,7 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 			return err
 		}
 		msg := fmt.Sprintf("a different file named %q was already received (envelope %d); nothing from this file was applied: send a new payroll run under a new file name, or resend the original file unchanged", env.FileName, first)
-		return s.fileResult(ctx, tx, &env, normalize.ParseError{Err: normalize.Code("idempotency_key_reuse"), Message: msg}, StatusKeyReuse)
+		return s.fileResult(ctx, tx, &env, normalize.ParseError{Err: normalize.CodeIdempotencyKeyReuse, Message: msg}, StatusKeyReuse)
 	}
 	var err error
 	if st != nil {

@@ -403,7 +403,7 @@ func (s *Store) applyReplayFile(ctx context.Context, tx pgx.Tx, env *Envelope, p
 		if rbErr := sp.Rollback(ctx); rbErr != nil {
 			return fmt.Errorf("roll back replay: %w", rbErr)
 		}
-		return s.fileResult(ctx, tx, env, normalize.ParseError{Err: normalize.Code("row_not_replayable"), Field: "row", Message: nr.Error()}, StatusProcessed)
+		return s.fileResult(ctx, tx, env, normalize.ParseError{Err: normalize.CodeRowNotReplayable, Field: "row", Message: nr.Error()}, StatusProcessed)
 	}
 	if err != nil {
 		return err
