@@ -446,12 +446,14 @@ func (s *stageSource) produce(rows RowSource) {
 			return
 		}
 		s.count++
+		var kh uint64
 		if r.Code != "" {
 			s.rejected++
 		} else {
-			s.keys.add(keyHash(&r))
+			kh = keyHash(&r)
+			s.keys.add(kh)
 		}
-		buf = appendStageRow(buf, &r)
+		buf = appendStageRow(buf, &r, kh)
 		if len(buf) >= stageBlockSize {
 			select {
 			case s.blocks <- buf:
@@ -510,8 +512,9 @@ func (s *stageSource) close() {
 	<-s.done
 }
 
-// appendStageRow encodes one row as a line of COPY text format.
-func appendStageRow(b []byte, r *StagedRow) []byte {
+// appendStageRow encodes one row as a line of COPY text format; kh is the
+// row's keyHash (unused for a rejected row), computed once by the caller.
+func appendStageRow(b []byte, r *StagedRow, kh uint64) []byte {
 	b = strconv.AppendInt(b, int64(r.Row), 10)
 	b = append(b, '\t')
 	b = strconv.AppendInt(b, int64(r.Line), 10)
@@ -529,7 +532,7 @@ func appendStageRow(b []byte, r *StagedRow) []byte {
 	b = append(b, "\t\\\\x"...)
 	b = hex.AppendEncode(b, r.Hash)
 	b = append(b, '\t')
-	b = strconv.AppendInt(b, int64(keyHash(r)), 10)
+	b = strconv.AppendInt(b, int64(kh), 10)
 	b = append(b, '\t')
 	out := [...]string{or(r.DEmployeeRef, r.EmployeeRef), or(r.DPayPeriod, r.PayPeriod), or(r.DComponent, r.Component),
 		or(r.DAmount, r.Amount), or(r.DCurrency, r.Currency)}
