@@ -22,28 +22,29 @@ type Webhook struct {
 	Body    []byte // raw, as signed
 }
 
-// WebhookResult is what became of a delivery; WebhookRender builds the
-// answer stored with it, in its transaction; WebhookAnswer is the answer
-// given (the first one again for a redelivery).
+// WebhookResult is what became of a delivery; a WebhookAnswerFunc gives
+// the door's answer to it, stored in the delivery's transaction;
+// WebhookAnswer is the answer given (the first one again for a redelivery).
 type (
-	WebhookResult = records.WebhookResult
-	WebhookRender = records.WebhookRender
-	WebhookAnswer = records.WebhookAnswer
+	WebhookResult     = records.WebhookResult
+	WebhookAnswerFunc = records.WebhookAnswerFunc
+	WebhookAnswer     = records.WebhookAnswer
 )
 
 // DeliverWebhook is the one entry point of a webhook change: the body is
 // read (parseWebhook), its values normalised exactly as a CSV row with the
 // partner's settings, and the change applied if its per-entity version is
-// new (records.Store.DeliverWebhook, which keeps the answer render gives
-// for a redelivery). An invalid body is quarantined, nothing applied.
-func (in *Intake) DeliverWebhook(ctx context.Context, w Webhook, render WebhookRender) (WebhookAnswer, error) {
+// new (records.Store.DeliverWebhook, which keeps the answer the door's
+// answer func gives, for a redelivery). An invalid body is quarantined,
+// nothing applied.
+func (in *Intake) DeliverWebhook(ctx context.Context, w Webhook, answer WebhookAnswerFunc) (WebhookAnswer, error) {
 	p, err := in.Store.Partner(ctx, w.Partner)
 	if err != nil {
 		return records.WebhookAnswer{}, fmt.Errorf("read partner: %w", err)
 	}
 	d := records.WebhookDelivery{PartnerID: w.Partner, WebhookID: w.ID, Body: w.Body}
 	d.Change, d.Invalid = parseWebhook(w.Body, Settings(p))
-	ans, err := in.Store.DeliverWebhook(ctx, d, render)
+	ans, err := in.Store.DeliverWebhook(ctx, d, answer)
 	if err != nil {
 		return ans, fmt.Errorf("deliver webhook: %w", err)
 	}
