@@ -63,12 +63,13 @@ type LegReplay struct {
 	Body   []byte
 }
 
-// ReplayResult is what a leg replay did; ReplayRender builds the answer
-// stored with it, in its transaction; ReplayAnswer is the answer given.
+// ReplayResult is what a leg replay did; a ReplayAnswerFunc gives the
+// door's answer to it, stored in the replay's transaction; ReplayAnswer is
+// the answer given (the first one again for a repeat).
 type (
-	ReplayResult = records.ReplayResult
-	ReplayRender = records.ReplayRender
-	ReplayAnswer = records.ReplayAnswer
+	ReplayResult     = records.ReplayResult
+	ReplayAnswerFunc = records.ReplayAnswerFunc
+	ReplayAnswer     = records.ReplayAnswer
 )
 
 // NotReplayableError refuses a replay naming rows that may not be
@@ -83,7 +84,7 @@ var ErrReplayKeyReuse = records.ErrReplayKeyReuse
 // partner's settings, and the legs replayed (records.Store.Replay). A body
 // that is not a replay is refused whole: the *normalize.RowError says
 // why (its code, field and message, as for a webhook body), nothing applied.
-func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, render ReplayRender) (ReplayAnswer, *normalize.RowError, error) {
+func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, answer ReplayAnswerFunc) (ReplayAnswer, *normalize.RowError, error) {
 	p, err := in.Store.Partner(ctx, r.Of.PartnerID)
 	if err != nil {
 		return records.ReplayAnswer{}, nil, fmt.Errorf("read partner: %w", err)
@@ -93,7 +94,7 @@ func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, render ReplayRend
 		return records.ReplayAnswer{}, bad, nil
 	}
 	ans, err := in.Store.Replay(ctx, records.ReplayRequest{PartnerID: r.Of.PartnerID, Of: r.Of,
-		Key: records.SubmissionKey(r.Key), Source: r.Source, Body: r.Body, Legs: legs}, render)
+		Key: records.SubmissionKey(r.Key), Source: r.Source, Body: r.Body, Legs: legs}, answer)
 	return ans, nil, err
 }
 

@@ -26,7 +26,7 @@ var (
 // store knows nothing of the door: the answer is a StoredAnswer.
 
 // StoredAnswer is what a door answered to the request that settled a key —
-// an idempotency key, a webhook-id — kept verbatim so that a repeat of the
+// an idempotency key, a webhook-id, a leg replay's key — kept verbatim so that a repeat of the
 // request gets the same bytes (principle 2).
 //
 // The store keeps it as three opaque values and never reads them: Code and
@@ -35,10 +35,12 @@ var (
 // and converts its response to and from this type; the store knows no HTTP.
 // The answer is written in the transaction that settles its key — given to
 // CompleteIdempotencyKey, or asked for by DeliverWebhook's WebhookAnswerFunc
-// inside the delivery's transaction — so a key never commits without its
-// answer, nor an answer without its key (principle 3). The columns keep
-// their names (response_status, response_type, response_body): answers
-// stored before this type existed are replayed unchanged, no migration.
+// and Replay's ReplayAnswerFunc inside their transaction — so a key never
+// commits without its answer, nor an answer without its key (principle 3).
+// The columns keep their names (response_status, response_type,
+// response_body): answers stored before this type existed are replayed
+// unchanged (replays, which kept no format, got theirs, JSON, from
+// migration 00220).
 type StoredAnswer struct {
 	Code   int    // the door's code for the answer (HTTP: the status)
 	Format string // what Body is (HTTP: the media type)
