@@ -17,32 +17,30 @@ const CodeUnknownEmployee = "unknown_employee"
 // dupLinesShown is how many lines of a duplicate group its message names.
 const dupLinesShown = "5"
 
-// employeesSQL fills "emp" (employeesDDL): each distinct employee_ref of
-// the valid staged rows, with its mapped employee_id (NULL when none), the
-// id it would derive (only when unmapped) and its kind: NULL when mapped or
-// when the partner creates mappings (--unknown-employee create); else
-// employee_taken (the id it would derive belongs to another employee:
-// rejected), unknown_rejected or unknown_held by the partner's policy. Per
-// distinct reference, so the derived id is computed once per unmapped
-// employee, not once per row. It is a table rather than a CTE of classify
-// so that onboarding takes the unmapped references from it (one row each)
-// instead of sorting every created row of classified for them.
-const employeesSQL = `INSERT INTO emp (employee_ref, employee_id, derived_id, kind)
-SELECT u.employee_ref, em.employee_id, d.id,
+// employeesSQL fills "emp" (employeesDDL) with the unmapped employees: each
+// distinct employee_ref of the valid staged rows that has no mapping, with
+// the id it would derive and its kind: NULL when the partner creates
+// mappings (--unknown-employee create); else employee_taken (the derived id
+// belongs to another employee: rejected), unknown_rejected or unknown_held
+// by the partner's policy. A reference not in emp is mapped. Per distinct
+// reference, so the derived id is computed once per unmapped employee, not
+// once per row; and a resubmission, whose employees are all mapped, leaves
+// emp empty, so classify joins nothing for them. It is a table rather than
+// a CTE of classify so that onboarding takes the references from it (one
+// row each) instead of sorting every created row of classified for them.
+const employeesSQL = `INSERT INTO emp (employee_ref, derived_id, kind)
+SELECT u.employee_ref, d.id,
 	CASE
-		WHEN em.employee_ref IS NOT NULL THEN NULL
 		WHEN EXISTS (SELECT 1 FROM employees t WHERE t.employee_id = d.id) THEN 'employee_taken'
 		WHEN pol.policy = 'reject' THEN 'unknown_rejected'
 		WHEN pol.policy = 'hold' THEN 'unknown_held'
 	END
 FROM (SELECT DISTINCT employee_ref FROM stage WHERE code IS NULL) u
 CROSS JOIN (SELECT unknown_employee AS policy FROM partners WHERE id = @partner) pol
-LEFT JOIN employees em ON em.partner_id = @partner AND em.employee_ref = u.employee_ref
-CROSS JOIN LATERAL (SELECT CASE WHEN em.employee_ref IS NULL THEN derived_employee_id(@partner, u.employee_ref) END AS id) d`
+CROSS JOIN LATERAL (SELECT derived_employee_id(@partner, u.employee_ref) AS id) d
+WHERE NOT EXISTS (SELECT 1 FROM employees em WHERE em.partner_id = @partner AND em.employee_ref = u.employee_ref)`
 
-const employeesDDL = `CREATE TEMP TABLE emp (
-	employee_ref text NOT NULL, employee_id text, derived_id text, kind text
-) ON COMMIT DROP`
+const employeesDDL = `CREATE TEMP TABLE emp (employee_ref text NOT NULL, derived_id text NOT NULL, kind text) ON COMMIT DROP`
 
 // employeeRejectsSQL tells whether any staged row is rejected for its
 // employee (an all-or-nothing file is then rejected whole).
@@ -250,7 +248,7 @@ var applySQL = []applyStatement{
 	{needs: created, sql: `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
 	SELECT @partner, employee_ref, derived_id, 'derived'
 	FROM emp
-	WHERE employee_id IS NULL AND kind IS NULL
+	WHERE kind IS NULL
 		AND (@all_created::boolean OR employee_ref IN (SELECT employee_ref FROM classified WHERE outcome = 'created'))
 	ORDER BY employee_ref COLLATE "C"`},
 
