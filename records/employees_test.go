@@ -47,3 +47,34 @@ func TestEmployeeReferencesAreEnforced(t *testing.T) {
 		t.Errorf("delete a partner without mappings: %v", err)
 	}
 }
+
+// Every record's employee has a mapping (migration 00030, checked per
+// statement; 00192): a statement of many records, one of whose employees
+// has none, is refused whole, whatever plan the check takes.
+func TestRecordsOfManyEmployeesNeedMappings(t *testing.T) {
+	ctx := context.Background()
+	st := pgtest.Store(t)
+	if err := st.AddPartner(ctx, records.Partner{ID: "acme", Name: "acme", Currency: "USD"}); err != nil {
+		t.Fatal(err)
+	}
+	pool := st.Pool()
+	if _, err := pool.Exec(ctx, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+		SELECT 'acme', 'E' || i, 'W-' || i, 'import' FROM generate_series(1, 20000) i WHERE i <> 12345`); err != nil {
+		t.Fatal(err)
+	}
+	insert := func(n int) error {
+		_, err := pool.Exec(ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash)
+			SELECT 'acme', 'E' || i, '2026-11', c, 1, 'USD', '\x00' FROM generate_series(1, $1) i, unnest(ARRAY['BASE', 'BONUS']) c`, n)
+		return err
+	}
+	var pe *pgconn.PgError
+	if err := insert(20000); !errors.As(err, &pe) || pe.Code != pgerrcode.ForeignKeyViolation || pe.Message != "record of acme/E12345 has no employee mapping" {
+		t.Errorf("records of 20,000 employees, E12345 unmapped: %v, want foreign_key_violation naming acme/E12345", err)
+	}
+	if n := pgtest.Count(ctx, t, st, `SELECT count(*) FROM records`); n != 0 {
+		t.Errorf("%d records stored by the refused statement, want 0", n)
+	}
+	if err := insert(12344); err != nil {
+		t.Errorf("records of mapped employees refused: %v", err)
+	}
+}
