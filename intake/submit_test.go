@@ -17,6 +17,7 @@ import (
 
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/intake/httpapi"
+	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/records"
 )
 
@@ -37,7 +38,7 @@ func TestEveryDoorSubmits(t *testing.T) {
 	z := newDropZone(t, zoneOpts{})
 	log := slog.New(slog.NewTextHandler(z.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	in := intake.New(z.store, log)
-	api := httptest.NewServer(httpapi.New(in, httpapi.Config{SpoolDir: t.TempDir()}).Handler())
+	api := httptest.NewServer(httpapi.New(in, partnerauth.New(z.store), httpapi.Config{SpoolDir: t.TempDir()}).Handler())
 	t.Cleanup(api.Close)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.csv")

@@ -22,12 +22,21 @@ type Webhook struct {
 	Body    []byte // raw, as signed
 }
 
+// WebhookResult is what became of a delivery; WebhookRender builds the
+// answer stored with it, in its transaction; WebhookAnswer is the answer
+// given (the first one again for a redelivery).
+type (
+	WebhookResult = records.WebhookResult
+	WebhookRender = records.WebhookRender
+	WebhookAnswer = records.WebhookAnswer
+)
+
 // DeliverWebhook is the one entry point of a webhook change: the body is
 // read (parseWebhook), its values normalised exactly as a CSV row with the
 // partner's settings, and the change applied if its per-entity version is
 // new (records.Store.DeliverWebhook, which keeps the answer render gives
 // for a redelivery). An invalid body is quarantined, nothing applied.
-func (in *Intake) DeliverWebhook(ctx context.Context, w Webhook, render records.WebhookRender) (records.WebhookAnswer, error) {
+func (in *Intake) DeliverWebhook(ctx context.Context, w Webhook, render WebhookRender) (WebhookAnswer, error) {
 	p, err := in.Store.Partner(ctx, w.Partner)
 	if err != nil {
 		return records.WebhookAnswer{}, fmt.Errorf("read partner: %w", err)
@@ -53,12 +62,27 @@ type LegReplay struct {
 	Body   []byte
 }
 
+// ReplayResult is what a leg replay did; ReplayRender builds the answer
+// stored with it, in its transaction; ReplayAnswer is the answer given.
+type (
+	ReplayResult = records.ReplayResult
+	ReplayRender = records.ReplayRender
+	ReplayAnswer = records.ReplayAnswer
+)
+
+// NotReplayableError refuses a replay naming rows that may not be
+// replayed; nothing was applied.
+type NotReplayableError = records.NotReplayableError
+
+// ErrReplayKeyReuse: the replay's idempotency key was used for another body.
+var ErrReplayKeyReuse = records.ErrReplayKeyReuse
+
 // ReplayLegs is the one entry point of a leg replay by request: the body
 // is read (parseReplay), each leg normalised as a CSV row with the
 // partner's settings, and the legs replayed (records.Store.Replay). A body
 // that is not a replay is refused whole: the *normalize.RowError says
 // why (its code, field and message, as for a webhook body), nothing applied.
-func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, render records.ReplayRender) (records.ReplayAnswer, *normalize.RowError, error) {
+func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, render ReplayRender) (ReplayAnswer, *normalize.RowError, error) {
 	p, err := in.Store.Partner(ctx, r.Of.PartnerID)
 	if err != nil {
 		return records.ReplayAnswer{}, nil, fmt.Errorf("read partner: %w", err)

@@ -24,6 +24,7 @@ import (
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/intake/httpapi"
 	"github.com/payintake/payintake/notify"
+	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/records"
 	"github.com/payintake/payintake/review"
 	samplefiles "github.com/payintake/payintake/sample-files"
@@ -162,7 +163,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Other HTTP handlers are mounted here, one line each, on mux. Metrics of
 	// their own go on reg (never the global default registry).
-	httpapi.Mount(ctx, mux, e.intake, dataDir, httpapi.WithEnqueue(queue.Enqueue)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
+	httpapi.Mount(ctx, mux, e.intake, partnerauth.New(e.store), dataDir, httpapi.WithEnqueue(queue.Enqueue)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
 	review.Mount(mux, e.store, log)
 	if *demo {
 		mountDemoVendor(mux)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
@@ -55,7 +56,7 @@ func newEnv(t *testing.T, cfg Config) *tenv {
 	if cfg.SpoolDir == "" {
 		cfg.SpoolDir = t.TempDir()
 	}
-	e.api = New(intake.New(st, nil), cfg)
+	e.api = New(intake.New(st, nil), partnerauth.New(st), cfg)
 	e.srv = httptest.NewServer(e.api.Handler())
 	t.Cleanup(e.srv.Close)
 	return e

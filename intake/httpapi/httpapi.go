@@ -33,6 +33,7 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -44,7 +45,7 @@ import (
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/internal/problems"
-	"github.com/payintake/payintake/records"
+	"github.com/payintake/payintake/partnerauth"
 )
 
 // Defaults of Config.
@@ -86,7 +87,7 @@ type Config struct {
 	// envelope is never durable without its job even if this process dies
 	// before it finishes processing in the request. Processing twice is
 	// harmless: the second finds the envelope done.
-	Enqueue records.AfterInsert
+	Enqueue intake.AfterInsert
 }
 
 // Option adjusts the Config that Mount uses.
@@ -94,19 +95,21 @@ type Option func(*Config)
 
 // WithEnqueue makes submissions schedule their processing job as they are
 // recorded (see Config.Enqueue).
-func WithEnqueue(enqueue records.AfterInsert) Option { return func(c *Config) { c.Enqueue = enqueue } }
+func WithEnqueue(enqueue intake.AfterInsert) Option { return func(c *Config) { c.Enqueue = enqueue } }
 
-// API serves the HTTP submission API and the webhook receiver.
+// API serves the HTTP submission API and the webhook receiver. It speaks
+// to intake (the work, and what is read back) and to partnerauth (whose a
+// request is), never to the store.
 type API struct {
 	in      *intake.Intake
-	st      *records.Store
+	creds   *partnerauth.Checker
 	cfg     Config
 	log     *slog.Logger
 	reading chan struct{} // a token per webhook body being read
 }
 
-// New returns the API on in's store.
-func New(in *intake.Intake, cfg Config) *API {
+// New returns the API on in, checking partners' credentials with auth.
+func New(in *intake.Intake, auth *partnerauth.Checker, cfg Config) *API {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
@@ -137,19 +140,19 @@ func New(in *intake.Intake, cfg Config) *API {
 	if cfg.WebhooksReading <= 0 {
 		cfg.WebhooksReading = DefaultWebhooksReading
 	}
-	return &API{in: in, st: in.Store, cfg: cfg, log: in.Log,
+	return &API{in: in, creds: auth, cfg: cfg, log: in.Log,
 		reading: make(chan struct{}, cfg.WebhooksReading)}
 }
 
 // Mount registers the API on mux with the default configuration (bodies
 // spooled in DATA_DIR/spool/http) and runs the Idempotency-Key reaper until ctx
 // ends. It is what `payintake serve` calls.
-func Mount(ctx context.Context, mux *http.ServeMux, in *intake.Intake, dataDir string, opts ...Option) *API {
+func Mount(ctx context.Context, mux *http.ServeMux, in *intake.Intake, auth *partnerauth.Checker, dataDir string, opts ...Option) *API {
 	cfg := Config{SpoolDir: filepath.Join(dataDir, "spool", "http")}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	a := New(in, cfg)
+	a := New(in, auth, cfg)
 	a.Register(mux)
 	go a.RunReaper(ctx)
 	return a
@@ -209,7 +212,7 @@ func (a *API) Handler() http.Handler {
 
 // Reap deletes Idempotency-Keys older than the retention, in batches.
 func (a *API) Reap(ctx context.Context) (int64, error) {
-	return a.st.ReapIdempotencyKeys(ctx, a.cfg.Retention, a.cfg.ReapBatch)
+	return a.in.ReapKeys(ctx, a.cfg.Retention, a.cfg.ReapBatch)
 }
 
 // RunReaper reaps at start and then every Config.ReapEvery until ctx ends.
@@ -259,8 +262,27 @@ type problem = problems.Problem
 
 func newProblem(status int, code, detail string) problem { return problems.New(status, code, detail) }
 
-func problemResponse(p problem) records.IdemResponse {
-	return records.IdemResponse{Status: p.Status, ContentType: problems.ContentType, Body: p.JSON()}
+// response is an answer as it goes on the wire: its status, content type
+// and body. A completed Idempotency-Key or webhook-id keeps it (stored) so
+// that a repeat gets it again byte for byte.
+type response struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+// stored is r as intake keeps it with a key.
+func (r response) stored() intake.Answer {
+	return intake.Answer{Status: r.Status, ContentType: r.ContentType, Body: r.Body}
+}
+
+// storedResponse is the response kept with a key, as it was written.
+func storedResponse(a intake.Answer) response {
+	return response{Status: a.Status, ContentType: a.ContentType, Body: a.Body}
+}
+
+func problemResponse(p problem) response {
+	return response{Status: p.Status, ContentType: problems.ContentType, Body: p.JSON()}
 }
 
 func writeProblem(w http.ResponseWriter, p problem) { writeResponse(w, problemResponse(p)) }
@@ -268,15 +290,15 @@ func writeProblem(w http.ResponseWriter, p problem) { writeResponse(w, problemRe
 // getProblems serves GET /v1/problems and GET /v1/problems/{code}.
 func (a *API) getProblems(w http.ResponseWriter, r *http.Request) { problems.Handler(w, r) }
 
-func writeResponse(w http.ResponseWriter, resp records.IdemResponse) {
+func writeResponse(w http.ResponseWriter, resp response) {
 	w.Header().Set("Content-Type", resp.ContentType)
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
 }
 
-func jsonResponse(status int, v any) records.IdemResponse {
+func jsonResponse(status int, v any) response {
 	b, _ := json.Marshal(v)
-	return records.IdemResponse{Status: status, ContentType: "application/json", Body: append(b, '\n')}
+	return response{Status: status, ContentType: "application/json", Body: append(b, '\n')}
 }
 
 // auth returns the partner of the request's bearer token, or answers 401.
@@ -291,12 +313,12 @@ func (a *API) auth(w http.ResponseWriter, r *http.Request) (string, bool) {
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return deny("send the partner's API token as \"Authorization: Bearer TOKEN\"; an operator issues one with `payintake partner token ID`")
 	}
-	if !strings.HasPrefix(token, records.TokenPrefix) || len(token) > 200 {
+	partner, err := a.creds.TokenPartner(r.Context(), token)
+	if errors.Is(err, partnerauth.ErrMalformedToken) {
 		return deny("the API token is not valid: check it, or ask for a new one")
 	}
-	partner, err := a.st.TokenPartner(r.Context(), token)
 	if err != nil {
-		if r.Context().Err() == nil && !isNotFound(err) {
+		if r.Context().Err() == nil && !errors.Is(err, partnerauth.ErrUnknownToken) {
 			a.log.ErrorContext(r.Context(), "check api token", "err", err)
 			writeProblem(w, newProblem(http.StatusInternalServerError, "internal_error", "the token could not be checked; try again later"))
 			return "", false

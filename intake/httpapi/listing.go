@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/payintake/payintake/records"
+	"github.com/payintake/payintake/intake"
 )
 
 // Listings: GET /v1/submissions and GET /v1/submissions/{id}/rows.
@@ -25,8 +25,7 @@ const (
 )
 
 // envelopeStatuses are the values ?status= takes (the envelope statuses).
-var envelopeStatuses = []string{records.StatusReceived, records.StatusProcessed, records.StatusReplay,
-	records.StatusKeyReuse, records.StatusIncomplete}
+var envelopeStatuses = intake.EnvelopeStatuses()
 
 type submissionPage struct {
 	Submissions []submissionInfo `json:"submissions"`
@@ -34,9 +33,9 @@ type submissionPage struct {
 }
 
 type rowsPage struct {
-	SubmissionID int64               `json:"submission_id"`
-	Rows         []records.ResultRow `json:"rows"`
-	NextCursor   string              `json:"next_cursor,omitempty"`
+	SubmissionID int64              `json:"submission_id"`
+	Rows         []intake.ResultRow `json:"rows"`
+	NextCursor   string             `json:"next_cursor,omitempty"`
 }
 
 // cursor encodes a position of kind ("s" submissions, "r" rows).
@@ -97,7 +96,7 @@ func (a *API) listSubmissions(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("status must be one of %s", strings.Join(envelopeStatuses, ", "))))
 		return
 	}
-	envs, err := a.st.Submissions(r.Context(), records.SubmissionFilter{Partner: partner, Status: status,
+	envs, err := a.in.Submissions(r.Context(), intake.SubmissionFilter{Partner: partner, Status: status,
 		Name: q.Get("name"), Before: before, Limit: limit + 1})
 	if err != nil {
 		a.internal(w, r, "list submissions", err)
@@ -120,11 +119,11 @@ func (a *API) listSubmissions(w http.ResponseWriter, r *http.Request) {
 }
 
 // info is the JSON of one submission: a replay shows its original's counts.
-func (a *API) info(r *http.Request, env records.Envelope) (submissionInfo, error) {
+func (a *API) info(r *http.Request, env intake.Envelope) (submissionInfo, error) {
 	info := submissionInfo{submission: newSubmission(env), Source: env.Source, ReceivedAt: env.ReceivedAt,
 		Size: env.Size, ReplayOf: env.ReplayOf}
-	if env.Status == records.StatusReplay {
-		out, err := a.st.Outcome(r.Context(), env)
+	if env.Status == intake.StatusReplay {
+		out, err := a.in.Outcome(r.Context(), env)
 		if err != nil {
 			return info, err
 		}
@@ -154,36 +153,26 @@ func (a *API) listRows(w http.ResponseWriter, r *http.Request) {
 	if o := r.URL.Query().Get("outcome"); o != "" {
 		want = strings.Split(o, ",")
 		for _, x := range want {
-			if !records.IsOutcome(x) {
+			if !intake.IsOutcome(x) {
 				writeProblem(w, newProblem(http.StatusBadRequest, "invalid_outcome",
 					fmt.Sprintf("outcome %q is not one of %s (several may be given, separated by commas)", x, outcomeList())))
 				return
 			}
 		}
 	}
-	if !out.Done() || out.Status == records.StatusIncomplete {
+	if !out.Done() || out.Status == intake.StatusIncomplete {
 		w.Header().Set("Retry-After", "1")
 		writeProblem(w, newProblem(http.StatusConflict, "not_ready", "this submission has no result yet; try again shortly"))
 		return
 	}
-	latest, err := a.st.LatestLegs(r.Context(), out.ID)
-	if err != nil {
-		a.internal(w, r, "read replayed legs", err)
-		return
-	}
-	got, more, err := a.st.ResultRows(r.Context(), out.ID, after, limit, func(row records.ResultRow) (records.ResultRow, bool) {
-		if l, ok := latest[row.Row]; ok {
-			row = l.ResultRow
-		}
-		return row, len(want) == 0 || slices.Contains(want, string(row.Outcome))
-	})
+	got, more, err := a.in.ResultRows(r.Context(), out, after, limit, want)
 	if err != nil {
 		a.internal(w, r, "list result rows", err)
 		return
 	}
 	page := rowsPage{SubmissionID: env.ID, Rows: got}
 	if page.Rows == nil {
-		page.Rows = []records.ResultRow{}
+		page.Rows = []intake.ResultRow{}
 	}
 	if more {
 		page.NextCursor = cursor("r", int64(got[len(got)-1].Row))

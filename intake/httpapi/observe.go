@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/internal/observe"
-	"github.com/payintake/payintake/records"
 )
 
 // observed wraps a route's handler so that its decision is counted and
@@ -95,7 +95,7 @@ func (ans answer) attrs() []slog.Attr {
 		as = append(as, slog.Bool("quarantined", true))
 	}
 	if len(b.Counts) > 0 {
-		as = append(as, records.CountsAttr(b.Counts))
+		as = append(as, intake.CountsAttr(b.Counts))
 	}
 	return as
 }

@@ -8,11 +8,10 @@ import (
 	"net/http"
 
 	"github.com/payintake/payintake/intake"
-	"github.com/payintake/payintake/records"
 )
 
 // POST /v1/submissions/{id}/replays: corrected legs of a submission, each
-// applied at most once (records.Replay says how).
+// applied at most once (intake.ReplayLegs says how).
 
 const maxReplayBody = 4 << 20
 
@@ -36,7 +35,7 @@ type replayJSON struct {
 	ResultURL    string         `json:"result_url"`
 }
 
-func renderReplay(res records.ReplayResult) (int, []byte) {
+func renderReplay(res intake.ReplayResult) (int, []byte) {
 	counts := map[string]int{}
 	for _, o := range outcomes {
 		counts[string(o)] = res.Counts[string(o)]
@@ -70,7 +69,7 @@ func (a *API) postReplay(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "not_replayable",
 			fmt.Sprintf("submission %d is itself a replay file (%s); nothing was applied: replay the rows of the submission it corrects", env.ID, out.FileName)))
 		return
-	case out.Status != records.StatusProcessed:
+	case out.Status != intake.StatusProcessed:
 		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "not_replayable",
 			fmt.Sprintf("submission %d was not processed (status %s), so it has no rows to replay: send the file as a new submission", env.ID, out.Status)))
 		return
@@ -93,9 +92,9 @@ func (a *API) postReplay(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p)
 		return
 	}
-	var nr *records.NotReplayableError
+	var nr *intake.NotReplayableError
 	switch {
-	case errors.Is(err, records.ErrReplayKeyReuse):
+	case errors.Is(err, intake.ErrReplayKeyReuse):
 		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "idempotency_key_reuse",
 			"this Idempotency-Key was already used to replay other rows or values of this submission; nothing was applied: send this replay under a new key, or the first one unchanged"))
 		return
@@ -111,5 +110,5 @@ func (a *API) postReplay(w http.ResponseWriter, r *http.Request) {
 	if ans.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeResponse(w, records.IdemResponse{Status: ans.Status, ContentType: "application/json", Body: ans.Body})
+	writeResponse(w, response{Status: ans.Status, ContentType: "application/json", Body: ans.Body})
 }

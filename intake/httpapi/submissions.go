@@ -15,14 +15,13 @@ import (
 
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/internal/observe"
-	"github.com/payintake/payintake/records"
 )
 
 // MaxKeyLength is the longest Idempotency-Key accepted, in characters.
 const MaxKeyLength = 255
 
 // outcomes are the counts every submission response lists, zeros included.
-var outcomes = records.Outcomes
+var outcomes = intake.Outcomes()
 
 // outcomeList names the outcomes for a message: "created, updated, …".
 func outcomeList() string {
@@ -51,7 +50,7 @@ type submissionInfo struct {
 	ReplayOf   int64     `json:"replay_of,omitempty"`
 }
 
-func newSubmission(env records.Envelope) submission {
+func newSubmission(env intake.Envelope) submission {
 	counts := make(map[string]int, len(outcomes))
 	for _, o := range outcomes {
 		counts[string(o)] = 0
@@ -129,7 +128,7 @@ func submissionName(r *http.Request) (string, *problem) {
 	if name == "" {
 		return bad("give the file's name as ?name=NAME (for example payroll-2026-03.csv); it names the result and is checked against the agreed file pattern")
 	}
-	if err := records.CheckFileName(name, records.MaxFileNameLen); err != nil {
+	if err := intake.CheckFileName(name); err != nil {
 		return bad(fmt.Sprintf("?name= is not a plain file name: %v; send the file's own name, as it would be uploaded over SFTP", err))
 	}
 	return name, nil
@@ -155,9 +154,8 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	norm := records.SubmissionKey(key)
 	owner := newOwner()
-	claim, err := a.st.ClaimIdempotencyKey(ctx, partner, norm, owner, a.cfg.Lease)
+	claim, err := a.in.ClaimKey(ctx, partner, key, owner, a.cfg.Lease)
 	if err != nil {
 		a.internal(w, r, "claim idempotency key", err)
 		return
@@ -171,10 +169,10 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 	}
 
 	// The key is ours: keep the lease alive while we read and process.
-	stop := a.keepLease(partner, norm, owner)
+	stop := a.keepLease(partner, key, owner)
 	defer stop()
 	release := func() {
-		if err := a.st.ReleaseIdempotencyKey(context.WithoutCancel(ctx), partner, norm, owner); err != nil {
+		if err := a.in.ReleaseKey(context.WithoutCancel(ctx), partner, key, owner); err != nil {
 			a.log.ErrorContext(ctx, "release idempotency key", "err", err)
 		}
 	}
@@ -208,7 +206,7 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 		release()
 		a.internal(w, r, "submit", err)
 		return
-	case got.Status == records.StatusKeyReuse:
+	case got.Status == intake.StatusKeyReuse:
 		// The submission key was taken by other bytes before this key's
 		// claim existed (the claim was reaped, or a file of that name came
 		// over SFTP). Leave the key to the original bytes.
@@ -217,14 +215,13 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := jsonResponse(http.StatusCreated, newSubmission(out))
-	resp.EnvelopeID = out.ID
-	if done, err := a.st.CompleteIdempotencyKey(ctx, partner, norm, owner, sum, resp); err != nil {
+	if done, err := a.in.CompleteKey(ctx, partner, key, owner, sum, out.ID, resp.stored()); err != nil {
 		a.log.ErrorContext(ctx, "complete idempotency key", "err", err)
 	} else if !done {
 		a.log.WarnContext(ctx, "idempotency key was taken over while this request worked; the other holder completes it", "partner", partner, "key_hash", observe.KeyHash(key))
 	}
 	w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", out.ID))
-	if got.Status == records.StatusReplay {
+	if got.Status == intake.StatusReplay {
 		// The same bytes already came under this key by another door (SFTP,
 		// ingest) or before the key's claim was reaped: nothing was applied.
 		w.Header().Set("Idempotent-Replayed", "true")
@@ -233,8 +230,8 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 }
 
 // answerClaimed answers a request whose key is held by another request or done.
-func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key, name string, claim records.IdemClaim) {
-	if claim.Status == records.IdemInProgress {
+func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key, name string, claim intake.KeyClaim) {
+	if claim.Status == intake.KeyInProgress {
 		w.Header().Set("Retry-After", "1")
 		writeProblem(w, newProblem(http.StatusConflict, "idempotency_key_in_progress",
 			"a request with this Idempotency-Key is still being processed; retry shortly with the same key and body to get its result"))
@@ -252,7 +249,7 @@ func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key
 	defer os.Remove(path)
 	if bytes.Equal(sum, claim.Fingerprint) {
 		if claim.Response.EnvelopeID != 0 {
-			first, err := a.st.Envelope(r.Context(), claim.Response.EnvelopeID)
+			first, err := a.in.Envelope(r.Context(), claim.Response.EnvelopeID)
 			if err != nil {
 				a.internal(w, r, "read submission", err)
 				return
@@ -266,8 +263,8 @@ func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key
 		if claim.Response.Status == http.StatusCreated && claim.Response.EnvelopeID != 0 {
 			w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", claim.Response.EnvelopeID))
 		}
-		a.in.Metrics.Received(records.Envelope{Source: "http", Status: records.StatusReplay})
-		writeResponse(w, claim.Response)
+		a.in.Metrics.Received(intake.Envelope{Source: "http", Status: intake.StatusReplay})
+		writeResponse(w, storedResponse(claim.Response))
 		return
 	}
 	// Another body under a used key: recorded (as a file would be) so the
@@ -283,7 +280,7 @@ func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key
 // nameMismatch refuses a repeat of a submission (same key, same body) under
 // another ?name=: replaying the first answer would silently file the
 // partner's result under a name it did not ask for.
-func nameMismatch(first records.Envelope, name string) problem {
+func nameMismatch(first intake.Envelope, name string) problem {
 	p := newProblem(http.StatusUnprocessableEntity, "idempotency_key_parameter_mismatch",
 		fmt.Sprintf("the parameter name differs: this Idempotency-Key was first used with name=%q and now with name=%q; nothing from this request was applied: repeat the request with name=%q to get its result, or send the new name under a new key", first.FileName, name, first.FileName))
 	p.Field = "name"
@@ -344,7 +341,7 @@ func (a *API) keepLease(partner, key string, owner []byte) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if ok, err := a.st.RenewIdempotencyLease(ctx, partner, key, owner, a.cfg.Lease); err != nil && ctx.Err() == nil {
+				if ok, err := a.in.RenewKey(ctx, partner, key, owner, a.cfg.Lease); err != nil && ctx.Err() == nil {
 					a.log.ErrorContext(ctx, "renew idempotency lease", "err", err)
 				} else if err == nil && !ok {
 					return
@@ -361,30 +358,27 @@ func (a *API) internal(w http.ResponseWriter, r *http.Request, what string, err 
 		"the server could not complete the request; retry it with the same Idempotency-Key"))
 }
 
-func isNotFound(err error) bool { return errors.Is(err, records.ErrNotFound) }
+func isNotFound(err error) bool { return errors.Is(err, intake.ErrNotFound) }
 
 // envelopeOf reads the partner's envelope named by the {id} path value and
 // its outcome (the original's, for a replay), or answers 404: another
 // partner's submissions do not exist for this one.
-func (a *API) envelopeOf(w http.ResponseWriter, r *http.Request) (env, out records.Envelope, ok bool) {
+func (a *API) envelopeOf(w http.ResponseWriter, r *http.Request) (env, out intake.Envelope, ok bool) {
 	partner, ok := a.auth(w, r)
 	if !ok {
 		return env, out, false
 	}
-	notFound := func() (records.Envelope, records.Envelope, bool) {
+	notFound := func() (intake.Envelope, intake.Envelope, bool) {
 		writeProblem(w, newProblem(http.StatusNotFound, "not_found", "there is no submission with this id for your partner account"))
-		return records.Envelope{}, records.Envelope{}, false
+		return intake.Envelope{}, intake.Envelope{}, false
 	}
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return notFound()
 	}
-	env, err = a.st.Envelope(r.Context(), id)
-	if isNotFound(err) || (err == nil && env.PartnerID != partner) {
+	env, out, err = a.in.PartnerEnvelope(r.Context(), partner, id)
+	if isNotFound(err) {
 		return notFound()
-	}
-	if err == nil {
-		out, err = a.st.Outcome(r.Context(), env)
 	}
 	if err != nil {
 		a.internal(w, r, "read envelope", err)
@@ -411,33 +405,24 @@ func (a *API) getResult(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !out.Done() || out.Status == records.StatusIncomplete {
+	if !out.Done() || out.Status == intake.StatusIncomplete {
 		w.Header().Set("Retry-After", "1")
 		writeProblem(w, newProblem(http.StatusConflict, "not_ready", "this submission has no result yet; try again shortly"))
 		return
 	}
-	if r.URL.Query().Get("original") == "" {
-		latest, err := a.st.LatestLegs(r.Context(), out.ID)
-		if err != nil {
-			a.internal(w, r, "read replayed legs", err)
-			return
-		}
-		if len(latest) > 0 {
-			// Rows replayed since: their latest outcomes, with the replay
-			// that produced each (the original stays at ?original=1).
-			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-			w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", records.ResultName(env.FileName)))
-			if err := a.st.WriteLatestResult(r.Context(), out.ID, latest, w); err != nil {
-				a.log.ErrorContext(r.Context(), "write result", "envelope", env.ID, "err", err)
-				panic(http.ErrAbortHandler)
-			}
-			return
-		}
+	// Rows replayed since show their latest outcomes, with the replay that
+	// produced each (the original stays at ?original=1).
+	f, err := a.in.ResultFile(r.Context(), env, out, r.URL.Query().Get("original") != "")
+	if err != nil {
+		a.internal(w, r, "read replayed legs", err)
+		return
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Length", strconv.FormatInt(out.ResultSize, 10))
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", records.ResultName(env.FileName)))
-	if err := a.st.WriteResult(r.Context(), env.ID, w); err != nil {
+	if f.Size >= 0 {
+		w.Header().Set("Content-Length", strconv.FormatInt(f.Size, 10))
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", intake.ResultName(env.FileName)))
+	if err := f.WriteTo(r.Context(), w); err != nil {
 		// Headers are gone: cut the body short so the client sees a broken transfer.
 		a.log.ErrorContext(r.Context(), "write result", "envelope", env.ID, "err", err)
 		panic(http.ErrAbortHandler)
@@ -453,8 +438,8 @@ func (a *API) getReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b bytes.Buffer
-	err := a.st.ReviewReport(r.Context(), out.ID, &b)
-	if errors.Is(err, records.ErrNotFound) {
+	err := a.in.ReviewReport(r.Context(), out, &b)
+	if errors.Is(err, intake.ErrNotFound) {
 		w.Header().Set("Retry-After", "60") // reviewers decide in human time
 		writeProblem(w, newProblem(http.StatusConflict, "not_ready",
 			"this submission has no review report: it is written once every row it had held is decided by a reviewer (and never for a submission that held nothing)"))
@@ -465,6 +450,6 @@ func (a *API) getReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", records.ReviewReportName(env.FileName)))
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", intake.ReviewReportName(env.FileName)))
 	_, _ = w.Write(b.Bytes())
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
@@ -451,7 +452,7 @@ func TestMountAndSpoolCleanup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mux := http.NewServeMux()
-	Mount(ctx, mux, intake.New(st, nil), dir)
+	Mount(ctx, mux, intake.New(st, nil), partnerauth.New(st), dir)
 	waitFor(t, func() bool { _, err := os.Stat(stale); return os.IsNotExist(err) })
 	if _, err := os.Stat(fresh); err != nil {
 		t.Fatalf("fresh spool file removed: %v", err)

@@ -1,19 +1,16 @@
 package httpapi
 
 import (
-	"crypto/hmac"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/payintake/payintake/intake"
-	"github.com/payintake/payintake/records"
+	"github.com/payintake/payintake/partnerauth"
 )
 
 // MaxWebhookIDLength is the longest webhook-id accepted.
@@ -83,7 +80,7 @@ func (a *API) postWebhook(w http.ResponseWriter, r *http.Request) {
 	case ans.Replayed:
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeResponse(w, ans.IdemResponse)
+	writeResponse(w, storedResponse(ans.IdemResponse))
 }
 
 // errReadersBusy: every webhook-reading slot stayed taken for a second.
@@ -111,16 +108,16 @@ func (a *API) readWebhookBody(w http.ResponseWriter, r *http.Request) ([]byte, e
 	return io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxWebhookBody))
 }
 
-func renderWebhook(res records.WebhookResult) records.IdemResponse {
+func renderWebhook(res intake.WebhookResult) intake.Answer {
 	if inv := res.Invalid; inv != nil {
 		p := newProblem(http.StatusUnprocessableEntity, string(inv.Code), inv.Message)
 		p.Title = "Invalid webhook body: nothing was applied, the body is kept in quarantine"
 		p.Field = inv.Field
 		p.Quarantined = true
-		return problemResponse(p)
+		return problemResponse(p).stored()
 	}
 	return jsonResponse(http.StatusOK, webhookAnswer{Outcome: string(res.Outcome), Code: res.Code, Version: res.Version,
-		EntityID: res.EntityID, Message: res.Message, ExceptionID: res.ExceptionID, EmployeeID: res.EmployeeID})
+		EntityID: res.EntityID, Message: res.Message, ExceptionID: res.ExceptionID, EmployeeID: res.EmployeeID}).stored()
 }
 
 // verifyWebhook checks the Standard Webhooks signature: webhook-signature
@@ -143,51 +140,22 @@ func (a *API) verifyWebhook(r *http.Request, partner, id string, body []byte) *p
 	if skew := a.cfg.Now().Sub(time.Unix(sec, 0)); skew > a.cfg.Tolerance || skew < -a.cfg.Tolerance {
 		return deny("timestamp_out_of_tolerance", fmt.Sprintf("webhook-timestamp is more than %s away from the server's clock (a replayed or delayed message); sign it again when sending", a.cfg.Tolerance))
 	}
-	if !records.ValidPartnerID(partner) {
-		// A malformed partner (invalid UTF-8 included) is an unknown one:
-		// no secret of it can match.
-		return deny("signature_invalid", "no webhook-signature matches the body with an active secret of this partner")
-	}
-	keys, err := a.st.WebhookSecrets(r.Context(), partner)
+	// A malformed partner (invalid UTF-8 included) is an unknown one: no
+	// secret of it can match.
+	ok, err := a.creds.WebhookSigned(r.Context(), partner, id, ts, body, sigs)
 	if err != nil {
 		a.log.ErrorContext(r.Context(), "read webhook secrets", "err", err)
 		p := newProblem(http.StatusInternalServerError, "internal_error", "the signature could not be checked; deliver the webhook again later")
 		return &p
 	}
-	if !signatureValid(keys, id, ts, body, sigs) {
+	if !ok {
 		return deny("signature_invalid", "no webhook-signature matches the body with an active secret of this partner")
 	}
 	return nil
 }
 
-func signatureValid(keys [][]byte, id, ts string, body []byte, header string) bool {
-	var given [][]byte
-	for _, sig := range strings.Fields(header) {
-		ver, val, ok := strings.Cut(sig, ",")
-		if !ok || ver != "v1" {
-			continue
-		}
-		if b, err := base64.StdEncoding.DecodeString(val); err == nil {
-			given = append(given, b)
-		}
-	}
-	for _, k := range keys {
-		want := records.WebhookSignature(k, id, ts, body)
-		for _, g := range given {
-			if hmac.Equal(g, want) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // Sign returns a Standard Webhooks signature ("v1,<base64>") of body with
 // the secret in its printable form (whsec_...), for senders and tests.
 func Sign(secret, id string, ts int64, body []byte) (string, error) {
-	key, err := records.ParseWebhookSecret(secret)
-	if err != nil {
-		return "", err
-	}
-	return "v1," + base64.StdEncoding.EncodeToString(records.WebhookSignature(key, id, records.WebhookTimestamp(ts), body)), nil
+	return partnerauth.Sign(secret, id, ts, body)
 }
