@@ -289,6 +289,45 @@ func TestApprovalAndRelock(t *testing.T) {
 	}
 }
 
+// TestRelockLeavesSettledVersionsOut: run 2 of a period leaves out the
+// versions run 1 settled, dead letters included (they are settled as
+// failed; `dispatch retry` is how they are sent again).
+func TestRelockLeavesSettledVersionsOut(t *testing.T) {
+	e := newEnv(t, Target{ChunkSize: 50, MaxAttempts: 3})
+	e.ingest("a.csv", payroll(3, "2026-11"))
+	e.v.script = func(n int, r vendorReq) answer {
+		return answer{status: 207, results: func(keys []string) []map[string]any {
+			var res []map[string]any
+			for i, k := range keys {
+				st := 200
+				if i == 0 {
+					st = 422
+				}
+				res = append(res, map[string]any{"key": k, "status": st, "detail": "x"})
+			}
+			return res
+		}}
+	}
+	e.lock("2026-11")
+	e.dispatch("2026-11")
+	if st := e.status("2026-11")[0]; st.Succeeded != 2 || st.Failed != 1 {
+		t.Fatalf("run 1: %+v, want 2 succeeded and 1 dead letter", st)
+	}
+	if _, err := e.store.UnlockPeriod(e.ctx, "acme", "2026-11", "lead", "check"); err != nil {
+		t.Fatal(err)
+	}
+	e.ingest("b.csv", csvHeader+"E0009,2026-11,BASE,10.00,USD\n")
+	e.lock("2026-11")
+	runs := e.dispatch("2026-11")
+	if len(runs) != 1 || runs[0].Number != 2 || runs[0].Total != 1 {
+		t.Fatalf("relock: runs %+v, want run 2 with only the new line", runs)
+	}
+	reqs := e.v.requests()
+	if len(reqs) != 2 || len(reqs[1].lines) != 1 || reqs[1].lines[0] != LineKey("acme", "emp_"+derived("acme", "E0009"), "2026-11", "BASE", 1) {
+		t.Fatalf("%d requests, want the first and one with only E0009's line", len(reqs))
+	}
+}
+
 func TestRequestHashConflictIsNotSent(t *testing.T) {
 	e := newEnv(t, Target{ChunkSize: 50, MaxAttempts: 3})
 	e.ingest("a.csv", payroll(3, "2026-11"))
