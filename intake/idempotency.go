@@ -15,8 +15,9 @@ import (
 // is (SubmissionKey).
 
 // Answer is what a door answered, stored with a completed key and given
-// back verbatim to a repeat.
-type Answer = records.IdemResponse
+// back verbatim to a repeat: the door's code and format of the body, and
+// the body (see records.StoredAnswer: the store never reads them).
+type Answer = records.StoredAnswer
 
 // KeyClaim is what ClaimKey found or did.
 type KeyClaim = records.IdemClaim
@@ -43,8 +44,7 @@ func (in *Intake) RenewKey(ctx context.Context, partner, key string, owner []byt
 // none) and marks it done; false: the claim was taken over meanwhile (the
 // other holder completes it).
 func (in *Intake) CompleteKey(ctx context.Context, partner, key string, owner, fingerprint []byte, envelope int64, ans Answer) (bool, error) {
-	ans.EnvelopeID = envelope
-	return in.Store.CompleteIdempotencyKey(ctx, partner, SubmissionKey(key), owner, fingerprint, ans)
+	return in.Store.CompleteIdempotencyKey(ctx, partner, SubmissionKey(key), owner, fingerprint, envelope, ans)
 }
 
 // ReleaseKey drops owner's in-progress claim (nothing was decided), so a

@@ -42,6 +42,18 @@ const (
 	defaultMaxAttempts = 10
 )
 
+// defaultFetchCooldown is the least time between two fetches of new jobs by
+// this process's workers. A received file's job is announced by
+// LISTEN/NOTIFY when its transaction commits, and a worker fetches it at
+// once unless it fetched less than the cooldown ago — which it usually has,
+// since a worker that finishes a file fetches again. River's default, 100
+// ms, added 14-50 ms (median; up to 100 ms) between the commit of a
+// received file and the start of its processing; 10 ms adds 3 ms (at most
+// 11-21 ms; BENCHMARKS.md, BenchmarkQueueHandoff). A fetch is one indexed UPDATE of River's job
+// table, made only when a job was announced or finished and a worker is
+// free, so the cost is bounded by the jobs, not by time.
+const defaultFetchCooldown = 10 * time.Millisecond
+
 // QueueConfig tunes the background processing.
 type QueueConfig struct {
 	// Workers is the number of envelopes processed at once by this process;
@@ -52,6 +64,9 @@ type QueueConfig struct {
 	JobTimeout time.Duration
 	// TestOnly shortens River's start-up jitter (tests only).
 	TestOnly bool
+	// FetchCooldown overrides defaultFetchCooldown (BenchmarkQueueHandoff
+	// compares it with River's default).
+	FetchCooldown time.Duration
 	// Other work run by the same River client (intake knows nothing of it):
 	// Register adds its workers, PeriodicJobs its periodic jobs, Queues its
 	// queues (worked only when Workers > 0).
@@ -106,6 +121,7 @@ func NewQueue(in *Intake, m *Metrics, cfg QueueConfig) (*Queue, error) {
 		// A job put back or woken (see partnerBusySnooze) is found within
 		// this; River's default is 1 s.
 		FetchPollInterval: 200 * time.Millisecond,
+		FetchCooldown:     orDefault(cfg.FetchCooldown, defaultFetchCooldown),
 	}
 	if cfg.Workers > 0 {
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}

@@ -22,28 +22,29 @@ type Webhook struct {
 	Body    []byte // raw, as signed
 }
 
-// WebhookResult is what became of a delivery; WebhookRender builds the
-// answer stored with it, in its transaction; WebhookAnswer is the answer
-// given (the first one again for a redelivery).
+// WebhookResult is what became of a delivery; a WebhookAnswerFunc gives
+// the door's answer to it, stored in the delivery's transaction;
+// WebhookAnswer is the answer given (the first one again for a redelivery).
 type (
-	WebhookResult = records.WebhookResult
-	WebhookRender = records.WebhookRender
-	WebhookAnswer = records.WebhookAnswer
+	WebhookResult     = records.WebhookResult
+	WebhookAnswerFunc = records.WebhookAnswerFunc
+	WebhookAnswer     = records.WebhookAnswer
 )
 
 // DeliverWebhook is the one entry point of a webhook change: the body is
 // read (parseWebhook), its values normalised exactly as a CSV row with the
 // partner's settings, and the change applied if its per-entity version is
-// new (records.Store.DeliverWebhook, which keeps the answer render gives
-// for a redelivery). An invalid body is quarantined, nothing applied.
-func (in *Intake) DeliverWebhook(ctx context.Context, w Webhook, render WebhookRender) (WebhookAnswer, error) {
+// new (records.Store.DeliverWebhook, which keeps the answer the door's
+// answer func gives, for a redelivery). An invalid body is quarantined,
+// nothing applied.
+func (in *Intake) DeliverWebhook(ctx context.Context, w Webhook, answer WebhookAnswerFunc) (WebhookAnswer, error) {
 	p, err := in.Store.Partner(ctx, w.Partner)
 	if err != nil {
 		return records.WebhookAnswer{}, fmt.Errorf("read partner: %w", err)
 	}
 	d := records.WebhookDelivery{PartnerID: w.Partner, WebhookID: w.ID, Body: w.Body}
 	d.Change, d.Invalid = parseWebhook(w.Body, Settings(p))
-	ans, err := in.Store.DeliverWebhook(ctx, d, render)
+	ans, err := in.Store.DeliverWebhook(ctx, d, answer)
 	if err != nil {
 		return ans, fmt.Errorf("deliver webhook: %w", err)
 	}
@@ -62,12 +63,13 @@ type LegReplay struct {
 	Body   []byte
 }
 
-// ReplayResult is what a leg replay did; ReplayRender builds the answer
-// stored with it, in its transaction; ReplayAnswer is the answer given.
+// ReplayResult is what a leg replay did; a ReplayAnswerFunc gives the
+// door's answer to it, stored in the replay's transaction; ReplayAnswer is
+// the answer given (the first one again for a repeat).
 type (
-	ReplayResult = records.ReplayResult
-	ReplayRender = records.ReplayRender
-	ReplayAnswer = records.ReplayAnswer
+	ReplayResult     = records.ReplayResult
+	ReplayAnswerFunc = records.ReplayAnswerFunc
+	ReplayAnswer     = records.ReplayAnswer
 )
 
 // NotReplayableError refuses a replay naming rows that may not be
@@ -82,7 +84,7 @@ var ErrReplayKeyReuse = records.ErrReplayKeyReuse
 // partner's settings, and the legs replayed (records.Store.Replay). A body
 // that is not a replay is refused whole: the *normalize.RowError says
 // why (its code, field and message, as for a webhook body), nothing applied.
-func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, render ReplayRender) (ReplayAnswer, *normalize.RowError, error) {
+func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, answer ReplayAnswerFunc) (ReplayAnswer, *normalize.RowError, error) {
 	p, err := in.Store.Partner(ctx, r.Of.PartnerID)
 	if err != nil {
 		return records.ReplayAnswer{}, nil, fmt.Errorf("read partner: %w", err)
@@ -92,7 +94,7 @@ func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, render ReplayRend
 		return records.ReplayAnswer{}, bad, nil
 	}
 	ans, err := in.Store.Replay(ctx, records.ReplayRequest{PartnerID: r.Of.PartnerID, Of: r.Of,
-		Key: records.SubmissionKey(r.Key), Source: r.Source, Body: r.Body, Legs: legs}, render)
+		Key: records.SubmissionKey(r.Key), Source: r.Source, Body: r.Body, Legs: legs}, answer)
 	return ans, nil, err
 }
 

@@ -16,9 +16,9 @@ func TestDeliverWebhookKeepsTheRowError(t *testing.T) {
 	var got records.WebhookResult
 	body := `{"entity_id":"e1","version":1,"employee_ref":"E1","pay_period":"2026-11","component":"BASE","amount":"12.345","currency":"USD"}`
 	_, err := f.in.DeliverWebhook(f.ctx, intake.Webhook{Partner: f.partner, ID: "msg-1", Body: []byte(body)},
-		func(res records.WebhookResult) records.IdemResponse {
+		func(res records.WebhookResult) records.StoredAnswer {
 			got = res
-			return records.IdemResponse{Status: 422, ContentType: "text/plain", Body: []byte("refused")}
+			return records.StoredAnswer{Code: 422, Format: "text/plain", Body: []byte("refused")}
 		})
 	if err != nil {
 		t.Fatal(err)

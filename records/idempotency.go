@@ -20,7 +20,32 @@ var (
 	sqlReapIdempotencyKeys    = query("ReapIdempotencyKeys")
 )
 
-// Idempotency-Key claims (IETF httpapi Idempotency-Key draft).
+// Idempotency-key claims: a door's request claims its key with a lease
+// before it works, and completes it with the answer it gave (or releases
+// it), as the IETF httpapi Idempotency-Key draft describes for HTTP. The
+// store knows nothing of the door: the answer is a StoredAnswer.
+
+// StoredAnswer is what a door answered to the request that settled a key —
+// an idempotency key, a webhook-id, a leg replay's key — kept verbatim so that a repeat of the
+// request gets the same bytes (principle 2).
+//
+// The store keeps it as three opaque values and never reads them: Code and
+// Format are the door's own labels of Body, Body is the answer's bytes.
+// The HTTP door (intake/httpapi) puts its status code and media type there
+// and converts its response to and from this type; the store knows no HTTP.
+// The answer is written in the transaction that settles its key — given to
+// CompleteIdempotencyKey, or asked for by DeliverWebhook's WebhookAnswerFunc
+// and Replay's ReplayAnswerFunc inside their transaction — so a key never
+// commits without its answer, nor an answer without its key (principle 3).
+// The columns keep their names (response_status, response_type,
+// response_body): answers stored before this type existed are replayed
+// unchanged (replays, which kept no format, got theirs, JSON, from
+// migration 00220).
+type StoredAnswer struct {
+	Code   int    // the door's code for the answer (HTTP: the status)
+	Format string // what Body is (HTTP: the media type)
+	Body   []byte // the answer, verbatim
+}
 
 // Idempotency key states.
 const (
@@ -36,16 +61,9 @@ type IdemClaim struct {
 	TakenOver bool
 	// Otherwise the key's state: in progress under another live lease, or done.
 	Status      string
-	Fingerprint []byte
-	Response    IdemResponse
-}
-
-// IdemResponse is a stored response, replayed verbatim.
-type IdemResponse struct {
-	Status      int
-	ContentType string
-	Body        []byte
-	EnvelopeID  int64
+	Fingerprint []byte // of the request that completed the key
+	Answer      StoredAnswer
+	EnvelopeID  int64 // the submission the key was answered with; 0: none
 }
 
 // ClaimIdempotencyKey claims partner's key for owner with a lease, insert-or-nothing:
@@ -87,7 +105,7 @@ func (s *Store) claimIdempotencyKey(ctx context.Context, partner, key string, ow
 	var code *int32
 	var env *int64
 	err = s.pool.QueryRow(ctx, sqlReadIdempotencyKey, partner, key).
-		Scan(&status, &c.Fingerprint, &code, &ctype, &c.Response.Body, &env)
+		Scan(&status, &c.Fingerprint, &code, &ctype, &c.Answer.Body, &env)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, errClaimVanished
 	}
@@ -96,13 +114,13 @@ func (s *Store) claimIdempotencyKey(ctx context.Context, partner, key string, ow
 	}
 	c.Status = *status
 	if code != nil {
-		c.Response.Status = int(*code)
+		c.Answer.Code = int(*code)
 	}
 	if ctype != nil {
-		c.Response.ContentType = *ctype
+		c.Answer.Format = *ctype
 	}
 	if env != nil {
-		c.Response.EnvelopeID = *env
+		c.EnvelopeID = *env
 	}
 	return c, nil
 }
@@ -118,16 +136,17 @@ func (s *Store) RenewIdempotencyLease(ctx context.Context, partner, key string, 
 	return tag.RowsAffected() == 1, nil
 }
 
-// CompleteIdempotencyKey stores the response for owner's claim and marks the
-// key done. It reports false when the claim was taken over meanwhile (the
-// other holder completes it).
-func (s *Store) CompleteIdempotencyKey(ctx context.Context, partner, key string, owner, fingerprint []byte, resp IdemResponse) (bool, error) {
+// CompleteIdempotencyKey stores owner's answer with its claim (fingerprint:
+// of the request's body; envelope: the submission it answered with, 0 for
+// none) and marks the key done, in one statement. It reports false when the
+// claim was taken over meanwhile (the other holder completes it).
+func (s *Store) CompleteIdempotencyKey(ctx context.Context, partner, key string, owner, fingerprint []byte, envelope int64, ans StoredAnswer) (bool, error) {
 	var env *int64
-	if resp.EnvelopeID != 0 {
-		env = &resp.EnvelopeID
+	if envelope != 0 {
+		env = &envelope
 	}
 	tag, err := s.pool.Exec(ctx, sqlCompleteIdempotencyKey,
-		partner, key, owner, fingerprint, resp.Status, resp.ContentType, resp.Body, env)
+		partner, key, owner, fingerprint, ans.Code, ans.Format, ans.Body, env)
 	if err != nil {
 		return false, fmt.Errorf("complete idempotency key: %w", err)
 	}

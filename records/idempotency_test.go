@@ -21,7 +21,7 @@ func TestIdempotencyKeys(t *testing.T) {
 	a, b := []byte("owner-a"), []byte("owner-b")
 	sum := sha256.Sum256([]byte("the request body"))
 	fp := sum[:]
-	answer := records.IdemResponse{Status: 202, ContentType: "application/json", Body: []byte(`{"envelope":1}`)}
+	answer := records.StoredAnswer{Code: 202, Format: "application/json", Body: []byte(`{"envelope":1}`)}
 	type step func(t *testing.T, st *records.Store)
 	claim := func(owner []byte, lease time.Duration, want records.IdemClaim) step {
 		return func(t *testing.T, st *records.Store) {
@@ -31,8 +31,9 @@ func TestIdempotencyKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got.Claimed != want.Claimed || got.TakenOver != want.TakenOver || got.Status != want.Status ||
-				!bytes.Equal(got.Fingerprint, want.Fingerprint) || got.Response.Status != want.Response.Status ||
-				got.Response.ContentType != want.Response.ContentType || !bytes.Equal(got.Response.Body, want.Response.Body) {
+				!bytes.Equal(got.Fingerprint, want.Fingerprint) || got.Answer.Code != want.Answer.Code ||
+				got.Answer.Format != want.Answer.Format || !bytes.Equal(got.Answer.Body, want.Answer.Body) ||
+				got.EnvelopeID != want.EnvelopeID {
 				t.Errorf("claim by %s: %+v, want %+v", owner, got, want)
 			}
 		}
@@ -40,7 +41,7 @@ func TestIdempotencyKeys(t *testing.T) {
 	complete := func(owner []byte, want bool) step {
 		return func(t *testing.T, st *records.Store) {
 			t.Helper()
-			ok, err := st.CompleteIdempotencyKey(ctx, partner, key, owner, fp, answer)
+			ok, err := st.CompleteIdempotencyKey(ctx, partner, key, owner, fp, 0, answer)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +84,7 @@ func TestIdempotencyKeys(t *testing.T) {
 	}
 	claimed := records.IdemClaim{Claimed: true}
 	busy := records.IdemClaim{Status: records.IdemInProgress}
-	done := records.IdemClaim{Status: records.IdemDone, Fingerprint: fp, Response: answer}
+	done := records.IdemClaim{Status: records.IdemDone, Fingerprint: fp, Answer: answer}
 	for name, steps := range map[string][]step{
 		"a new key is claimed":                               {claim(a, time.Minute, claimed)},
 		"a key under another's live lease is busy":           {claim(a, time.Minute, claimed), claim(b, time.Minute, busy)},

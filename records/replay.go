@@ -96,13 +96,14 @@ type ReplayResult struct {
 
 // ReplayAnswer is the stored answer to a replay request.
 type ReplayAnswer struct {
-	Status   int
-	Body     []byte
-	Replayed bool // a repeat of a request already answered: Body is the first answer
+	StoredAnswer
+	Replayed bool // a repeat of a request already answered: the first answer
 }
 
-// ReplayRender builds the stored answer inside the replay's transaction.
-type ReplayRender func(ReplayResult) (status int, body []byte)
+// ReplayAnswerFunc gives the door's answer to what a replay did; Replay
+// calls it inside the replay's transaction and stores the answer there,
+// with the replay's key (see StoredAnswer).
+type ReplayAnswerFunc func(ReplayResult) StoredAnswer
 
 // ErrReplayKeyReuse: the idempotency key was used for another body.
 var ErrReplayKeyReuse = errors.New("idempotency key already used for another replay body")
@@ -128,7 +129,7 @@ func (e *NotReplayableError) Error() string {
 // Replay applies a replay in one transaction under the partner lock: the
 // claim of its key, every leg's effects, the legs' latest outcomes and the
 // stored answer commit together.
-func (s *Store) Replay(ctx context.Context, req ReplayRequest, render ReplayRender) (ReplayAnswer, error) {
+func (s *Store) Replay(ctx context.Context, req ReplayRequest, answer ReplayAnswerFunc) (ReplayAnswer, error) {
 	var ans ReplayAnswer
 	sum := sha256.Sum256(req.Body)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -138,7 +139,7 @@ func (s *Store) Replay(ctx context.Context, req ReplayRequest, render ReplayRend
 		}
 		var firstSum []byte
 		err := tx.QueryRow(ctx, sqlReplayAnswer, req.PartnerID, req.Of.ID, req.Key).
-			Scan(&firstSum, &ans.Status, &ans.Body)
+			Scan(&firstSum, &ans.Code, &ans.Format, &ans.Body)
 		if err == nil {
 			if !bytes.Equal(firstSum, sum[:]) {
 				return ErrReplayKeyReuse
@@ -153,9 +154,9 @@ func (s *Store) Replay(ctx context.Context, req ReplayRequest, render ReplayRend
 		if err != nil {
 			return err
 		}
-		ans.Status, ans.Body = render(res)
+		ans.StoredAnswer = answer(res)
 		if _, err := tx.Exec(ctx, sqlCompleteReplay,
-			res.ID, res.Counts, res.Result, ans.Status, ans.Body); err != nil {
+			res.ID, res.Counts, res.Result, ans.Code, ans.Format, ans.Body); err != nil {
 			return fmt.Errorf("store replay answer: %w", err)
 		}
 		return nil

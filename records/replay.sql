@@ -1,14 +1,15 @@
 -- name: ReplayAnswer
-SELECT body_sha256, response_status, response_body FROM replays
+SELECT body_sha256, response_status, response_type, response_body FROM replays
 WHERE partner_id = $1 AND of_envelope = $2 AND idem_key = $3;
 
 -- name: CompleteReplay
-UPDATE replays SET counts = $2, result = $3, response_status = $4, response_body = $5 WHERE id = $1;
+UPDATE replays SET counts = $2, result = $3, response_status = $4, response_type = $5, response_body = $6
+WHERE id = $1;
 
 -- name: InsertReplay
 INSERT INTO replays (partner_id, of_envelope, idem_key, source, body_sha256, body,
-	counts, result, response_status, response_body)
-VALUES ($1, $2, $3, $4, $5, $6, '{}', '', 0, '') RETURNING id;
+	counts, result, response_status, response_type, response_body)
+VALUES ($1, $2, $3, $4, $5, $6, '{}', '', 0, '', '') RETURNING id;
 
 -- name: ClaimReplayLegs
 INSERT INTO replay_legs (partner_id, leg_key, of_envelope, row_no, replay_id)

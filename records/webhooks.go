@@ -57,24 +57,25 @@ type WebhookResult struct {
 	EmployeeID string
 }
 
-// WebhookAnswer is the response to a delivery.
+// WebhookAnswer is the answer to a delivery.
 type WebhookAnswer struct {
-	IdemResponse
-	// Replayed: a redelivery of a webhook-id already answered; the response
+	StoredAnswer
+	// Replayed: a redelivery of a webhook-id already answered; the answer
 	// is the first one, verbatim.
 	Replayed bool
 	// BodyMismatch: the webhook-id was answered before for another body. The
-	// body was quarantined; the response is empty, the caller answers.
+	// body was quarantined; the answer is empty, the caller answers.
 	BodyMismatch bool
 }
 
-// WebhookRender builds the HTTP response stored with a delivery, inside the
-// delivery's transaction.
-type WebhookRender func(WebhookResult) IdemResponse
+// WebhookAnswerFunc gives the door's answer to what became of a delivery;
+// DeliverWebhook calls it inside the delivery's transaction and stores the
+// answer there, with the webhook-id (see StoredAnswer).
+type WebhookAnswerFunc func(WebhookResult) StoredAnswer
 
 // DeliverWebhook claims a delivery by its webhook-id, insert-or-nothing, and
 // in the same transaction applies its change under the partner lock and
-// stores the response render builds. A concurrent duplicate waits on the
+// stores the answer answer gives. A concurrent duplicate waits on the
 // claim's primary key and then replays the stored response; if the first
 // attempt rolled back, the duplicate claims it instead.
 //
@@ -84,7 +85,7 @@ type WebhookRender func(WebhookResult) IdemResponse
 // (record_locked or period_locked, with an exception for a reviewer) or
 // updated (the previous version kept in record_history, replaced_by
 // "webhook ID").
-func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, render WebhookRender) (WebhookAnswer, error) {
+func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, answer WebhookAnswerFunc) (WebhookAnswer, error) {
 	var ans WebhookAnswer
 	sum := sha256.Sum256(d.Body)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -103,7 +104,7 @@ func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, render We
 		if !claimed {
 			var firstSum []byte
 			if err := tx.QueryRow(ctx, sqlWebhookDeliveryAnswer, d.PartnerID, d.WebhookID).
-				Scan(&firstSum, &ans.Status, &ans.ContentType, &ans.Body); err != nil {
+				Scan(&firstSum, &ans.Code, &ans.Format, &ans.Body); err != nil {
 				return fmt.Errorf("read webhook %s: %w", d.WebhookID, err)
 			}
 			if bytes.Equal(firstSum, sum[:]) {
@@ -131,7 +132,7 @@ func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, render We
 		default:
 			return fmt.Errorf("webhook %s: neither a change nor a reason to refuse it", d.WebhookID)
 		}
-		ans.IdemResponse = render(res)
+		ans.StoredAnswer = answer(res)
 		outcome, code := res.Outcome, res.Code
 		if res.Invalid != nil {
 			outcome, code = OutcomeRejected, string(res.Invalid.Code)
@@ -141,7 +142,7 @@ func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, render We
 			recID = &res.RecordID
 		}
 		_, err = tx.Exec(ctx, sqlCompleteWebhookDelivery,
-			d.PartnerID, d.WebhookID, outcome, code, recID, ans.Status, ans.ContentType, ans.Body)
+			d.PartnerID, d.WebhookID, outcome, code, recID, ans.Code, ans.Format, ans.Body)
 		if err != nil {
 			return fmt.Errorf("store answer to webhook %s: %w", d.WebhookID, err)
 		}

@@ -209,8 +209,8 @@ func change(entity string, version int, emp, amount string) string {
 		entity, version, emp, amount)
 }
 
-func r2(r resp) records.IdemResponse {
-	return records.IdemResponse{Status: r.status, ContentType: r.header.Get("Content-Type"), Body: r.body}
+func r2(r resp) records.StoredAnswer {
+	return records.StoredAnswer{Code: r.status, Format: r.header.Get("Content-Type"), Body: r.body}
 }
 
 func writeFile(t *testing.T, path, data string) {

@@ -263,8 +263,9 @@ type problem = problems.Problem
 func newProblem(status int, code, detail string) problem { return problems.New(status, code, detail) }
 
 // response is an answer as it goes on the wire: its status, content type
-// and body. A completed Idempotency-Key or webhook-id keeps it (stored) so
-// that a repeat gets it again byte for byte.
+// and body. A completed Idempotency-Key or webhook-id keeps it (stored: the
+// status as the answer's code, the content type as its format) so that a
+// repeat gets it again byte for byte.
 type response struct {
 	Status      int
 	ContentType string
@@ -273,12 +274,12 @@ type response struct {
 
 // stored is r as intake keeps it with a key.
 func (r response) stored() intake.Answer {
-	return intake.Answer{Status: r.Status, ContentType: r.ContentType, Body: r.Body}
+	return intake.Answer{Code: r.Status, Format: r.ContentType, Body: r.Body}
 }
 
 // storedResponse is the response kept with a key, as it was written.
 func storedResponse(a intake.Answer) response {
-	return response{Status: a.Status, ContentType: a.ContentType, Body: a.Body}
+	return response{Status: a.Code, ContentType: a.Format, Body: a.Body}
 }
 
 func problemResponse(p problem) response {

@@ -35,7 +35,7 @@ type replayJSON struct {
 	ResultURL    string         `json:"result_url"`
 }
 
-func renderReplay(res intake.ReplayResult) (int, []byte) {
+func renderReplay(res intake.ReplayResult) intake.Answer {
 	counts := map[string]int{}
 	for _, o := range outcomes {
 		counts[string(o)] = res.Counts[string(o)]
@@ -46,8 +46,7 @@ func renderReplay(res intake.ReplayResult) (int, []byte) {
 		out.Rows = append(out.Rows, replayLeg{Row: l.Row, Line: l.Line, LegKey: hex.EncodeToString(l.LegKey),
 			Outcome: string(l.Outcome), Code: l.Code, Field: l.Field, Message: l.Message, ReplayID: l.ReplayID, Settled: l.Settled})
 	}
-	r := jsonResponse(http.StatusCreated, out)
-	return r.Status, r.Body
+	return jsonResponse(http.StatusCreated, out).stored()
 }
 
 func (a *API) postReplay(w http.ResponseWriter, r *http.Request) {
@@ -110,5 +109,5 @@ func (a *API) postReplay(w http.ResponseWriter, r *http.Request) {
 	if ans.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeResponse(w, response{Status: ans.Status, ContentType: "application/json", Body: ans.Body})
+	writeResponse(w, storedResponse(ans.StoredAnswer))
 }

@@ -102,6 +102,9 @@ func TestReplayLegs(t *testing.T) {
 	if again.status != http.StatusCreated || !again.replayed() || !bytes.Equal(again.body, first.body) {
 		t.Fatalf("repeat: %d %v %s", again.status, again.header, again.body)
 	}
+	if ct := again.header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("repeat answered as %q, want application/json (the stored answer's format)", ct)
+	}
 	wantProblem(t, e.replay("acme", id, "fix-1", legs(leg(3, "E003", "30.00"))), http.StatusUnprocessableEntity, "idempotency_key_reuse")
 
 	// A settled leg replayed again under a new key: its first outcome,

@@ -248,8 +248,8 @@ func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key
 	}
 	defer os.Remove(path)
 	if bytes.Equal(sum, claim.Fingerprint) {
-		if claim.Response.EnvelopeID != 0 {
-			first, err := a.in.Envelope(r.Context(), claim.Response.EnvelopeID)
+		if claim.EnvelopeID != 0 {
+			first, err := a.in.Envelope(r.Context(), claim.EnvelopeID)
 			if err != nil {
 				a.internal(w, r, "read submission", err)
 				return
@@ -260,11 +260,11 @@ func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key
 			}
 		}
 		w.Header().Set("Idempotent-Replayed", "true")
-		if claim.Response.Status == http.StatusCreated && claim.Response.EnvelopeID != 0 {
-			w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", claim.Response.EnvelopeID))
+		if claim.Answer.Code == http.StatusCreated && claim.EnvelopeID != 0 {
+			w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", claim.EnvelopeID))
 		}
 		a.in.Metrics.Received(intake.Envelope{Source: "http", Status: intake.StatusReplay})
-		writeResponse(w, storedResponse(claim.Response))
+		writeResponse(w, storedResponse(claim.Answer))
 		return
 	}
 	// Another body under a used key: recorded (as a file would be) so the

@@ -251,7 +251,7 @@ func TestSubmitLeaseTakeover(t *testing.T) {
 		t.Fatal("takeover answered as a replay")
 	}
 	// The crashed holder can no longer complete the key.
-	if ok, err := e.st.CompleteIdempotencyKey(e.ctx, "acme", "k", crashed, make([]byte, 32), r2(r)); err != nil || ok {
+	if ok, err := e.st.CompleteIdempotencyKey(e.ctx, "acme", "k", crashed, make([]byte, 32), 0, r2(r)); err != nil || ok {
 		t.Fatalf("stale owner completed the key: %v %v", ok, err)
 	}
 	again := e.submit("acme", "k", "a.csv", firstRun)

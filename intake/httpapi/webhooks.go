@@ -80,7 +80,7 @@ func (a *API) postWebhook(w http.ResponseWriter, r *http.Request) {
 	case ans.Replayed:
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeResponse(w, storedResponse(ans.IdemResponse))
+	writeResponse(w, storedResponse(ans.StoredAnswer))
 }
 
 // errReadersBusy: every webhook-reading slot stayed taken for a second.
