@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -16,6 +17,33 @@ import (
 // line; migrations.TestResultHeaderMatches compares the two.
 const ResultHeader = "line,row,outcome," + FieldEmployeeRef + "," + FieldPayPeriod + "," + FieldComponent + "," +
 	FieldAmount + "," + FieldCurrency + ",code,field,message\n"
+
+// AppendResultLine appends one line of a result file (or review report),
+// without its line break, in ResultHeader's columns: line and row as
+// numbers, outcome as given (one of the outcome words), then cells — the
+// five echoed values employee_ref .. currency, code, field and message —
+// each quoted by AppendResultCells ("" is an empty cell). Formula escaping
+// (SafeCell) is the caller's: a value is written as given.
+//
+// The SQL function result_line (migrations/00180) is the same rule for the
+// lines the database writes, which are every line of a result file;
+// migrations.TestResultLineMatchesAppendResultLine runs both. Like
+// AppendResultCells, it returns b unchanged and false when a cell's quoting
+// depends on the database's locale.
+func AppendResultLine(b []byte, line, row int, outcome string, cells [8]string) ([]byte, bool) {
+	mark := len(b)
+	b = strconv.AppendInt(b, int64(line), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(row), 10)
+	b = append(b, ',')
+	b = append(b, outcome...)
+	b = append(b, ',')
+	b, ok := AppendResultCells(b, cells[:]...)
+	if !ok {
+		return b[:mark], false
+	}
+	return b, true
+}
 
 // AppendResultCells appends cells to b as consecutive cells of a result
 // file line, separated by commas, each quoted by the result file's one CSV

@@ -122,6 +122,7 @@ func (r runner) run(ctx context.Context, name string, args ...string) (string, i
 	if r.id.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.id.cred}
 	}
+	keepFilesFromChildren()
 	err := cmd.Run()
 	text := strings.TrimSpace(out.String())
 	if err != nil {
@@ -156,4 +157,25 @@ func (r runner) env() []string {
 		env = append(env, "HOME="+r.id.home, "USER="+r.id.name, "LOGNAME="+r.id.name)
 	}
 	return env
+}
+
+// keepFilesFromChildren marks every file descriptor of this process above
+// stderr close-on-exec, so the PostgreSQL binaries, and the postmaster that
+// outlives us, inherit only stdin, stdout and stderr. Go opens its own
+// files close-on-exec, but not the descriptors this process inherited:
+// `flock LOCKFILE go test ./...` hands its lock's descriptor to go test,
+// which hands it to the test binaries, and a postmaster started beneath
+// kept the lock held for as long as it ran. A descriptor Go passes on
+// deliberately (exec.Cmd's ExtraFiles) is dup'ed into the child, which
+// clears the flag there, so nothing else changes.
+func keepFilesFromChildren() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return // no /proc to list them with
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }

@@ -179,7 +179,7 @@ func (s *Server) startLocked(ctx context.Context) error {
 	if err := s.ensureCluster(ctx, version); err != nil {
 		return err
 	}
-	running, err := s.isRunning()
+	running, err := s.isRunning(ctx)
 	if err != nil {
 		return err
 	}
@@ -506,10 +506,17 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 	defer lock.Close()
 	// Drop our shared lock, then see whether anyone else still holds one.
-	// Nobody can take a new one meanwhile: Start takes it under the start lock.
+	// Nobody can take a new one meanwhile: Start takes it under the start
+	// lock. Both under syscall.ForkLock (read): a child this process is
+	// forking holds a copy of every descriptor, the lock's too, until it
+	// has exec'd (when close-on-exec drops them), so our lock would outlive
+	// the Close and we would take ourselves for another user; Go forks
+	// holding ForkLock for writing until the child has exec'd.
+	syscall.ForkLock.RLock()
 	s.users.Close()
 	s.users = nil
 	alone, err := tryFlockFile(usersPath(s.dataDir))
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return fmt.Errorf("stop embedded PostgreSQL: %w", err)
 	}
@@ -518,7 +525,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		return nil
 	}
 	defer alone.Close()
-	running, err := s.isRunning()
+	running, err := s.isRunning(ctx)
 	if err != nil || !running {
 		return err
 	}
@@ -569,8 +576,11 @@ func readPostmasterPID(dir string) (postmasterPID, error) {
 
 // isRunning reports whether the postmaster named in postmaster.pid is alive.
 // A zombie or a recycled pid counts as not running (a crashed cluster);
-// pg_ctl start then takes over the stale pid file.
-func (s *Server) isRunning() (bool, error) {
+// pg_ctl start then takes over the stale pid file. A postmaster that is
+// dying (killed, its sockets already closed, but not yet a zombie) is waited
+// for, until ctx is done: it is about to be a crashed cluster, and taken for
+// a live one it would leave Start waiting for connections nobody accepts.
+func (s *Server) isRunning(ctx context.Context) (bool, error) {
 	p, err := readPostmasterPID(s.dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
@@ -578,46 +588,79 @@ func (s *Server) isRunning() (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("embedded PostgreSQL: %w", err)
 	}
-	if err := syscall.Kill(p.pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false, nil
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			if _, perr := os.Stat("/proc/self/stat"); perr == nil {
-				return false, nil // process gone
-			}
+	for {
+		if err := syscall.Kill(p.pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+			return false, nil
 		}
-		return true, nil // no /proc: trust kill(0)
-	}
-	// "pid (comm) state ..."
-	open, closing := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
-	if open < 0 || closing < open || closing+2 >= len(stat) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				if _, perr := os.Stat("/proc/self/stat"); perr == nil {
+					return false, nil // process gone
+				}
+			}
+			return true, nil // no /proc: trust kill(0)
+		}
+		comm, state, exiting, ok := parseStat(stat)
+		if !ok {
+			return true, nil
+		}
+		if exiting && state != 'Z' && state != 'X' {
+			select {
+			case <-ctx.Done():
+				return false, fmt.Errorf("embedded PostgreSQL: the postmaster (pid %d) is exiting; waited for it: %w", p.pid, ctx.Err())
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		if state == 'Z' || state == 'X' || (comm != "postgres" && comm != "postmaster") {
+			return false, s.staleProcess(p, comm, state)
+		}
 		return true, nil
 	}
-	comm, state := string(stat[open+1:closing]), stat[closing+2]
-	if state == 'Z' || state == 'X' || (comm != "postgres" && comm != "postmaster") {
-		s.log.Warn("stale postmaster.pid (server crashed?)", "pid", p.pid, "comm", comm, "state", string(state))
-		if state == 'Z' || state == 'X' {
-			// postgres would take the zombie for a live postmaster; the pid
-			// file is stale, so move it out of the way.
-			if err := os.Remove(filepath.Join(s.dir, "postmaster.pid")); err != nil {
-				return false, fmt.Errorf("embedded PostgreSQL: remove stale postmaster.pid: %w", err)
-			}
-			if p.socketDir != "" && p.port != 0 {
-				sockLock := filepath.Join(p.socketDir, fmt.Sprintf(".s.PGSQL.%d.lock", p.port))
-				if raw, err := os.ReadFile(sockLock); err == nil {
-					if first, _, _ := strings.Cut(string(raw), "\n"); strings.TrimSpace(first) == strconv.Itoa(p.pid) {
-						if err := os.Remove(sockLock); err != nil {
-							return false, fmt.Errorf("embedded PostgreSQL: remove stale socket lock file: %w", err)
-						}
-					}
+}
+
+// pfExiting is the kernel's PF_EXITING flag (linux/sched.h): the process
+// is in exit, from the moment a fatal signal is acted on.
+const pfExiting = 0x4
+
+// parseStat reads the command name, state and whether it is exiting from a
+// /proc/PID/stat: "pid (comm) state ppid pgrp session tty_nr tpgid flags ...".
+func parseStat(stat []byte) (comm string, state byte, exiting, ok bool) {
+	open, closing := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
+	if open < 0 || closing < open || closing+2 >= len(stat) {
+		return "", 0, false, false
+	}
+	fields := strings.Fields(string(stat[closing+2:]))
+	if len(fields) < 7 {
+		return "", 0, false, false
+	}
+	flags, err := strconv.ParseUint(fields[6], 10, 64)
+	return string(stat[open+1 : closing]), stat[closing+2], err == nil && flags&pfExiting != 0, true
+}
+
+// staleProcess handles a postmaster.pid whose process is not a live
+// postmaster: a zombie's pid file is moved out of the way (postgres would
+// take the zombie for a live postmaster), with its socket's lock file.
+func (s *Server) staleProcess(p postmasterPID, comm string, state byte) error {
+	s.log.Warn("stale postmaster.pid (server crashed?)", "pid", p.pid, "comm", comm, "state", string(state))
+	if state != 'Z' && state != 'X' {
+		return nil
+	}
+	if err := os.Remove(filepath.Join(s.dir, "postmaster.pid")); err != nil {
+		return fmt.Errorf("embedded PostgreSQL: remove stale postmaster.pid: %w", err)
+	}
+	if p.socketDir != "" && p.port != 0 {
+		sockLock := filepath.Join(p.socketDir, fmt.Sprintf(".s.PGSQL.%d.lock", p.port))
+		if raw, err := os.ReadFile(sockLock); err == nil {
+			if first, _, _ := strings.Cut(string(raw), "\n"); strings.TrimSpace(first) == strconv.Itoa(p.pid) {
+				if err := os.Remove(sockLock); err != nil {
+					return fmt.Errorf("embedded PostgreSQL: remove stale socket lock file: %w", err)
 				}
 			}
 		}
-		return false, nil
 	}
-	return true, nil
+	return nil
 }
 
 // ensureTraversable makes sure the cluster account can reach dataDir/postgres:

@@ -161,14 +161,10 @@ WITH ` + employeeCTE + `, ` + dup + `k AS (
 )
 SELECT row_no, line, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
 	content_hash, record_id, outcome, out_code, mapped_id, out_message,
-	-- The row's line of the result file, without its line break.
-	concat(line, ',', row_no, ',', outcome, ',',
-		coalesce(out_csv, concat_ws(',', csv_field(coalesce(d_employee_ref, employee_ref)),
-			csv_field(coalesce(d_pay_period, pay_period)), csv_field(coalesce(d_component, component)),
-			csv_field(coalesce(d_amount, amount::text)), csv_field(coalesce(d_currency, currency)))),
-		',',
-		CASE WHEN out_code IS NULL AND out_field IS NULL AND out_message IS NULL THEN ',,'
-			ELSE concat_ws(',', csv_field(out_code), csv_field(out_field), csv_field(out_message)) END)
+	-- The row's line of the result file (migrations/00180).
+	result_line(line, row_no, outcome, out_csv, coalesce(d_employee_ref, employee_ref),
+		coalesce(d_pay_period, pay_period), coalesce(d_component, component),
+		coalesce(d_amount, amount::text), coalesce(d_currency, currency), out_code, out_field, out_message)
 FROM m`
 }
 

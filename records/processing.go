@@ -17,8 +17,8 @@ var (
 )
 
 // fileResult stores a one-row result for a file rejected as a whole and
-// closes the envelope with status. Its cells are quoted by csv_field, as
-// every line the database writes.
+// closes the envelope with status. Its line is written by result_line, as
+// every line of a result file.
 func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr normalize.ParseError, status string) error {
 	env.Status = status
 	env.Counts = map[string]int{string(OutcomeRejected): 1}

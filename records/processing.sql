@@ -1,10 +1,9 @@
 -- name: StoreFileRejectResult
 -- A whole-file rejection's result: the header ($2), then row 0 rejected
--- ($7) at line $3 with code, field and message quoted by csv_field, as
--- every line the database writes. Returns its size.
+-- ($7) at line $3 with code, field and message ($4..$6), by result_line as
+-- every line of a result file. Returns its size.
 INSERT INTO envelope_results (envelope_id, n, data)
-SELECT $1, 0, convert_to($2::text || concat_ws(',', $3::integer, 0, $7::text, '', '', '', '', '',
-	csv_field($4), csv_field($5), csv_field($6)) || E'\n', 'UTF8')
+SELECT $1, 0, convert_to($2::text || result_line($3, 0, $7, NULL, NULL, NULL, NULL, NULL, NULL, $4, $5, $6) || E'\n', 'UTF8')
 RETURNING length(data);
 
 -- name: CloseRejectedEnvelope

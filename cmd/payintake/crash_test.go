@@ -33,6 +33,7 @@ func TestCrashAnywhere(t *testing.T) {
 
 	// The reference: the same files, never crashed.
 	keys := addPartners(t, st, "reference")
+	since := dbNow(t, st)
 	srv := startServer(t, url, dataDir, nil, "--workers", "2")
 	c := srv.login("reference", keys["reference"])
 	for _, f := range []struct {
@@ -46,7 +47,7 @@ func TestCrashAnywhere(t *testing.T) {
 	want := map[string][]byte{"small.csv": c.waitResult(t, "small.csv", time.Minute), "large.csv": c.waitResult(t, "large.csv", time.Minute)}
 	checkResult(t, "reference small.csv", want["small.csv"], small, "created")
 	checkResult(t, "reference large.csv", want["large.csv"], large, "created")
-	srv.stop()
+	srv.stopIdle(st, since, time.Minute)
 
 	stages := []string{"mid-upload", fault.AfterReceive, fault.MidApply, fault.BeforeCommit, fault.AfterCommit}
 	var lost, doubled, halfApplied, cutProcessed, retried, runs int
@@ -73,6 +74,7 @@ func TestCrashAnywhere(t *testing.T) {
 				}
 				srv.kill()
 				c.Close()
+				since := dbNow(t, st)
 				srv = startServer(t, url, dataDir, nil, "--workers", "2")
 				// No waiting for an orphan sweep: the only thing a sweep takes
 				// up is an envelope left "received" (intake/recover.go), and
@@ -91,7 +93,7 @@ func TestCrashAnywhere(t *testing.T) {
 				got := c.waitResult(t, name, time.Minute)
 				l = audit(t, st, partner)
 				lost, doubled, halfApplied = account(t, stage, run, l, got, want[name], rows, lost, doubled, halfApplied)
-				srv.stop()
+				srv.stopIdle(st, since, time.Minute)
 				continue
 			}
 			srv := startServer(t, url, dataDir, []string{"PAYINTAKE_FAULT=" + stage}, "--workers", "2")
@@ -99,6 +101,7 @@ func TestCrashAnywhere(t *testing.T) {
 			acked := c.upload(name, data) == nil
 			srv.waitKilled(time.Minute)
 			c.Close()
+			since := dbNow(t, st)
 			srv = startServer(t, url, dataDir, nil, "--workers", "2")
 			c = srv.login(partner, keys[partner])
 			if !acked {
@@ -113,7 +116,7 @@ func TestCrashAnywhere(t *testing.T) {
 			waitSettled(t, st, partner, time.Minute)
 			l := audit(t, st, partner)
 			lost, doubled, halfApplied = account(t, stage, run, l, got, want[name], rows, lost, doubled, halfApplied)
-			srv.stop()
+			srv.stopIdle(st, since, time.Minute)
 		}
 	}
 	t.Logf("SUMMARY crash: SIGKILL at %d stages x %d runs = %d crashes in %v: %d lost, %d doubled, %d half-applied, %d cut-off uploads processed, %d uploads resent by the client (no answer to close)",

@@ -27,6 +27,9 @@ import (
 	"time"
 
 	"github.com/pkg/sftp"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/payintake/payintake/intake"
@@ -159,6 +162,61 @@ func (s *server) stop() {
 	case <-time.After(60 * time.Second):
 		s.t.Fatalf("serve did not stop on SIGTERM")
 	}
+}
+
+// stopIdle stops the server (as stop) once no processing job is queued or
+// running in it. A job still in flight at SIGTERM (a second job of an
+// envelope already processed, say) is cancelled and retried seconds later
+// by whichever server runs next; in a server started with PAYINTAKE_FAULT
+// that job, for a file of an earlier run, reaches the fault point first
+// and kills the server before the run it was started for. since is the
+// database's time before this server started: a job a killed server left
+// "running" (attempted before it) is not waited for, as River rescues it
+// only after the job timeout.
+func (s *server) stopIdle(st *records.Store, since time.Time, within time.Duration) {
+	s.t.Helper()
+	ctx := context.Background()
+	rc, err := river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	deadline := time.Now().Add(within)
+	for {
+		res, err := rc.JobList(ctx, river.NewJobListParams().Kinds(intake.ProcessArgs{}.Kind()).First(1000).
+			States(rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+				rivertype.JobStateScheduled, rivertype.JobStateRunning))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		var busy []string
+		for _, j := range res.Jobs {
+			if j.State != rivertype.JobStateRunning || j.AttemptedAt == nil || !j.AttemptedAt.Before(since) {
+				busy = append(busy, fmt.Sprintf("job %d %s %s", j.ID, j.State, j.EncodedArgs))
+			}
+		}
+		if len(busy) == 0 {
+			s.stop()
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("jobs still queued or running after %v: %v", within, busy)
+		}
+		select {
+		case <-s.done:
+			s.t.Fatalf("serve exited with %v while jobs were waiting: %v", s.state, busy)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// dbNow is the database's clock, as River's timestamps are.
+func dbNow(t testing.TB, st *records.Store) time.Time {
+	t.Helper()
+	var now time.Time
+	if err := st.Pool().QueryRow(context.Background(), `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		t.Fatal(err)
+	}
+	return now
 }
 
 // waitKilled waits for the process to die of SIGKILL (a fault hook).
