@@ -91,6 +91,31 @@ func TestApplyStatements(t *testing.T) {
 				}
 			},
 		},
+		"onboard: only the references of created rows, when not every row is created": {
+			files: []file{{rows: []records.StagedRow{row("E1", "1.00"), row("E2", "2.00"), row("E2", "3.00"),
+				invalid("E3", "invalid_amount", "amount", "bad amount")}}},
+			check: func(t *testing.T, h *storeHarness, s sent) {
+				var refs []string
+				rows, err := h.st.Pool().Query(ctx, `SELECT employee_ref FROM employees WHERE partner_id = 'acme' ORDER BY 1`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for rows.Next() {
+					var r string
+					if err := rows.Scan(&r); err != nil {
+						t.Fatal(err)
+					}
+					refs = append(refs, r)
+				}
+				if rows.Err() != nil {
+					t.Fatal(rows.Err())
+				}
+				// E2's two rows repeat a key (rejected), E3's row is invalid.
+				if !slices.Equal(refs, []string{"E1"}) {
+					t.Errorf("employees onboarded %v, want [E1] (the only created row's)", refs)
+				}
+			},
+		},
 		"onboard: a mapped employee keeps its mapping": {
 			unknownEmployee: records.UnknownReject,
 			files:           []file{{rows: []records.StagedRow{row("E1", "1.00")}}},

@@ -17,30 +17,34 @@ const CodeUnknownEmployee = "unknown_employee"
 // dupLinesShown is how many lines of a duplicate group its message names.
 const dupLinesShown = "5"
 
-// employeeCTE is "emp": each distinct employee_ref of the valid staged
-// rows, with its mapped employee_id (NULL when none) and its kind: NULL
-// when mapped or when the partner creates mappings (--unknown-employee
-// create); else employee_taken (the id it would derive belongs to another
-// employee: rejected), unknown_rejected or unknown_held by the partner's
-// policy. Per distinct reference, so the derived id is computed once per
-// unmapped employee, not once per row.
-const employeeCTE = `emp AS (
-	SELECT u.employee_ref, em.employee_id,
-		CASE
-			WHEN em.employee_ref IS NOT NULL THEN NULL
-			WHEN EXISTS (SELECT 1 FROM employees t WHERE t.employee_id = derived_employee_id(@partner, u.employee_ref)) THEN 'employee_taken'
-			WHEN pol.policy = 'reject' THEN 'unknown_rejected'
-			WHEN pol.policy = 'hold' THEN 'unknown_held'
-		END AS kind
-	FROM (SELECT DISTINCT employee_ref FROM stage WHERE code IS NULL) u
-	CROSS JOIN (SELECT unknown_employee AS policy FROM partners WHERE id = @partner) pol
-	LEFT JOIN employees em ON em.partner_id = @partner AND em.employee_ref = u.employee_ref
-)`
+// employeesSQL fills "emp" (employeesDDL) with the unmapped employees: each
+// distinct employee_ref of the valid staged rows that has no mapping, with
+// the id it would derive and its kind: NULL when the partner creates
+// mappings (--unknown-employee create); else employee_taken (the derived id
+// belongs to another employee: rejected), unknown_rejected or unknown_held
+// by the partner's policy. A reference not in emp is mapped. Per distinct
+// reference, so the derived id is computed once per unmapped employee, not
+// once per row; and a resubmission, whose employees are all mapped, leaves
+// emp empty, so classify joins nothing for them. It is a table rather than
+// a CTE of classify so that onboarding takes the references from it (one
+// row each) instead of sorting every created row of classified for them.
+const employeesSQL = `INSERT INTO emp (employee_ref, derived_id, kind)
+SELECT u.employee_ref, d.id,
+	CASE
+		WHEN EXISTS (SELECT 1 FROM employees t WHERE t.employee_id = d.id) THEN 'employee_taken'
+		WHEN pol.policy = 'reject' THEN 'unknown_rejected'
+		WHEN pol.policy = 'hold' THEN 'unknown_held'
+	END
+FROM (SELECT DISTINCT employee_ref FROM stage WHERE code IS NULL) u
+CROSS JOIN (SELECT unknown_employee AS policy FROM partners WHERE id = @partner) pol
+CROSS JOIN LATERAL (SELECT derived_employee_id(@partner, u.employee_ref) AS id) d
+WHERE NOT EXISTS (SELECT 1 FROM employees em WHERE em.partner_id = @partner AND em.employee_ref = u.employee_ref)`
+
+const employeesDDL = `CREATE TEMP TABLE emp (employee_ref text NOT NULL, derived_id text NOT NULL, kind text) ON COMMIT DROP`
 
 // employeeRejectsSQL tells whether any staged row is rejected for its
 // employee (an all-or-nothing file is then rejected whole).
-const employeeRejectsSQL = `WITH ` + employeeCTE + `
-SELECT EXISTS (SELECT 1 FROM emp WHERE kind IN ('employee_taken', 'unknown_rejected'))`
+const employeeRejectsSQL = `SELECT EXISTS (SELECT 1 FROM emp WHERE kind IN ('employee_taken', 'unknown_rejected'))`
 
 // classifySQL decides every row's outcome against the stored records, in the
 // order of docs/contract.md: invalid, duplicate in file, employee unknown and
@@ -105,9 +109,9 @@ func buildClassifySQL(dupKeys string) string {
 	}
 	return `
 INSERT INTO classified
-WITH ` + employeeCTE + `, ` + dup + `k AS (
+WITH ` + dup + `k AS (
 	SELECT s.*, r.id AS record_id, r.last_seq, r.locked_reason, pl.reason AS period_reason, ` + dupCols + `,
-		e.employee_id AS mapped_id, e.kind AS employee_kind,
+		e.derived_id, e.kind AS employee_kind,
 		CASE
 			WHEN s.code IS NOT NULL THEN 'invalid'` + dupCase + `
 			WHEN e.kind IN ('employee_taken', 'unknown_rejected') THEN e.kind
@@ -145,7 +149,7 @@ WITH ` + employeeCTE + `, ` + dup + `k AS (
 		CASE kind
 			WHEN 'invalid' THEN message
 			WHEN 'unknown_rejected' THEN format('employee %s is not onboarded (no employee_id is mapped to this reference) and unknown employees are rejected, so this row was not applied: ask the platform to onboard the employee (payintake employees import), then send the row again in a new file', employee_ref)
-			WHEN 'employee_taken' THEN format('employee %s is not onboarded and the id it would be given (%s) already belongs to another employee, so this row was not applied: ask the platform to onboard the employee with its own employee_id (payintake employees import), then send the row again in a new file', employee_ref, derived_employee_id(@partner, employee_ref))
+			WHEN 'employee_taken' THEN format('employee %s is not onboarded and the id it would be given (%s) already belongs to another employee, so this row was not applied: ask the platform to onboard the employee with its own employee_id (payintake employees import), then send the row again in a new file', employee_ref, derived_id)
 			WHEN 'unknown_held' THEN format('employee %s is not onboarded (no employee_id is mapped to this reference), so this row was not applied; it is held as an exception for a reviewer, whose approval onboards the employee and applies the row: do not resend it', employee_ref)
 			WHEN 'duplicate' THEN CASE WHEN dup_n <= ` + dupLinesShown + ` THEN
 				format('employee %s, period %s, component %s appears on lines %s of this file, so none of these rows was applied: send one row per employee, period and component in a new file', employee_ref, pay_period, component, dup_lines)
@@ -160,7 +164,7 @@ WITH ` + employeeCTE + `, ` + dup + `k AS (
 	FROM k OFFSET 0
 )
 SELECT row_no, line, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
-	content_hash, record_id, outcome, out_code, mapped_id, out_message,
+	content_hash, record_id, outcome, out_code, out_message,
 	-- The row's line of the result file (migrations/00180).
 	result_line(line, row_no, outcome, out_csv, coalesce(d_employee_ref, employee_ref),
 		coalesce(d_pay_period, pay_period), coalesce(d_component, component),
@@ -173,9 +177,7 @@ const classifiedDDL = `CREATE TEMP TABLE classified (
 	employee_ref text, pay_period text, component text,
 	amount numeric, currency text, hours numeric, rate numeric, pay_date date,
 	content_hash bytea, record_id bigint,
-	outcome text NOT NULL, code text,
-	employee_id text, -- the mapped employee_id; NULL for a reference not (yet) mapped
-	message text, result_line text NOT NULL
+	outcome text NOT NULL, code text, message text, result_line text NOT NULL
 ) ON COMMIT DROP`
 
 // fieldsJSON is the SQL for the object of the eight normalised fields of the
@@ -229,17 +231,22 @@ var applySQL = []applyStatement{
 
 	// An unknown employee of a created row is onboarded with the derived id
 	// (--unknown-employee create; the other policies never create a row of
-	// an unmapped reference). Before the records, which reference it. A
-	// plain INSERT: classify found these references unmapped, and under the
-	// partner lock (which imports take too) nothing can map them meanwhile;
-	// should one be mapped anyway, the primary key refuses the insert
-	// loudly. ON CONFLICT DO NOTHING, which only hid that, cost a
-	// speculative insertion per employee (about a third of this statement).
+	// an unmapped reference). Before the records, which reference it. The
+	// references come from emp, one row each, in the order of the index
+	// they go into; when every row of the file was created (@all_created:
+	// a first file), each unmapped reference has a created row, so
+	// classified is not read at all. A plain INSERT: classify found these
+	// references unmapped, and under the partner lock (which imports take
+	// too) nothing can map them meanwhile; should one be mapped anyway, the
+	// primary key refuses the insert loudly. ON CONFLICT DO NOTHING, which
+	// only hid that, cost a speculative insertion per employee (about a
+	// third of this statement).
 	{needs: created, sql: `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
-	-- DISTINCT in the C collation: a byte comparison, not the locale's
-	-- (the same references either way).
-	SELECT @partner, ref, derived_employee_id(@partner, ref), 'derived'
-	FROM (SELECT DISTINCT employee_ref COLLATE "C" AS ref FROM classified WHERE outcome = 'created' AND employee_id IS NULL) u`},
+	SELECT @partner, employee_ref, derived_id, 'derived'
+	FROM emp
+	WHERE kind IS NULL
+		AND (@all_created::boolean OR employee_ref IN (SELECT employee_ref FROM classified WHERE outcome = 'created'))
+	ORDER BY employee_ref COLLATE "C"`},
 
 	{needs: created, sql: `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,
 		pay_date, content_hash, last_seq, envelope_id, line)
