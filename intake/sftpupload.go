@@ -693,10 +693,12 @@ func (fs *partnerFS) receive(p *pending) error {
 	defer os.Remove(p.spool)
 	ctx, cancel := fs.bgCtx(30 * time.Minute)
 	defer cancel()
-	closing := time.Now()
+	// Submit writes the upload's one log line ("envelope received") with
+	// this session's logger.
 	res, err := fs.srv.cfg.Intake.Submit(ctx, Submission{
 		Partner: fs.partner, Name: name, Source: "sftp", Path: p.spool,
 		SHA256: sum, Size: size, ModTime: mtime, Stream: stream, Enqueue: fs.srv.cfg.Enqueue,
+		Log: fs.log, Started: p.started,
 	})
 	env := res.Received
 	if err != nil {
@@ -710,9 +712,6 @@ func (fs *partnerFS) receive(p *pending) error {
 	} else {
 		fs.srv.m.uploadStored.WithLabelValues("at_close").Inc()
 	}
-	fs.log.Info("upload received", "file", name, "envelope", env.ID, "status", env.Status,
-		"bytes", env.Size, "sha256", fmt.Sprintf("%x", env.SHA256), "replay_of", env.ReplayOf,
-		"duration", time.Since(p.started).Round(time.Millisecond), "close_duration", time.Since(closing).Round(time.Millisecond))
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/payintake/payintake/records"
@@ -43,6 +44,15 @@ type Submission struct {
 	// went away gets the stored outcome when it retries); ctx then bounds
 	// only the wait for another transaction's outcome.
 	Detach bool
+	// Log, when set, is the door's logger, carrying what it knows of the
+	// request (the SFTP connection, key, door and partner): the receipt's
+	// one log line ("envelope received") is written with it, so a door
+	// writes no line of its own for the same event. Nil: the Intake's, and
+	// the line names the partner itself.
+	Log *slog.Logger
+	// Started is when the door began taking the bytes (an upload's open);
+	// when set, the receipt's line gives the time since as duration.
+	Started time.Time
 }
 
 // Submitted is what Submit did with a submission.
@@ -70,6 +80,7 @@ var ErrNameMismatch = errors.New("this submission was first sent under another n
 //     idempotency_key_reuse; nothing is applied.
 func (in *Intake) Submit(ctx context.Context, s Submission) (Submitted, error) {
 	var res Submitted
+	start := time.Now()
 	wait := ctx
 	if s.Detach {
 		ctx = context.WithoutCancel(ctx)
@@ -81,8 +92,7 @@ func (in *Intake) Submit(ctx context.Context, s Submission) (Submitted, error) {
 	if err != nil {
 		return res, fmt.Errorf("receive %s: %w", s.Name, err)
 	}
-	in.Log.InfoContext(ctx, "envelope received", "envelope", got.ID, "partner", s.Partner, "file", got.FileName,
-		"status", got.Status, "bytes", got.Size, "source", s.Source)
+	in.logReceipt(ctx, s, got, start)
 	in.Metrics.Received(got)
 	res.Received, res.Outcome = got, got
 	if got.Status == records.StatusKeyReuse {
@@ -117,4 +127,25 @@ func (in *Intake) Submit(ctx context.Context, s Submission) (Submitted, error) {
 		res.Received = out
 	}
 	return res, nil
+}
+
+// logReceipt writes the one log line of a submission's receipt.
+func (in *Intake) logReceipt(ctx context.Context, s Submission, got records.Envelope, start time.Time) {
+	log := s.Log
+	attrs := make([]slog.Attr, 0, 10)
+	attrs = append(attrs, slog.Int64("envelope", got.ID))
+	if log == nil {
+		log = in.Log
+		attrs = append(attrs, slog.String("partner", s.Partner))
+	}
+	attrs = append(attrs, slog.String("file", got.FileName), slog.String("status", got.Status),
+		slog.Int64("bytes", got.Size), slog.String("source", s.Source), slog.String("sha256", fmt.Sprintf("%x", got.SHA256)))
+	if got.ReplayOf != 0 {
+		attrs = append(attrs, slog.Int64("replay_of", got.ReplayOf))
+	}
+	if !s.Started.IsZero() {
+		attrs = append(attrs, slog.Duration("duration", time.Since(s.Started).Round(time.Millisecond)))
+	}
+	attrs = append(attrs, slog.Duration("receive_duration", time.Since(start).Round(time.Millisecond)))
+	log.LogAttrs(ctx, slog.LevelInfo, "envelope received", attrs...)
 }

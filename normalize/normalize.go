@@ -51,6 +51,7 @@ const (
 	CodeInvalidRow          Code = "invalid_row"
 	CodeReplayTargetMissing Code = "replay_target_missing"
 	CodeNotReplayable       Code = "not_replayable"
+	CodeWebhookIDReuse      Code = "webhook_id_reuse"
 )
 
 // maxMoneyDigits bounds the digits of a money or hours value.

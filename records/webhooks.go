@@ -64,8 +64,11 @@ type WebhookAnswer struct {
 	// is the first one, verbatim.
 	Replayed bool
 	// BodyMismatch: the webhook-id was answered before for another body. The
-	// body was quarantined; the answer is empty, the caller answers.
+	// body was quarantined; the answer is empty, the caller answers with
+	// Refused: the reason kept in quarantine (code webhook_id_reuse), so the
+	// record and the answer say the same.
 	BodyMismatch bool
+	Refused      *normalize.RowError
 }
 
 // WebhookAnswerFunc gives the door's answer to what became of a delivery;
@@ -112,8 +115,9 @@ func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, answer We
 				return nil
 			}
 			ans.BodyMismatch = true
-			return quarantine(ctx, tx, d, normalize.RowError{Code: "webhook_id_reuse", Message: fmt.Sprintf(
-				"webhook-id %s was already delivered with a different body; nothing was applied: give every new message its own webhook-id", d.WebhookID)})
+			ans.Refused = &normalize.RowError{Code: normalize.CodeWebhookIDReuse, Message: fmt.Sprintf(
+				"webhook-id %s was already delivered with a different body; nothing was applied and this body was kept for audit: give every new message its own webhook-id", d.WebhookID)}
+			return quarantine(ctx, tx, d, *ans.Refused)
 		}
 		var res WebhookResult
 		switch {

@@ -106,15 +106,22 @@ func TestServeObservedJSON(t *testing.T) {
 	}
 
 	var upload, processed, httpLine map[string]any
+	receipts := 0 // one upload, one line: Submit's, with the SFTP session's attributes
 	for _, l := range logLines(t, stderr.String()) {
+		if l["file"] == "run-1.csv" && (l["msg"] == "envelope received" || l["msg"] == "upload received") {
+			receipts++
+		}
 		switch {
-		case l["msg"] == "upload received" && l["file"] == "run-1.csv":
+		case l["msg"] == "envelope received" && l["file"] == "run-1.csv":
 			upload = l
 		case l["msg"] == "envelope processed" && l["file"] == "run-1.csv":
 			processed = l
 		case l["msg"] == "http request" && l["request_id"] == rid:
 			httpLine = l
 		}
+	}
+	if receipts != 1 {
+		t.Errorf("the upload of run-1.csv was logged as received %d times, want once:\n%s", receipts, stderr)
 	}
 	for _, c := range []struct {
 		line map[string]any

@@ -74,8 +74,8 @@ func (a *API) postWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case ans.BodyMismatch:
-		writeProblem(w, newProblem(http.StatusUnprocessableEntity, "webhook_id_reuse",
-			"this webhook-id was already delivered with a different body; nothing was applied and the body was kept for audit: give every new message its own webhook-id"))
+		// The reason, as the quarantine record keeps it.
+		writeProblem(w, newProblem(http.StatusUnprocessableEntity, string(ans.Refused.Code), ans.Refused.Message))
 		return
 	case ans.Replayed:
 		w.Header().Set("Idempotent-Replayed", "true")

@@ -93,12 +93,20 @@ func TestWebhookDuplicateDelivery(t *testing.T) {
 		t.Fatalf("%d deliveries", n)
 	}
 	// The same webhook-id with another body is refused and quarantined.
-	wantProblem(t, e.hook("acme", "msg_dup", change("line-1", 2, "E001", "99.00")), http.StatusUnprocessableEntity, "webhook_id_reuse")
+	reuse := wantProblem(t, e.hook("acme", "msg_dup", change("line-1", 2, "E001", "99.00")), http.StatusUnprocessableEntity, "webhook_id_reuse")
 	if r := e.record("acme", "E001", "2026-03", "BASE"); r.Amount != "10.00" {
 		t.Fatalf("record %+v", r)
 	}
 	if n := e.count(`SELECT count(*) FROM webhook_quarantine WHERE code = 'webhook_id_reuse'`); n != 1 {
 		t.Fatalf("%d quarantined", n)
+	}
+	// The partner is told what the quarantine record says, in one wording.
+	var kept string
+	if err := e.st.Pool().QueryRow(e.ctx, `SELECT message FROM webhook_quarantine WHERE code = 'webhook_id_reuse'`).Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	if reuse["detail"] != kept || !strings.Contains(kept, "msg_dup") || !strings.Contains(kept, "kept for audit") {
+		t.Fatalf("problem detail %q, quarantine record %q: want one wording, naming the webhook-id", reuse["detail"], kept)
 	}
 }
 
