@@ -289,6 +289,45 @@ func TestApprovalAndRelock(t *testing.T) {
 	}
 }
 
+// TestRelockLeavesSettledVersionsOut: run 2 of a period leaves out the
+// versions run 1 settled, dead letters included (they are settled as
+// failed; `dispatch retry` is how they are sent again).
+func TestRelockLeavesSettledVersionsOut(t *testing.T) {
+	e := newEnv(t, Target{ChunkSize: 50, MaxAttempts: 3})
+	e.ingest("a.csv", payroll(3, "2026-11"))
+	e.v.script = func(n int, r vendorReq) answer {
+		return answer{status: 207, results: func(keys []string) []map[string]any {
+			var res []map[string]any
+			for i, k := range keys {
+				st := 200
+				if i == 0 {
+					st = 422
+				}
+				res = append(res, map[string]any{"key": k, "status": st, "detail": "x"})
+			}
+			return res
+		}}
+	}
+	e.lock("2026-11")
+	e.dispatch("2026-11")
+	if st := e.status("2026-11")[0]; st.Succeeded != 2 || st.Failed != 1 {
+		t.Fatalf("run 1: %+v, want 2 succeeded and 1 dead letter", st)
+	}
+	if _, err := e.store.UnlockPeriod(e.ctx, "acme", "2026-11", "lead", "check"); err != nil {
+		t.Fatal(err)
+	}
+	e.ingest("b.csv", csvHeader+"E0009,2026-11,BASE,10.00,USD\n")
+	e.lock("2026-11")
+	runs := e.dispatch("2026-11")
+	if len(runs) != 1 || runs[0].Number != 2 || runs[0].Total != 1 {
+		t.Fatalf("relock: runs %+v, want run 2 with only the new line", runs)
+	}
+	reqs := e.v.requests()
+	if len(reqs) != 2 || len(reqs[1].lines) != 1 || reqs[1].lines[0] != LineKey("acme", "emp_"+derived("acme", "E0009"), "2026-11", "BASE", 1) {
+		t.Fatalf("%d requests, want the first and one with only E0009's line", len(reqs))
+	}
+}
+
 func TestRequestHashConflictIsNotSent(t *testing.T) {
 	e := newEnv(t, Target{ChunkSize: 50, MaxAttempts: 3})
 	e.ingest("a.csv", payroll(3, "2026-11"))
@@ -386,6 +425,47 @@ func TestArchiveAfter90Days(t *testing.T) {
 	e.dispatch("2026-11")
 	if n := len(e.v.requests()); n != 1 {
 		t.Errorf("%d requests, want only the first", n)
+	}
+}
+
+// TestArchivedKeyInAPageIsNotSent: a page of due lines whose keys are
+// partly in the archive (and no longer in the ledger, so the page's COPY
+// succeeds) is taken again with a look-up: the archived keys are copied
+// back settled and not sent, the others are sent.
+func TestArchivedKeyInAPageIsNotSent(t *testing.T) {
+	e := newEnv(t, Target{ChunkSize: 50, MaxAttempts: 3})
+	e.ingest("a.csv", payroll(3, "2026-11"))
+	e.lock("2026-11")
+	e.dispatch("2026-11")
+	if n, err := e.d.Store().Archive(e.ctx, time.Now().Add(91*24*time.Hour)); err != nil || n != 3 {
+		t.Fatalf("archive at 91 days: %d, %v", n, err)
+	}
+	// The run's lines pending again (as if never recorded), and one key
+	// gone from the archive too: that one is new to the ledger.
+	var fresh string
+	if err := e.store.Pool().QueryRow(e.ctx, `DELETE FROM dispatch_ledger_archive
+		WHERE key = (SELECT min(key) FROM dispatch_ledger_archive) RETURNING key`).Scan(&fresh); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Pool().Exec(e.ctx, `UPDATE dispatch_due SET state = 'pending', key = NULL;
+		UPDATE dispatch_runs SET state = 'in_progress', settled = 0, completed_at = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	runs := e.dispatch("2026-11")
+	if len(runs) != 1 || runs[0].State != RunComplete || runs[0].Settled != 3 {
+		t.Fatalf("runs %+v, want one complete run of 3 settled lines", runs)
+	}
+	reqs := e.v.requests()
+	if len(reqs) != 2 || len(reqs[1].lines) != 1 || reqs[1].lines[0] != fresh {
+		t.Fatalf("%d requests (the last with %d lines), want the first and one with only %s", len(reqs), len(reqs[len(reqs)-1].lines), fresh)
+	}
+	var ledger, succeeded int
+	if err := e.store.Pool().QueryRow(e.ctx, `SELECT (SELECT count(*) FROM dispatch_ledger WHERE state = 'succeeded'),
+		(SELECT count(*) FROM dispatch_due WHERE state = 'succeeded')`).Scan(&ledger, &succeeded); err != nil {
+		t.Fatal(err)
+	}
+	if ledger != 3 || succeeded != 3 {
+		t.Errorf("%d ledger rows and %d due lines succeeded, want 3 and 3", ledger, succeeded)
 	}
 }
 

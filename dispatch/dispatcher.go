@@ -202,7 +202,7 @@ func (d *Dispatcher) run(ctx context.Context, r Run) (Run, error) {
 	pages := make(chan page, 1)
 	loaded := make(chan error, 1)
 	go func() {
-		loaded <- d.load(ctx, r, t.ChunkSize*d.cfg.ChunksPerPage, log, pages)
+		loaded <- d.load(ctx, r, t.ChunkSize, t.ChunkSize*d.cfg.ChunksPerPage, log, pages)
 		close(pages)
 	}()
 	var sendErr error
@@ -256,12 +256,16 @@ type page struct {
 // until none is left. Lines put back for a later chunk (a 207, a line
 // missing from one) come back in a later round; before it concludes that
 // nothing is left, it waits for every line handed out to be recorded and
-// looks once more from the start.
-func (d *Dispatcher) load(ctx context.Context, r Run, size int, log *slog.Logger, pages chan<- page) error {
+// looks once more from the start. The first page is one chunk, and each
+// next one twice the last up to size: the first request goes out as soon
+// as one chunk's ledger rows are written, not a whole page's.
+func (d *Dispatcher) load(ctx context.Context, r Run, chunk, size int, log *slog.Logger, pages chan<- page) error {
 	var from position
 	handed := false // lines handed out since the last barrier
+	next := min(chunk, size)
 	for {
-		lines, conflicts, settled, err := d.st.takePending(ctx, r, size, from)
+		lines, conflicts, settled, err := d.st.takePending(ctx, r, next, from)
+		next = min(2*next, size)
 		if err != nil {
 			return err
 		}
