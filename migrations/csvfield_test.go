@@ -103,21 +103,8 @@ func TestCSVFieldMatchesAppendResultCells(t *testing.T) {
 			inputs = append(inputs, "x"+string(r)+"x")
 		}
 	}
-	rows, err := db.Query(ctx, `SELECT csv_field(v) FROM unnest($1::text[]) WITH ORDINALITY AS u(v, i) ORDER BY i`, inputs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sql []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		sql = append(sql, s)
-	}
-	if err := rows.Err(); err != nil || len(sql) != len(inputs) {
-		t.Fatalf("csv_field over %d inputs: %d answers, %v", len(inputs), len(sql), err)
-	}
+	sql := texts(ctx, t, db, len(inputs), "csv_field",
+		`SELECT csv_field(v) FROM unnest($1::text[]) WITH ORDINALITY AS u(v, i) ORDER BY i`, inputs)
 	for i, in := range inputs {
 		got, ok := normalize.AppendResultCells(nil, in)
 		if !ok {

@@ -252,20 +252,5 @@ func resultLines(ctx context.Context, t *testing.T, db *pgxpool.Pool, cases []re
 	FROM unnest($1::integer[], $2::integer[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 		$9::text[], $10::text[], $11::text[], $12::text[]) WITH ORDINALITY AS u(l, r, o, e, ` + strings.Join(cols, ", ") + `, i)
 	ORDER BY i`
-	rs, err := db.Query(ctx, q, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for rs.Next() {
-		var s string
-		if err := rs.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rs.Err(); err != nil || len(out) != len(cases) {
-		t.Fatalf("result_line over %d lines: %d answers, %v", len(cases), len(out), err)
-	}
-	return out
+	return texts(ctx, t, db, len(cases), "result_line", q, args...)
 }

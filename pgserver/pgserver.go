@@ -28,6 +28,11 @@
 // has since finished, as recorded in DATA_DIR/postgres.owner), never a
 // cluster someone started by hand.
 //
+// The PostgreSQL binaries, and so the postmaster, inherit only stdin,
+// stdout and stderr: never a descriptor this process was given (a lock
+// held by `flock LOCKFILE command` would otherwise stay held by the
+// cluster for as long as it runs).
+//
 // Files in DATA_DIR: postgres/ (the cluster, with server.log and the
 // generated payintake.conf), postgres.lock, postgres.users, postgres.owner.
 package pgserver
