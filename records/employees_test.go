@@ -49,32 +49,48 @@ func TestEmployeeReferencesAreEnforced(t *testing.T) {
 }
 
 // Every record's employee has a mapping (migration 00030, checked per
-// statement; 00192): a statement of many records, one of whose employees
-// has none, is refused whole, whatever plan the check takes.
+// statement; 00192, 00235): a statement of many records, one of whose
+// employees has none, is refused whole, whatever plan the check takes —
+// also on a connection whose first records were a single one (the check is
+// planned for each statement's size, 00235).
 func TestRecordsOfManyEmployeesNeedMappings(t *testing.T) {
 	ctx := context.Background()
 	st := pgtest.Store(t)
 	if err := st.AddPartner(ctx, records.Partner{ID: "acme", Name: "acme", Currency: "USD"}); err != nil {
 		t.Fatal(err)
 	}
-	pool := st.Pool()
-	if _, err := pool.Exec(ctx, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+	conn, err := st.Pool().Acquire(ctx) // one connection: the check's plans are its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
 		SELECT 'acme', 'E' || i, 'W-' || i, 'import' FROM generate_series(1, 20000) i WHERE i <> 12345`); err != nil {
 		t.Fatal(err)
 	}
-	insert := func(n int) error {
-		_, err := pool.Exec(ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash)
-			SELECT 'acme', 'E' || i, '2026-11', c, 1, 'USD', '\x00' FROM generate_series(1, $1) i, unnest(ARRAY['BASE', 'BONUS']) c`, n)
+	insert := func(period string, n int) error {
+		_, err := conn.Exec(ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash)
+			SELECT 'acme', 'E' || i, $1, c, 1, 'USD', '\x00' FROM generate_series(1, $2) i, unnest(ARRAY['BASE', 'BONUS']) c`, period, n)
 		return err
 	}
+	// A statement of one employee first, as a webhook's change.
+	if err := insert("2026-10", 1); err != nil {
+		t.Fatalf("records of one mapped employee refused: %v", err)
+	}
 	var pe *pgconn.PgError
-	if err := insert(20000); !errors.As(err, &pe) || pe.Code != pgerrcode.ForeignKeyViolation || pe.Message != "record of acme/E12345 has no employee mapping" {
+	if err := insert("2026-11", 20000); !errors.As(err, &pe) || pe.Code != pgerrcode.ForeignKeyViolation || pe.Message != "record of acme/E12345 has no employee mapping" {
 		t.Errorf("records of 20,000 employees, E12345 unmapped: %v, want foreign_key_violation naming acme/E12345", err)
 	}
-	if n := pgtest.Count(ctx, t, st, `SELECT count(*) FROM records`); n != 0 {
+	if n := pgtest.Count(ctx, t, st, `SELECT count(*) FROM records WHERE pay_period = '2026-11'`); n != 0 {
 		t.Errorf("%d records stored by the refused statement, want 0", n)
 	}
-	if err := insert(12344); err != nil {
+	if err := insert("2026-11", 12344); err != nil {
 		t.Errorf("records of mapped employees refused: %v", err)
+	}
+	// And after those, the unmapped employee's one record alone.
+	_, err = conn.Exec(ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash)
+		VALUES ('acme', 'E12345', '2026-12', 'BASE', 1, 'USD', '\x00')`)
+	if !errors.As(err, &pe) || pe.Code != pgerrcode.ForeignKeyViolation || pe.Message != "record of acme/E12345 has no employee mapping" {
+		t.Errorf("the record of E12345 alone: %v, want foreign_key_violation naming acme/E12345", err)
 	}
 }
