@@ -38,3 +38,7 @@ func ClassifyForms() map[string]string {
 	}
 	return out
 }
+
+// ChunkSize is the most bytes one envelope_chunks row holds (the last
+// chunk of an envelope holds fewer).
+const ChunkSize = chunkSize
