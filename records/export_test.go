@@ -24,4 +24,4 @@ func LoadStatements(fsys fs.FS, fragments map[string]string) (map[string]string,
 
 // TempTables are the temporary tables the processing statements read
 // (classify.go, apply.go), in the order they are created.
-var TempTables = []string{stageDDL, classifiedDDL}
+var TempTables = []string{stageDDL, classifiedDDL, empRefsDDL}
