@@ -1,6 +1,7 @@
 package records
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
@@ -147,27 +148,22 @@ func (s *Store) process(ctx context.Context, id int64, plan Planner, skipBusyPar
 	return env, nil
 }
 
-// spool copies an envelope's bytes to a temporary file through tx, a chunk
-// at a time.
+// spool copies an envelope's bytes to a temporary file through tx (one
+// query, its chunks read as they come).
 func (s *Store) spool(ctx context.Context, tx pgx.Tx, id int64) (*os.File, error) {
 	f, err := os.CreateTemp(s.spoolDir, "payintake-envelope-*")
 	if err != nil {
 		return nil, fmt.Errorf("spool envelope %d: %w", id, err)
 	}
 	_ = os.Remove(f.Name()) // unlinked: the space is freed whatever happens
-	for n := int32(0); ; n++ {
-		var data []byte
-		err := tx.QueryRow(ctx, `SELECT data FROM envelope_chunks WHERE envelope_id = $1 AND n = $2`, id, n).Scan(&data)
-		if errors.Is(err, pgx.ErrNoRows) {
-			break
-		}
-		if err == nil {
-			_, err = f.Write(data)
-		}
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("spool envelope %d: %w", id, err)
-		}
+	w := bufio.NewWriterSize(f, readBatch)
+	err = copyEnvelopeBytes(ctx, tx, id, w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("spool envelope %d: %w", id, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		f.Close()

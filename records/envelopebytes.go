@@ -1,6 +1,7 @@
 package records
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -13,10 +14,26 @@ import (
 
 // Statements of envelopebytes.sql.
 var (
-	sqlEnvelopeChunk = query("EnvelopeChunk")
+	sqlEnvelopeChunks     = query("EnvelopeChunks")
+	sqlEnvelopeChunksFrom = query("EnvelopeChunksFrom")
 )
 
-const chunkSize = 1 << 20
+// An envelope's bytes are the rows of envelope_chunks numbered 0, 1, 2, …
+// in order. Since migration 00245 a row holds chunkSize bytes (the last one
+// fewer), in the table's own pages: STORAGE MAIN compresses a chunk in its
+// row (lz4) when that makes it smaller and never moves it out of line, so a
+// chunk is one heap tuple and one primary-key entry. A chunk of a payroll
+// CSV compresses to about half (two rows a page, as small as the TOASTed
+// 1 MiB chunks were); incompressible bytes take a page a chunk. Stored
+// before 00245, a chunk held 1 MiB, TOASTed into ~2 KB pieces each with an
+// index entry of its own: PostgreSQL spent about twice the CPU a byte (see
+// BENCHMARKS.md, SFTP upload speed). Readers take chunks of any size, by
+// their numbers, so envelopes of both layouts read the same.
+const chunkSize = 7400
+
+// readBatch is about how many bytes a reader of envelope bytes takes from
+// the database a query.
+const readBatch = 1 << 20
 
 func hashFile(path string) ([]byte, int64, error) {
 	f, err := os.Open(path)
@@ -40,7 +57,7 @@ func storeChunks(ctx context.Context, tx pgx.Tx, id int64, path string, size int
 		return fmt.Errorf("open received file: %w", err)
 	}
 	defer f.Close()
-	src := &chunkSource{id: id, r: f}
+	src := &chunkSource{id: id, r: bufio.NewReaderSize(f, readBatch), buf: make([]byte, chunkSize)}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"envelope_chunks"}, []string{"envelope_id", "n", "data"}, src); err != nil {
 		return fmt.Errorf("store envelope bytes: %w", err)
 	}
@@ -50,19 +67,21 @@ func storeChunks(ctx context.Context, tx pgx.Tx, id int64, path string, size int
 	return nil
 }
 
+// chunkSource reads the chunks into one buffer: CopyFrom encodes a row's
+// values before it asks for the next row.
 type chunkSource struct {
 	id    int64
 	r     io.Reader
 	n     int32
 	buf   []byte
+	cur   []byte
 	err   error
 	total int64
 }
 
 func (c *chunkSource) Next() bool {
-	c.buf = make([]byte, chunkSize)
 	k, err := io.ReadFull(c.r, c.buf)
-	c.buf = c.buf[:k]
+	c.cur = c.buf[:k]
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		if k == 0 {
 			return false
@@ -76,22 +95,68 @@ func (c *chunkSource) Next() bool {
 	return true
 }
 
-func (c *chunkSource) Values() ([]any, error) { return []any{c.id, c.n - 1, c.buf}, nil }
+func (c *chunkSource) Values() ([]any, error) { return []any{c.id, c.n - 1, c.cur}, nil }
 func (c *chunkSource) Err() error             { return c.err }
 
+// querier is a transaction or the pool.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// copyEnvelopeBytes writes the bytes of envelope id to w, its chunks in
+// order, with one query through q (rows are read as they come: one chunk
+// in memory at a time).
+func copyEnvelopeBytes(ctx context.Context, q querier, id int64, w io.Writer) error {
+	rows, err := q.Query(ctx, sqlEnvelopeChunks, id)
+	if err != nil {
+		return fmt.Errorf("read bytes of envelope %d: %w", id, err)
+	}
+	defer rows.Close()
+	var want int32
+	for rows.Next() {
+		data, err := chunkRow(rows, id, want)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(data); err != nil {
+			return fmt.Errorf("read bytes of envelope %d: %w", id, err)
+		}
+		want++
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read bytes of envelope %d: %w", id, err)
+	}
+	return nil
+}
+
+// chunkRow checks that the current row (n, data) is chunk want and returns
+// its bytes (valid until the next row is read).
+func chunkRow(rows pgx.Rows, id int64, want int32) ([]byte, error) {
+	var n int32
+	if err := rows.Scan(&n, nil); err != nil {
+		return nil, fmt.Errorf("read bytes of envelope %d: %w", id, err)
+	}
+	if n != want {
+		return nil, fmt.Errorf("read bytes of envelope %d: chunk %d is missing (the next stored is %d): its bytes are incomplete", id, want, n)
+	}
+	return rows.RawValues()[1], nil
+}
+
 // EnvelopeBytes returns a reader over the original bytes of an envelope,
-// fetched a chunk at a time on its own connection (for audit and
-// downloads; processing copies the bytes through its own transaction).
+// fetched about readBatch bytes a query on its own connection (for audit
+// and downloads; processing copies the bytes through its own transaction).
 func (s *Store) EnvelopeBytes(ctx context.Context, id int64) io.Reader {
-	return &chunkReader{ctx: ctx, s: s, id: id}
+	return &chunkReader{ctx: ctx, s: s, id: id, per: 1}
 }
 
 type chunkReader struct {
 	ctx  context.Context
 	s    *Store
 	id   int64
-	n    int32
-	buf  []byte
+	next int32  // the number of the next chunk to fetch
+	per  int    // chunks a query: 1 until the first chunk's size is known
+	buf  []byte // what is left of the last fetch
+	mem  []byte // the memory buf is taken from
 	done bool
 }
 
@@ -100,19 +165,45 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 		if r.done {
 			return 0, io.EOF
 		}
-		var data []byte
-		err := r.s.pool.QueryRow(r.ctx, sqlEnvelopeChunk, r.id, r.n).Scan(&data)
-		if errors.Is(err, pgx.ErrNoRows) {
-			r.done = true
-			continue
+		if err := r.fetch(); err != nil {
+			return 0, err
 		}
-		if err != nil {
-			return 0, fmt.Errorf("read bytes of envelope %d: %w", r.id, err)
-		}
-		r.buf = data
-		r.n++
 	}
 	k := copy(p, r.buf)
 	r.buf = r.buf[k:]
 	return k, nil
+}
+
+// fetch reads the next r.per chunks into r.buf.
+func (r *chunkReader) fetch() error {
+	rows, err := r.s.pool.Query(r.ctx, sqlEnvelopeChunksFrom, r.id, r.next, r.per)
+	if err != nil {
+		return fmt.Errorf("read bytes of envelope %d: %w", r.id, err)
+	}
+	defer rows.Close()
+	got, first := 0, 0
+	r.mem = r.mem[:0]
+	for rows.Next() {
+		data, err := chunkRow(rows, r.id, r.next)
+		if err != nil {
+			return err
+		}
+		if got == 0 {
+			first = len(data)
+		}
+		r.mem = append(r.mem, data...)
+		r.next++
+		got++
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read bytes of envelope %d: %w", r.id, err)
+	}
+	r.buf = r.mem
+	if got < r.per {
+		r.done = true
+	}
+	if first > 0 {
+		r.per = max(1, readBatch/first)
+	}
+	return nil
 }

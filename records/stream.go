@@ -11,9 +11,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// streamQueue is how many full chunks a stream holds for the database while
-// the upload goes on (memory per stream: streamQueue+1 chunks).
-const streamQueue = 4
+// A stream hands the bytes to its COPY in batches of streamBatch bytes
+// (whole chunks), and holds at most streamQueue full batches for the
+// database while the upload goes on (memory per stream: streamQueue+1
+// batches, about 5 MB).
+const (
+	streamBatch = 128 * chunkSize
+	streamQueue = 4
+)
 
 // Stream copies a file's bytes into envelope_chunks while they arrive, in
 // the transaction that Receive (with Incoming.Stream) then completes: the
@@ -32,7 +37,7 @@ type Stream struct {
 	cancel  context.CancelFunc
 	release func()
 
-	chunks    chan []byte
+	batches   chan []byte
 	buf       []byte
 	total     int64
 	copying   bool
@@ -57,7 +62,7 @@ func (s *Store) StartStream(ctx context.Context) (*Stream, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	st := &Stream{s: s, cancel: cancel, release: func() { <-s.streams },
-		chunks: make(chan []byte, streamQueue), done: make(chan struct{})}
+		batches: make(chan []byte, streamQueue), done: make(chan struct{})}
 	fail := func(err error) (*Stream, error) {
 		st.Abort()
 		return nil, err
@@ -80,7 +85,7 @@ func (s *Store) StartStream(ctx context.Context) (*Stream, error) {
 	st.copying = true
 	go func() {
 		defer close(st.done)
-		src := &streamSource{id: st.id, chunks: st.chunks, ctx: ctx}
+		src := &streamSource{id: st.id, batches: st.batches, ctx: ctx}
 		_, err := st.tx.CopyFrom(ctx, pgx.Identifier{"envelope_chunks"}, []string{"envelope_id", "n", "data"}, src)
 		if err != nil {
 			st.err = fmt.Errorf("stream upload bytes: %w", err)
@@ -94,13 +99,13 @@ func (s *Store) StartStream(ctx context.Context) (*Stream, error) {
 func (st *Stream) Write(p []byte) error {
 	for len(p) > 0 {
 		if st.buf == nil {
-			st.buf = make([]byte, 0, chunkSize)
+			st.buf = make([]byte, 0, streamBatch)
 		}
-		k := min(len(p), chunkSize-len(st.buf))
+		k := min(len(p), streamBatch-len(st.buf))
 		st.buf = append(st.buf, p[:k]...)
 		p = p[k:]
 		st.total += int64(k)
-		if len(st.buf) == chunkSize {
+		if len(st.buf) == streamBatch {
 			if err := st.send(); err != nil {
 				return err
 			}
@@ -111,7 +116,7 @@ func (st *Stream) Write(p []byte) error {
 
 func (st *Stream) send() error {
 	select {
-	case st.chunks <- st.buf:
+	case st.batches <- st.buf:
 		st.buf = nil
 		return nil
 	case <-st.done:
@@ -139,7 +144,7 @@ func (st *Stream) finish(size int64) error {
 			return err
 		}
 	}
-	st.once.Do(func() { close(st.chunks) })
+	st.once.Do(func() { close(st.batches) })
 	<-st.done
 	if st.err != nil {
 		return st.err
@@ -158,7 +163,7 @@ func (st *Stream) Abort() {
 	}
 	st.cancel()
 	if st.copying {
-		st.once.Do(func() { close(st.chunks) })
+		st.once.Do(func() { close(st.batches) })
 		<-st.done
 	}
 	if st.tx != nil {
@@ -171,29 +176,34 @@ func (st *Stream) Abort() {
 	st.cancel = nil
 }
 
-// streamSource feeds the chunks to COPY as they come.
+// streamSource feeds the batches to COPY as they come, a chunk a row.
 type streamSource struct {
-	ctx    context.Context
-	id     int64
-	chunks <-chan []byte
-	n      int32
-	cur    []byte
-	err    error
+	ctx     context.Context
+	id      int64
+	batches <-chan []byte
+	rest    []byte // what is left of the batch being copied
+	n       int32
+	cur     []byte
+	err     error
 }
 
 func (c *streamSource) Next() bool {
-	select {
-	case b, ok := <-c.chunks:
-		if !ok {
+	for len(c.rest) == 0 {
+		select {
+		case b, ok := <-c.batches:
+			if !ok {
+				return false
+			}
+			c.rest = b
+		case <-c.ctx.Done():
+			c.err = c.ctx.Err()
 			return false
 		}
-		c.cur = b
-		c.n++
-		return true
-	case <-c.ctx.Done():
-		c.err = c.ctx.Err()
-		return false
 	}
+	k := min(len(c.rest), chunkSize)
+	c.cur, c.rest = c.rest[:k], c.rest[k:]
+	c.n++
+	return true
 }
 
 func (c *streamSource) Values() ([]any, error) { return []any{c.id, c.n - 1, c.cur}, nil }

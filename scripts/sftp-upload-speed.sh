@@ -144,5 +144,5 @@ printf 'payintake (hashed and stored in PostgreSQL before the close is answered)
 printf 'openssh internal-sftp (written to a local file):                        median %.2f s (%.0f MB/s); runs: %s\n' \
 	"$t" "$(calc "$size_mb / $t")" "${theirs[*]}"
 printf 'payintake / openssh: %.2fx\n' "$(calc "$o / $t")"
-received=$(grep -c 'upload received' "$work/serve.log" || true)
+received=$(grep -c 'envelope received' "$work/serve.log" || true)
 [ "$received" = "$runs" ] || { echo "sftp-upload-speed: payintake received $received files, want $runs" >&2; exit 1; }

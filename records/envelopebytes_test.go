@@ -1,0 +1,163 @@
+package records_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/payintake/payintake/migrations"
+	"github.com/payintake/payintake/pgserver/pgtest"
+	"github.com/payintake/payintake/records"
+)
+
+// An envelope's bytes read back the same, by the download reader
+// (EnvelopeBytes) and by processing (the Planner's body), whether they were
+// stored in the layout of migration 00245 (rows of ChunkSize bytes in the
+// table's pages, compressed in the row when that helps) or before it (1 MiB
+// chunks, TOASTed); a missing chunk is an error, never a shorter file.
+func TestEnvelopeBytesOfBothLayouts(t *testing.T) {
+	st := pgtest.Store(t)
+	ctx := t.Context()
+	if err := st.AddPartner(ctx, records.Partner{ID: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	// Half payroll-like CSV (compresses), half random bytes (does not), not
+	// a whole number of chunks of either layout.
+	var b bytes.Buffer
+	b.WriteString("employee_ref,pay_period,component,amount,currency\n")
+	r := rand.New(rand.NewChaCha8([32]byte{1}))
+	for e := 1; b.Len() < 3<<19; e++ {
+		for _, c := range []string{"BASE", "OVERTIME", "BONUS", "HEALTH_INS"} {
+			fmt.Fprintf(&b, "E%07d,2026-11,%s,%d.%02d,EUR\n", e, c, r.IntN(1e4), r.IntN(100))
+		}
+	}
+	noise := make([]byte, 3<<19+12345)
+	for i := range noise {
+		noise[i] = byte(r.Uint32())
+	}
+	b.Write(noise)
+	data := b.Bytes()
+
+	var n int
+	count := func(q string, args ...any) int {
+		t.Helper()
+		if err := st.Pool().QueryRow(ctx, q, args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	var toast string
+	if err := st.Pool().QueryRow(ctx, `SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = 'envelope_chunks'::regclass`).Scan(&toast); err != nil {
+		t.Fatal(err)
+	}
+	receive := func(name string) records.Envelope {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		env, err := st.Receive(ctx, records.Incoming{PartnerID: "acme", FileName: name, Source: "cli", Path: path,
+			SHA256: sum[:], Size: int64(len(data))}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	// check reads env's bytes both ways.
+	check := func(what string, env records.Envelope) {
+		t.Helper()
+		got, err := io.ReadAll(st.EnvelopeBytes(ctx, env.ID))
+		if err != nil {
+			t.Fatalf("%s: EnvelopeBytes: %v", what, err)
+		}
+		if !bytes.Equal(got, data) {
+			t.Fatalf("%s: EnvelopeBytes read %d bytes, not the %d stored", what, len(got), len(data))
+		}
+		var body []byte
+		if _, err := st.Process(ctx, env.ID, func(_ context.Context, _ records.Envelope, _ records.Partner, r io.Reader) (records.Plan, error) {
+			var err error
+			body, err = io.ReadAll(r)
+			return records.Plan{Rows: &rowSource{}}, err
+		}); err != nil {
+			t.Fatalf("%s: process: %v", what, err)
+		}
+		if !bytes.Equal(body, data) {
+			t.Fatalf("%s: processing read %d bytes, not the %d stored", what, len(body), len(data))
+		}
+	}
+
+	// The layout of 00245: a row a chunk, nothing TOASTed, the CSV chunks
+	// compressed in their rows (two a page).
+	a := receive("a.csv")
+	if got, want := count(`SELECT count(*) FROM envelope_chunks WHERE envelope_id = $1`, a.ID), (len(data)+records.ChunkSize-1)/records.ChunkSize; got != want {
+		t.Fatalf("%d chunks stored, want %d", got, want)
+	}
+	if got := count(`SELECT max(octet_length(data)) FROM envelope_chunks WHERE envelope_id = $1`, a.ID); got != records.ChunkSize {
+		t.Fatalf("largest chunk %d bytes, want %d", got, records.ChunkSize)
+	}
+	if got := count(`SELECT count(*) FROM ` + toast); got != 0 {
+		t.Fatalf("%d TOAST rows: chunks were moved out of their rows", got)
+	}
+	compressed := count(`SELECT count(*) FROM envelope_chunks WHERE envelope_id = $1 AND pg_column_compression(data) IS NOT NULL`, a.ID)
+	csvChunks := (3 << 19) / records.ChunkSize
+	if compressed < csvChunks {
+		t.Fatalf("%d chunks compressed in their rows, want the CSV's %d at least", compressed, csvChunks)
+	}
+	pages := count(`SELECT count(DISTINCT (ctid::text::point)[0]) FROM envelope_chunks WHERE envelope_id = $1 AND pg_column_compression(data) IS NOT NULL`, a.ID)
+	if pages > (compressed+1)/2 {
+		t.Fatalf("%d compressed chunks take %d pages, want two a page", compressed, pages)
+	}
+	check("00245 layout", a)
+
+	// The layout before 00245: the same bytes in 1 MiB chunks, TOASTed.
+	old := receive("old.csv")
+	p, err := goose.NewProvider(goose.DialectPostgres, stdlib.OpenDBFromPool(st.Pool()), migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 244); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `DELETE FROM envelope_chunks WHERE envelope_id = $1`, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i*(1<<20) < len(data); i++ {
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO envelope_chunks (envelope_id, n, data) VALUES ($1, $2, $3)`,
+			old.ID, i, data[i<<20:min(len(data), (i+1)<<20)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(`SELECT count(*) FROM ` + toast); got == 0 {
+		t.Fatal("no TOAST rows: the old layout was not made")
+	}
+	check("layout before 00245", old)
+
+	// A chunk missing in the middle: both readers say so.
+	gap := receive("gap.csv")
+	if _, err := st.Pool().Exec(ctx, `DELETE FROM envelope_chunks WHERE envelope_id = $1 AND n = 200`, gap.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(st.EnvelopeBytes(ctx, gap.ID)); err == nil || !strings.Contains(err.Error(), "chunk 200 is missing") {
+		t.Fatalf("EnvelopeBytes with chunk 200 missing: %v, want an error naming it", err)
+	}
+	if _, err := st.Process(ctx, gap.ID, func(_ context.Context, _ records.Envelope, _ records.Partner, r io.Reader) (records.Plan, error) {
+		_, err := io.ReadAll(r)
+		return records.Plan{Rows: &rowSource{}}, err
+	}); err == nil || !strings.Contains(err.Error(), "chunk 200 is missing") {
+		t.Fatalf("processing with chunk 200 missing: %v, want an error naming it", err)
+	}
+}
