@@ -116,6 +116,18 @@ func TestApplyStatements(t *testing.T) {
 				}
 			},
 		},
+		"onboard: a first file's employees, not those of its invalid rows": {
+			files: []file{{rows: []records.StagedRow{row("E1", "1.00"), invalid("E3", "invalid_amount", "amount", "bad amount")}}},
+			check: func(t *testing.T, h *storeHarness, s sent) {
+				if n := pgtest.Count(ctx, t, h.st, `SELECT count(*) FROM employees
+					WHERE partner_id = 'acme' AND source = 'derived' AND employee_id = derived_employee_id('acme', employee_ref)`); n != 1 {
+					t.Errorf("%d derived employees, want 1 (E1)", n)
+				}
+				if n := pgtest.Count(ctx, t, h.st, `SELECT count(*) FROM employees WHERE employee_ref = 'E3'`); n != 0 {
+					t.Errorf("the invalid row's employee E3 was onboarded")
+				}
+			},
+		},
 		"onboard: a mapped employee keeps its mapping": {
 			unknownEmployee: records.UnknownReject,
 			files:           []file{{rows: []records.StagedRow{row("E1", "1.00")}}},

@@ -47,6 +47,12 @@ func row(ref, amount string) records.StagedRow {
 	return records.StagedRow{EmployeeRef: ref, PayPeriod: period, Component: "BASE", Amount: amount, Currency: "USD", Hash: h[:]}
 }
 
+// inPeriod is r in pay period p.
+func inPeriod(r records.StagedRow, p string) records.StagedRow {
+	r.PayPeriod = p
+	return r
+}
+
 // invalid is a row normalize rejected: no normalised values, its raw cells
 // (echoed in the result) in the D* fields.
 func invalid(ref, code, field, msg string) records.StagedRow {
@@ -278,6 +284,26 @@ func TestClassificationBranches(t *testing.T) {
 		"created: all-or-nothing with every row valid applies them all": {
 			file: file{allOrNothing: true, rows: []records.StagedRow{row("E1", "1.00"), row("E2", "2.00")}},
 			want: []want{{"created", "", ""}, {"created", "", ""}}, records: 2,
+		},
+		// A pure first file (no record and no lock of the partner in its
+		// periods) is applied straight from the staged rows
+		// (intake.TestPureFirstFileMatchesClassify compares both paths).
+		"created: a new period beside a stored one": {
+			before: func(t *testing.T, h *storeHarness) {
+				h.send(t, file{rows: []records.StagedRow{inPeriod(row("E1", "100.00"), "2026-10")}})
+			},
+			file: file{rows: []records.StagedRow{row("E1", "100.00"), invalid("E2", "bad_date", "pay_date", "no such date")}},
+			want: []want{{"created", "", ""}, {"rejected", "bad_date", "pay_date"}}, records: 2,
+		},
+		"created: a new key in a period that has records": {
+			before: func(t *testing.T, h *storeHarness) { h.send(t, file{rows: []records.StagedRow{row("E1", "100.00")}}) },
+			file:   file{rows: []records.StagedRow{row("E2", "100.00"), inPeriod(row("E2", "5.00"), "2026-12")}},
+			want:   []want{{"created", "", ""}, {"created", "", ""}}, records: 3,
+		},
+		"rejected: every row invalid": {
+			file:    file{rows: []records.StagedRow{invalid("E1", "bad_date", "pay_date", "no such date"), invalid("E2", "too_many_decimals", "amount", "3 decimals")}},
+			want:    []want{{"rejected", "bad_date", "pay_date"}, {"rejected", "too_many_decimals", "amount"}},
+			message: "no such date", records: 0,
 		},
 		"rejected: a file with no rows, as a whole (row 0)": {
 			file: file{rows: nil},

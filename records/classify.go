@@ -232,6 +232,28 @@ func unchanged(c map[string]int, seq bool) bool { return seq && c[string(Outcome
 func created(c map[string]int, _ bool) bool     { return c[string(OutcomeCreated)] > 0 }
 func held(c map[string]int, _ bool) bool        { return c[string(OutcomeHeld)] > 0 }
 
+// onboardSQL onboards the unknown employees of emp that have a created row
+// (see applySQL): those of created rows of classified, or, with created
+// empty, all of them (each has a created row: a pure first file,
+// applyStaged, which has no classified).
+func onboardSQL(created string) string {
+	return `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+	SELECT @partner, employee_ref, derived_id, 'derived'
+	FROM emp
+	WHERE kind IS NULL` + created + `
+	ORDER BY employee_ref COLLATE "C"`
+}
+
+// insertRecordsSQL inserts the created rows of from (a table and its
+// condition): classified's, or a pure first file's straight from stage.
+func insertRecordsSQL(from string) string {
+	return `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,
+		pay_date, content_hash, last_seq, envelope_id, line)
+	SELECT @partner, employee_ref, pay_period, component, amount, currency, hours, rate,
+		pay_date, content_hash, @seq::bigint, @env::bigint, nullif(line, 0)
+	FROM ` + from
+}
+
 // applySQL writes the effects of the classified rows, in order.
 var applySQL = []applyStatement{
 	// History: the version being replaced, before it is replaced.
@@ -267,18 +289,10 @@ var applySQL = []applyStatement{
 	// primary key refuses the insert loudly. ON CONFLICT DO NOTHING, which
 	// only hid that, cost a speculative insertion per employee (about a
 	// third of this statement).
-	{needs: created, sql: `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
-	SELECT @partner, employee_ref, derived_id, 'derived'
-	FROM emp
-	WHERE kind IS NULL
-		AND (@all_created::boolean OR employee_ref IN (SELECT employee_ref FROM classified WHERE outcome = 'created'))
-	ORDER BY employee_ref COLLATE "C"`},
+	{needs: created, sql: onboardSQL(`
+		AND (@all_created::boolean OR employee_ref IN (SELECT employee_ref FROM classified WHERE outcome = 'created'))`)},
 
-	{needs: created, sql: `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, hours, rate,
-		pay_date, content_hash, last_seq, envelope_id, line)
-	SELECT @partner, employee_ref, pay_period, component, amount, currency, hours, rate,
-		pay_date, content_hash, @seq::bigint, @env::bigint, nullif(line, 0)
-	FROM classified WHERE outcome = 'created'`},
+	{needs: created, sql: insertRecordsSQL(`classified WHERE outcome = 'created'`)},
 
 	// One open exception per record: a different proposal supersedes the open one ...
 	{needs: held, sql: `UPDATE exceptions e SET status = 'superseded', decided_at = now(),

@@ -1,0 +1,251 @@
+package intake_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/payintake/payintake/bench"
+	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/pgserver/pgtest"
+	"github.com/payintake/payintake/records"
+)
+
+// classifyCounter counts the store's classify statements (INSERT INTO
+// classified): a pure first file runs none.
+type classifyCounter struct{ n atomic.Int64 }
+
+func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, "INSERT INTO classified") {
+		c.n.Add(1)
+	}
+	return ctx
+}
+
+func (c *classifyCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// messyRows are data rows (CRLF line ends) of one period: messy valid
+// values, non-ASCII and invisible characters, formula-looking cells, a
+// quoted cell with a line break, and invalid rows of several kinds.
+func messyRows(period string) string {
+	return strings.Join([]string{
+		` E1 ,` + period + `,base,"$1,234.50",usd,,,2026-11-30`,
+		`Zoë-7,` + period + `,BONUS, 250.00 ,USD,,,`,
+		"\u00a0E8\u00a0," + period + ",BASE,100,USD,,,",
+		`"=HYPERLINK(""http://x"")",` + period + `,BASE,10.00,USD,,,`,
+		`E2,` + period + `,BASE,=1+1,USD,,,`,
+		`E3,` + period + `,BASE,12.345,USD,,,`,
+		`E4,` + period + `,OVERTIME,375.00,USD,10.5,35.7143,`,
+		"E5," + period + ",BASE,\"12\r\n00\",USD,,,",
+		`E6,` + period + `,DEDUCTION,(50.00),USD,,,`,
+		`E7,13/2026,BASE,1.00,USD,,,`,
+		`E9,` + period + `,BASE,1.00,usd,,,2026-02-30`,
+		`@E10,` + period + `,BASE,1.00,USD,,,`,
+		`E11,` + period + `,BONUS,-5,USD,,,`,
+		"E12," + period + ",\u200bBASE,1.00,USD,,,",
+		"\u202eE13," + period + ",BASE,\u00a01.00,€,,,",
+		`+E14,` + period + `,BASE, -3.00,USD,,,`,
+	}, "\r\n") + "\r\n"
+}
+
+const firstFileHeader = "employee_ref,pay_period,component,amount,currency,hours,rate,pay_date\r\n"
+
+// cleanRows are valid rows of employees E1..E6 in period.
+func cleanRows(period string) string {
+	var b strings.Builder
+	for i := 1; i <= 6; i++ {
+		fmt.Fprintf(&b, "E%d,%s,BASE,%d.50,USD,,,\r\nE%d,%s,BONUS,%d,usd,,,\r\n", i, period, 1000+i, i, period, 10*i)
+	}
+	return b.String()
+}
+
+// A pure first file (every valid row certain to be created: no record
+// and no lock in its periods, no repeated key, no employee rejected,
+// taken or held, the file not rejected whole) skips classify and is
+// applied and answered straight from the staged rows. Each file here goes
+// to two databases that differ only in where one earlier record is: in
+// another period (a, where the file is a pure first file) or in the
+// file's own (b, where classify decides). The result files must be the
+// same bytes and the tables the same, row for row.
+func TestPureFirstFileMatchesClassify(t *testing.T) {
+	generated := func(rows int) string {
+		var b bytes.Buffer
+		if _, err := (bench.File{Rows: rows, Offset: 1}).WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	mapped := []string{"E1", "E2", "E3", "E4", "E5", "E6"}
+	for name, tc := range map[string]struct {
+		partner records.Partner
+		mapped  []string // employee_refs imported before the files
+		before  func(f *fixture)
+		file    string
+		period  string // the file's first period
+		pure    bool   // whether database a takes the pure first file path
+	}{
+		"invalid rows, CRLF, non-ASCII, formula cells": {file: firstFileHeader + messyRows("2026-11"), pure: true},
+		"a sequence number": {
+			partner: records.Partner{FilePattern: `^pay-(?P<seq>[0-9]+)\.csv$`},
+			file:    firstFileHeader + messyRows("2026-11"), pure: true,
+		},
+		"two periods, semicolons, a byte order mark": {
+			file: "\ufeff" + strings.ReplaceAll(firstFileHeader+cleanRows("2026-10")+cleanRows("2026-11"), ",", ";"), pure: true,
+		},
+		"a generated export of 20,000 rows": {file: generated(20000), period: "2026-03", pure: true},
+		"a key twice": {
+			file: firstFileHeader + messyRows("2026-11") + "E1,2026-11,BASE,1.00,USD,,,\r\n",
+		},
+		"all-or-nothing, every row valid": {
+			partner: records.Partner{Mode: records.ModeAllOrNothing},
+			file:    firstFileHeader + cleanRows("2026-11"), pure: true,
+		},
+		"all-or-nothing, invalid rows": {
+			partner: records.Partner{Mode: records.ModeAllOrNothing},
+			file:    firstFileHeader + messyRows("2026-11"),
+		},
+		"unknown employees rejected, every employee mapped": {
+			partner: records.Partner{UnknownEmployee: records.UnknownReject}, mapped: mapped,
+			file: firstFileHeader + cleanRows("2026-11"), pure: true,
+		},
+		"unknown employees rejected, one not mapped": {
+			partner: records.Partner{UnknownEmployee: records.UnknownReject}, mapped: mapped[1:],
+			file: firstFileHeader + cleanRows("2026-11"),
+		},
+		"unknown employees rejected, all-or-nothing, one not mapped": {
+			partner: records.Partner{UnknownEmployee: records.UnknownReject, Mode: records.ModeAllOrNothing}, mapped: mapped[1:],
+			file: firstFileHeader + cleanRows("2026-11"),
+		},
+		"unknown employees held, every employee mapped": {
+			partner: records.Partner{UnknownEmployee: records.UnknownHold}, mapped: mapped,
+			file: firstFileHeader + cleanRows("2026-11"), pure: true,
+		},
+		"unknown employees held, one not mapped": {
+			partner: records.Partner{UnknownEmployee: records.UnknownHold}, mapped: mapped[1:],
+			file: firstFileHeader + cleanRows("2026-11"),
+		},
+		"the id an unknown employee would get is taken": {
+			before: func(f *fixture) {
+				f.exec(`INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+					VALUES ($1, 'OTHER', derived_employee_id($1, 'E3'), 'derived')`, f.partner)
+			},
+			file: firstFileHeader + cleanRows("2026-11"),
+		},
+		"the period is closed": {
+			before: func(f *fixture) {
+				if _, err := f.store.LockPeriod(f.ctx, f.partner, "2026-11", records.LockApproved, "ops"); err != nil {
+					f.t.Fatal(err)
+				}
+			},
+			file: firstFileHeader + cleanRows("2026-11"),
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if tc.period == "" {
+				tc.period = "2026-11"
+			}
+			// a: the earlier record in another period; b: in the file's.
+			a, ca := firstFileFixture(t, tc.partner, tc.mapped, "2025-01")
+			b, cb := firstFileFixture(t, tc.partner, tc.mapped, tc.period)
+			var outs [2]records.Envelope
+			for i, f := range []*fixture{a, b} {
+				if tc.before != nil {
+					tc.before(f)
+				}
+				_, outs[i] = f.ingest("pay-7.csv", tc.file)
+			}
+			if n := ca.n.Load(); (n == 0) != tc.pure {
+				t.Errorf("database a ran classify %d time(s); want the pure first file path %v", n, tc.pure)
+			}
+			if n := cb.n.Load(); n == 0 {
+				t.Errorf("database b did not run classify")
+			}
+			ra, rb := a.result(outs[0]), b.result(outs[1])
+			if ra != rb {
+				t.Errorf("result files differ:\npure first file:\n%s\nclassify:\n%s", ra, rb)
+			}
+			if !strings.Contains(ra, ",created,") && tc.pure {
+				t.Errorf("no row created:\n%s", ra)
+			}
+			ea, eb := firstFileEffects(a, outs[0].ID), firstFileEffects(b, outs[1].ID)
+			for _, k := range []string{"envelope", "records", "employees", "exceptions", "history"} {
+				if ea[k] != eb[k] {
+					t.Errorf("%s differ:\npure first file: %s\nclassify:        %s", k, ea[k], eb[k])
+				}
+			}
+			t.Logf("%s; %d result bytes", ea["envelope"], len(ra))
+		})
+	}
+}
+
+// firstFileFixture is a database with partner acme (p), the employees
+// mapped, and one record of employee PRIOR in period, from an earlier
+// file; its classifyCounter counts from then on.
+func firstFileFixture(t *testing.T, p records.Partner, mapped []string, period string) (*fixture, *classifyCounter) {
+	t.Helper()
+	ctx := context.Background()
+	c := &classifyCounter{}
+	st, err := records.Open(ctx, pgtest.New(t), records.Options{SecretKeys: pgtest.TestSecretKeys, QueryTracer: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	p.ID = "acme"
+	if err := st.AddPartner(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	m := []records.EmployeeMapping{{Line: 2, EmployeeRef: "PRIOR", EmployeeID: "W-PRIOR"}}
+	for i, ref := range mapped {
+		m = append(m, records.EmployeeMapping{Line: i + 3, EmployeeRef: ref, EmployeeID: "W-" + ref})
+	}
+	if _, err := st.ImportEmployees(ctx, p.ID, m); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: ctx, store: st, in: intake.New(st, nil), partner: p.ID, dir: t.TempDir()}
+	_, out := f.ingest("pay-1.csv", "employee_ref,pay_period,component,amount,currency\nPRIOR,"+period+",BASE,1.00,USD\n")
+	if out.Counts["created"] != 1 {
+		t.Fatalf("earlier file: %v", out.Counts)
+	}
+	c.n.Store(0)
+	return f, c
+}
+
+// firstFileEffects reads back what envelope env did: the envelope's
+// outcome, and every row of the tables it writes but the earlier file's
+// record (ids and clock times left out, the rest in a fixed order).
+func firstFileEffects(f *fixture, env int64) map[string]string {
+	f.t.Helper()
+	out := map[string]string{}
+	for k, q := range map[string]string{
+		"envelope": `SELECT jsonb_build_object('status', status, 'counts', counts, 'seq', seq, 'result_size', result_size)
+			FROM envelopes WHERE id = $1`,
+		"records": `SELECT jsonb_agg(to_jsonb(r) - 'id' - 'created_at' - 'updated_at' - 'locked_at'
+			ORDER BY pay_period, employee_ref, component) FROM records r WHERE employee_ref <> 'PRIOR'`,
+		"employees":  `SELECT jsonb_agg(to_jsonb(e) - 'created_at' ORDER BY employee_ref) FROM employees e`,
+		"exceptions": `SELECT jsonb_agg(to_jsonb(x) - 'id' - 'created_at' - 'record_id' ORDER BY row_no) FROM exceptions x`,
+		"history":    `SELECT jsonb_agg(to_jsonb(h) - 'record_id' - 'written_at' - 'replaced_at') FROM record_history h`,
+	} {
+		var args []any
+		if k == "envelope" {
+			args = append(args, env)
+		}
+		var v []byte
+		if err := f.store.Pool().QueryRow(f.ctx, q, args...).Scan(&v); err != nil {
+			f.t.Fatalf("%s: %v", k, err)
+		}
+		out[k] = string(v)
+	}
+	return out
+}
+
+func (f *fixture) exec(sql string, args ...any) {
+	f.t.Helper()
+	if _, err := f.store.Pool().Exec(f.ctx, sql, args...); err != nil {
+		f.t.Fatalf("%s: %v", sql, err)
+	}
+}
