@@ -25,7 +25,7 @@ func LoadStatements(fsys fs.FS, fragments map[string]string) (map[string]string,
 
 // TempTables are the temporary tables the processing statements read
 // (classify.go, apply.go), in the order they are created.
-var TempTables = []string{stageDDL, classifiedDDL, employeesDDL}
+var TempTables = []string{stageDDL, classifiedDDL, empRefsDDL, employeesDDL}
 
 // ClassifyForms returns every form of classify's statement (duplicate
 // check and joins), by a name saying which.
