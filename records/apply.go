@@ -2,6 +2,7 @@ package records
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -270,6 +271,17 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 		return fmt.Errorf("analyze stage: %w", err)
 	}
 
+	// The file's distinct employee references, for onboarding (empRefsSQL).
+	useRefs := src.refs.list != nil
+	if useRefs {
+		if _, err := tx.Exec(ctx, empRefsDDL); err != nil {
+			return fmt.Errorf("create emp_refs: %w", err)
+		}
+		if err := copyText(ctx, tx.Conn(), "emp_refs", "employee_ref", &refsReader{refs: src.refs.list}); err != nil {
+			return fmt.Errorf("copy employee references: %w", err)
+		}
+	}
+
 	ff := firstFile{periods: src.periods, valid: src.count - src.rejected, rejected: src.rejected,
 		repeats: repeatsUnknown}
 	cands := src.keys.candidates()
@@ -287,7 +299,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	}
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID,
 		"by": fmt.Sprintf("envelope %d", env.ID), "file_rejected": fileRejected, "all_or_nothing": pl.AllOrNothing,
-		"header": ResultHeader, "dup_candidates": cands}
+		"header": ResultHeader, "dup_candidates": cands, "emp_refs": useRefs}
 	counts, err := applyStaged(ctx, tx, args, ff, env.Seq != nil)
 	if err != nil {
 		return err
@@ -531,7 +543,11 @@ func lookUpEmployees(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (int64,
 	if _, err := tx.Exec(ctx, employeesDDL); err != nil {
 		return 0, fmt.Errorf("create emp: %w", err)
 	}
-	tag, err := tx.Exec(ctx, employeesSQL, args)
+	empSQL := employeesSQL
+	if refs, _ := args["emp_refs"].(bool); refs {
+		empSQL = empRefsSQL
+	}
+	tag, err := tx.Exec(ctx, empSQL, args)
 	if err != nil {
 		return 0, fmt.Errorf("look up employees: %w", err)
 	}
@@ -655,6 +671,7 @@ type stageSource struct {
 	count    int
 	rejected int
 	keys     keyFilter // the valid rows' natural keys seen so far, valid once done is closed
+	refs     empRefs   // the valid rows' distinct employee references, valid once done is closed
 	periods  periodSet // the valid rows' pay periods, valid once done is closed
 }
 
@@ -690,6 +707,7 @@ func (s *stageSource) produce(rows RowSource) {
 		} else {
 			kh = keyHash(&r)
 			s.keys.add(kh)
+			s.refs.add(r.EmployeeRef)
 			s.periods.add(r.PayPeriod)
 		}
 		buf = appendStageRow(buf, &r, kh)
@@ -832,6 +850,63 @@ func (f *keyFilter) candidates() []int64 {
 		c = append(c, int64(h))
 	}
 	return c
+}
+
+// empRefs collects, while rows are staged, the distinct employee_refs of
+// the valid rows in the order first seen, so that onboarding (empRefsSQL)
+// reads one row per employee instead of grouping every staged row. Rows of
+// one employee usually come together, so most rows are matched against the
+// previous reference alone. Memory is bounded: past empRefsMax references
+// the list is dropped (list nil) and onboarding groups the staged rows as
+// before; the 182,062 references of the bench's 1,000,000-row file raised
+// its peak RSS by 3-9 MB (64 to 67-73 MB).
+type empRefs struct {
+	list []string
+	seen map[string]struct{}
+	last string
+	over bool
+}
+
+const empRefsMax = 1 << 18
+
+func (e *empRefs) add(ref string) {
+	if e.over || (ref == e.last && e.list != nil) {
+		return
+	}
+	if _, ok := e.seen[ref]; ok {
+		return
+	}
+	if len(e.list) == empRefsMax {
+		e.over, e.list, e.seen, e.last = true, nil, nil, ""
+		return
+	}
+	if e.seen == nil {
+		e.seen = map[string]struct{}{}
+		e.list = make([]string, 0, 1024)
+	}
+	ref = strings.Clone(ref) // a row's strings may share its line's memory
+	e.seen[ref] = struct{}{}
+	e.list = append(e.list, ref)
+	e.last = ref
+}
+
+// refsReader gives COPY the references as text format, one a line, encoded
+// as it reads.
+type refsReader struct {
+	refs []string
+	buf  bytes.Buffer
+}
+
+func (r *refsReader) Read(p []byte) (int, error) {
+	for r.buf.Len() < len(p) && len(r.refs) > 0 {
+		b := appendCopyText(r.buf.AvailableBuffer(), r.refs[0])
+		r.buf.Write(append(b, '\n'))
+		r.refs = r.refs[1:]
+	}
+	if r.buf.Len() == 0 {
+		return 0, io.EOF
+	}
+	return r.buf.Read(p)
 }
 
 // keyHash hashes a row's natural key for duplicate detection within one file.

@@ -28,6 +28,9 @@ const dupLinesShown = "5"
 // emp empty, so classify joins nothing for them. It is a table rather than
 // a CTE of classify so that onboarding takes the references from it (one
 // row each) instead of sorting every created row of classified for them.
+//
+// A file's rows come with their distinct references already (empRefsSQL);
+// a webhook's change and a replay's legs are grouped from stage.
 const employeesSQL = `INSERT INTO emp (employee_ref, derived_id, kind)
 SELECT u.employee_ref, d.id,
 	CASE
@@ -35,10 +38,33 @@ SELECT u.employee_ref, d.id,
 		WHEN pol.policy = 'reject' THEN 'unknown_rejected'
 		WHEN pol.policy = 'hold' THEN 'unknown_held'
 	END
-FROM (SELECT DISTINCT employee_ref FROM stage WHERE code IS NULL) u
+FROM (SELECT DISTINCT employee_ref FROM stage WHERE code IS NULL) u` + employeesTail
+
+// empRefsSQL is employeesSQL for a file's rows, whose distinct references
+// stageSource collected while staging them (empRefs) and processing copied
+// into emp_refs (empRefsDDL): no grouping of every staged row (1,000,000
+// rows of a file for its 182,062 employees), and a resubmission, whose
+// employees are all mapped, anti-joins one row per employee with the
+// mappings instead of every row.
+const empRefsSQL = `INSERT INTO emp (employee_ref, derived_id, kind)
+SELECT u.employee_ref, d.id,
+	CASE
+		WHEN EXISTS (SELECT 1 FROM employees t WHERE t.employee_id = d.id) THEN 'employee_taken'
+		WHEN pol.policy = 'reject' THEN 'unknown_rejected'
+		WHEN pol.policy = 'hold' THEN 'unknown_held'
+	END
+FROM emp_refs u` + employeesTail
+
+const employeesTail = `
 CROSS JOIN (SELECT unknown_employee AS policy FROM partners WHERE id = @partner) pol
 CROSS JOIN LATERAL (SELECT derived_employee_id(@partner, u.employee_ref) AS id) d
 WHERE NOT EXISTS (SELECT 1 FROM employees em WHERE em.partner_id = @partner AND em.employee_ref = u.employee_ref)`
+
+// empRefsDDL holds a file's distinct employee references (empRefs), as
+// staged. Without statistics: the planner takes its row count from its
+// size, which is what the plans need (grouped, it would guess 200 distinct
+// references and probe the indexes once per reference).
+const empRefsDDL = `CREATE TEMP TABLE emp_refs (employee_ref text) ON COMMIT DROP`
 
 const employeesDDL = `CREATE TEMP TABLE emp (employee_ref text NOT NULL, derived_id text NOT NULL, kind text) ON COMMIT DROP`
 

@@ -24,7 +24,7 @@ func LoadStatements(fsys fs.FS, fragments map[string]string) (map[string]string,
 
 // TempTables are the temporary tables the processing statements read
 // (classify.go, apply.go), in the order they are created.
-var TempTables = []string{stageDDL, classifiedDDL}
+var TempTables = []string{stageDDL, classifiedDDL, empRefsDDL}
 
 // ChunkSize is the most bytes one envelope_chunks row holds (the last
 // chunk of an envelope holds fewer).
