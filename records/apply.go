@@ -564,6 +564,10 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 	// staged rows instead, wrote classified in emp's order, and the records
 	// then went into their natural key's index in random order (1-2 s more
 	// each). A small file's plan does not suffer, and is spared the ANALYZE.
+	joins := classifyJoins(0)
+	if empRows > 0 {
+		joins |= joinEmp
+	}
 	if empRows > smallStageRows/10 {
 		if _, err := tx.Exec(ctx, `ANALYZE emp`); err != nil {
 			return nil, fmt.Errorf("analyze emp: %w", err)
@@ -588,6 +592,15 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 			dup = dupNone
 		}
 	}
+	// The partner's closed periods, if any, are joined (they change only
+	// under the partner lock, which this transaction holds).
+	var locks bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM period_locks WHERE partner_id = $1)`, args["partner"]).Scan(&locks); err != nil {
+		return nil, fmt.Errorf("look up closed periods: %w", err)
+	}
+	if locks {
+		joins |= joinLocks
+	}
 	// No Materialize in classify's plan: when the statistics of employees
 	// or records predate a partner's last files, the planner believes the
 	// partner has a row or two and loops over a materialised scan of all
@@ -596,7 +609,7 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 	if _, err := tx.Exec(ctx, `SET LOCAL enable_material = off`); err != nil {
 		return nil, fmt.Errorf("classify rows: %w", err)
 	}
-	if _, err := tx.Exec(ctx, classifySQL(dup), args); err != nil {
+	if _, err := tx.Exec(ctx, classifySQL(dup, joins), args); err != nil {
 		return nil, fmt.Errorf("classify rows: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `SET LOCAL enable_material = DEFAULT`); err != nil {

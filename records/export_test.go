@@ -1,6 +1,7 @@
 package records
 
 import (
+	"fmt"
 	"io/fs"
 	"strings"
 )
@@ -24,7 +25,19 @@ func LoadStatements(fsys fs.FS, fragments map[string]string) (map[string]string,
 
 // TempTables are the temporary tables the processing statements read
 // (classify.go, apply.go), in the order they are created.
-var TempTables = []string{stageDDL, classifiedDDL, empRefsDDL}
+var TempTables = []string{stageDDL, classifiedDDL, empRefsDDL, employeesDDL}
+
+// ClassifyForms returns every form of classify's statement (duplicate
+// check and joins), by a name saying which.
+func ClassifyForms() map[string]string {
+	out := map[string]string{}
+	for dup, forms := range classifySQLs {
+		for j, sql := range forms {
+			out[fmt.Sprintf("dup %d, emp %t, locks %t", dup, classifyJoins(j)&joinEmp != 0, classifyJoins(j)&joinLocks != 0)] = sql
+		}
+	}
+	return out
+}
 
 // ChunkSize is the most bytes one envelope_chunks row holds (the last
 // chunk of an envelope holds fewer).
