@@ -31,14 +31,7 @@ const dupLinesShown = "5"
 //
 // A file's rows come with their distinct references already (empRefsSQL);
 // a webhook's change and a replay's legs are grouped from stage.
-const employeesSQL = `INSERT INTO emp (employee_ref, derived_id, kind)
-SELECT u.employee_ref, d.id,
-	CASE
-		WHEN EXISTS (SELECT 1 FROM employees t WHERE t.employee_id = d.id) THEN 'employee_taken'
-		WHEN pol.policy = 'reject' THEN 'unknown_rejected'
-		WHEN pol.policy = 'hold' THEN 'unknown_held'
-	END
-FROM (SELECT DISTINCT employee_ref FROM stage WHERE code IS NULL) u` + employeesTail
+const employeesSQL = employeesHead + `FROM (SELECT DISTINCT employee_ref FROM stage WHERE code IS NULL) u` + employeesTail
 
 // empRefsSQL is employeesSQL for a file's rows, whose distinct references
 // stageSource collected while staging them (empRefs) and processing copied
@@ -46,14 +39,18 @@ FROM (SELECT DISTINCT employee_ref FROM stage WHERE code IS NULL) u` + employees
 // rows of a file for its 182,062 employees), and a resubmission, whose
 // employees are all mapped, anti-joins one row per employee with the
 // mappings instead of every row.
-const empRefsSQL = `INSERT INTO emp (employee_ref, derived_id, kind)
+const empRefsSQL = employeesHead + `FROM emp_refs u` + employeesTail
+
+// employeesHead and employeesTail are what employeesSQL and empRefsSQL
+// share: each unmapped reference u's derived id d and its kind.
+const employeesHead = `INSERT INTO emp (employee_ref, derived_id, kind)
 SELECT u.employee_ref, d.id,
 	CASE
 		WHEN EXISTS (SELECT 1 FROM employees t WHERE t.employee_id = d.id) THEN 'employee_taken'
 		WHEN pol.policy = 'reject' THEN 'unknown_rejected'
 		WHEN pol.policy = 'hold' THEN 'unknown_held'
 	END
-FROM emp_refs u` + employeesTail
+`
 
 const employeesTail = `
 CROSS JOIN (SELECT unknown_employee AS policy FROM partners WHERE id = @partner) pol
