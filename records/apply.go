@@ -400,14 +400,8 @@ const employeeKindsSQL = `SELECT EXISTS (SELECT 1 FROM emp WHERE kind IS NOT NUL
 // firstFileResultSQL builds the result file of a pure first file from
 // stage: an invalid row rejected with its own code, field and message,
 // every other row created; the same lines as classifySQL writes.
-const firstFileResultSQL = `INSERT INTO envelope_results (envelope_id, n, data)
-	SELECT @env::bigint, -1, convert_to(@header::text, 'UTF8')
-	UNION ALL
-	SELECT @env::bigint, row_no / 4096, convert_to(string_agg(
-		result_line(line, row_no, CASE WHEN code IS NULL THEN 'created' ELSE 'rejected' END, out_csv,
-			coalesce(d_employee_ref, employee_ref), coalesce(d_pay_period, pay_period), coalesce(d_component, component),
-			coalesce(d_amount, amount::text), coalesce(d_currency, currency), code, field, message) || E'\n', '' ORDER BY row_no), 'UTF8')
-	FROM stage GROUP BY row_no / 4096`
+var firstFileResultSQL = resultFileSQL(stagedResultLine(
+	"CASE WHEN code IS NULL THEN 'created' ELSE 'rejected' END", "code", "field", "message"), "stage")
 
 // applyStaged classifies and applies an envelope's staged rows: as a pure
 // first file when it is one, else through classify. It returns the count

@@ -236,10 +236,29 @@ WITH ` + dup + `k AS (
 SELECT row_no, line, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
 	content_hash, record_id, outcome, out_code, out_message,
 	-- The row's line of the result file (migrations/00180).
-	result_line(line, row_no, outcome, out_csv, coalesce(d_employee_ref, employee_ref),
-		coalesce(d_pay_period, pay_period), coalesce(d_component, component),
-		coalesce(d_amount, amount::text), coalesce(d_currency, currency), out_code, out_field, out_message)
+	` + stagedResultLine("outcome", "out_code", "out_field", "out_message") + `
 FROM m`
+}
+
+// stagedResultLine is the SQL of a staged row's line of the result file
+// (result_line, migrations/00180) with the given outcome, code, field and
+// message expressions: the cells staging quoted (out_csv), else the values
+// as the partner sent them (d_*), else the normalised ones.
+func stagedResultLine(outcome, code, field, message string) string {
+	return `result_line(line, row_no, ` + outcome + `, out_csv, coalesce(d_employee_ref, employee_ref),
+		coalesce(d_pay_period, pay_period), coalesce(d_component, component),
+		coalesce(d_amount, amount::text), coalesce(d_currency, currency), ` + code + `, ` + field + `, ` + message + `)`
+}
+
+// resultFileSQL stores the result file of the envelope @env: the header
+// @header, then the lines (the SQL expression line) of the rows of from in
+// their order, a block of 4,096 rows a chunk.
+func resultFileSQL(line, from string) string {
+	return `INSERT INTO envelope_results (envelope_id, n, data)
+	SELECT @env::bigint, -1, convert_to(@header::text, 'UTF8')
+	UNION ALL
+	SELECT @env::bigint, row_no / 4096, convert_to(string_agg(` + line + ` || E'\n', '' ORDER BY row_no), 'UTF8')
+	FROM ` + from + ` GROUP BY row_no / 4096`
 }
 
 const classifiedDDL = `CREATE TEMP TABLE classified (
@@ -375,9 +394,5 @@ var applySQL = []applyStatement{
 
 	// The result file, built in the database a block of rows at a time from
 	// the lines classify composed.
-	{result: true, sql: `INSERT INTO envelope_results (envelope_id, n, data)
-	SELECT @env::bigint, -1, convert_to(@header::text, 'UTF8')
-	UNION ALL
-	SELECT @env::bigint, row_no / 4096, convert_to(string_agg(result_line || E'\n', '' ORDER BY row_no), 'UTF8')
-	FROM classified GROUP BY row_no / 4096`},
+	{result: true, sql: resultFileSQL("result_line", "classified")},
 }
