@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,17 +18,37 @@ import (
 )
 
 // classifyCounter counts the store's classify statements (INSERT INTO
-// classified): a pure first file runs none.
-type classifyCounter struct{ n atomic.Int64 }
+// classified): a pure first file runs none. It counts too how result files
+// are stored: by a statement (INSERT INTO envelope_results, the lines
+// composed in SQL) or by a COPY of the lines staging composed in Go.
+type classifyCounter struct{ n, sqlResults, goResults atomic.Int64 }
 
 func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	if strings.Contains(d.SQL, "INSERT INTO classified") {
 		c.n.Add(1)
 	}
+	if strings.Contains(d.SQL, "INSERT INTO envelope_results") {
+		c.sqlResults.Add(1)
+	}
 	return ctx
 }
 
 func (c *classifyCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *classifyCounter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
+	if d.TableName.Sanitize() == (pgx.Identifier{"envelope_results"}).Sanitize() {
+		c.goResults.Add(1)
+	}
+	return ctx
+}
+
+func (c *classifyCounter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
+
+func (c *classifyCounter) reset() {
+	c.n.Store(0)
+	c.sqlResults.Store(0)
+	c.goResults.Store(0)
+}
 
 // messyRows are data rows (CRLF line ends) of one period: messy valid
 // values, non-ASCII and invisible characters, formula-looking cells, a
@@ -51,6 +72,25 @@ func messyRows(period string) string {
 		"\u202eE13," + period + ",BASE,\u00a01.00,€,,,",
 		`+E14,` + period + `,BASE, -3.00,USD,,,`,
 	}, "\r\n") + "\r\n"
+}
+
+// asciiEdgeRows are messyRows without the rows that have a cell starting
+// or ending with a non-ASCII character: the quoting of every cell of
+// these is decided in Go, so a pure first file's result lines are
+// composed while staging.
+func asciiEdgeRows(period string) string {
+	var keep []string
+	for _, l := range strings.SplitAfter(messyRows(period), "\r\n") {
+		edge := false
+		for _, cell := range strings.Split(strings.TrimSuffix(l, "\r\n"), ",") {
+			cell = strings.Trim(cell, `"`)
+			edge = edge || cell != "" && (cell[0] >= utf8.RuneSelf || cell[len(cell)-1] >= utf8.RuneSelf)
+		}
+		if !edge {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "")
 }
 
 const firstFileHeader = "employee_ref,pay_period,component,amount,currency,hours,rate,pay_date\r\n"
@@ -88,11 +128,22 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		file    string
 		period  string // the file's first period
 		pure    bool   // whether database a takes the pure first file path
+		// sqlResult: a's pure first file has a cell whose quoting Go
+		// leaves to SQL (a non-ASCII first or last character), so its
+		// result lines are composed in SQL, not while staging.
+		sqlResult bool
 	}{
-		"invalid rows, CRLF, non-ASCII, formula cells": {file: firstFileHeader + messyRows("2026-11"), pure: true},
+		"invalid rows, CRLF, non-ASCII, formula cells":              {file: firstFileHeader + messyRows("2026-11"), pure: true, sqlResult: true},
+		"invalid rows, CRLF, non-ASCII inside cells, formula cells": {file: firstFileHeader + asciiEdgeRows("2026-11"), pure: true},
+		"a valid cell ending in a non-ASCII character": {
+			file: firstFileHeader + cleanRows("2026-11") + "Zoé,2026-11,BASE,1.00,USD,,,\r\n", pure: true, sqlResult: true,
+		},
+		"an invalid row's cell starting with a non-ASCII character": {
+			file: firstFileHeader + cleanRows("2026-11") + "E1,2026-11,ÉTÉ,1.00,USD,,,\r\nE1,2026-13,BASE,1.00,USD,,,\r\n", pure: true, sqlResult: true,
+		},
 		"a sequence number": {
 			partner: records.Partner{FilePattern: `^pay-(?P<seq>[0-9]+)\.csv$`},
-			file:    firstFileHeader + messyRows("2026-11"), pure: true,
+			file:    firstFileHeader + asciiEdgeRows("2026-11"), pure: true,
 		},
 		"two periods, semicolons, a byte order mark": {
 			file: "\ufeff" + strings.ReplaceAll(firstFileHeader+cleanRows("2026-10")+cleanRows("2026-11"), ",", ";"), pure: true,
@@ -165,6 +216,15 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			if n := cb.n.Load(); n == 0 {
 				t.Errorf("database b did not run classify")
 			}
+			// Database a's result: composed in Go while staging (one COPY)
+			// exactly when the file is pure and Go can quote every cell.
+			goResult := tc.pure && !tc.sqlResult
+			if g, s := ca.goResults.Load(), ca.sqlResults.Load(); goResult && (g != 1 || s != 0) || !goResult && (g != 0 || s != 1) {
+				t.Errorf("database a stored its result by %d COPY and %d statement(s); want the lines composed in Go %v", g, s, goResult)
+			}
+			if g, s := cb.goResults.Load(), cb.sqlResults.Load(); g != 0 || s != 1 {
+				t.Errorf("database b stored its result by %d COPY and %d statement(s); want one statement", g, s)
+			}
 			ra, rb := a.result(outs[0]), b.result(outs[1])
 			if ra != rb {
 				t.Errorf("result files differ:\npure first file:\n%s\nclassify:\n%s", ra, rb)
@@ -173,7 +233,7 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 				t.Errorf("no row created:\n%s", ra)
 			}
 			ea, eb := firstFileEffects(a, outs[0].ID), firstFileEffects(b, outs[1].ID)
-			for _, k := range []string{"envelope", "records", "employees", "exceptions", "history"} {
+			for _, k := range []string{"envelope", "records", "employees", "exceptions", "history", "result chunks"} {
 				if ea[k] != eb[k] {
 					t.Errorf("%s differ:\npure first file: %s\nclassify:        %s", k, ea[k], eb[k])
 				}
@@ -211,7 +271,7 @@ func firstFileFixture(t *testing.T, p records.Partner, mapped []string, period s
 	if out.Counts["created"] != 1 {
 		t.Fatalf("earlier file: %v", out.Counts)
 	}
-	c.n.Store(0)
+	c.reset()
 	return f, c
 }
 
@@ -229,9 +289,12 @@ func firstFileEffects(f *fixture, env int64) map[string]string {
 		"employees":  `SELECT jsonb_agg(to_jsonb(e) - 'created_at' ORDER BY employee_ref) FROM employees e`,
 		"exceptions": `SELECT jsonb_agg(to_jsonb(x) - 'id' - 'created_at' - 'record_id' ORDER BY row_no) FROM exceptions x`,
 		"history":    `SELECT jsonb_agg(to_jsonb(h) - 'record_id' - 'written_at' - 'replaced_at') FROM record_history h`,
+		// The result's chunks as stored (readers ask for chunks from a
+		// row's n on, so the numbering must be the same too).
+		"result chunks": `SELECT jsonb_agg(jsonb_build_array(n, md5(data)) ORDER BY n) FROM envelope_results WHERE envelope_id = $1`,
 	} {
 		var args []any
-		if k == "envelope" {
+		if k == "envelope" || k == "result chunks" {
 			args = append(args, env)
 		}
 		var v []byte

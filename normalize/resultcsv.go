@@ -26,8 +26,9 @@ const ResultHeader = "line,row,outcome," + FieldEmployeeRef + "," + FieldPayPeri
 // (SafeCell) is the caller's: a value is written as given.
 //
 // The SQL function result_line (migrations/00180) is the same rule for the
-// lines the database writes, which are every line of a result file;
-// migrations.TestResultLineMatchesAppendResultLine runs both. Like
+// lines the database writes: every line of a result file but those of a
+// pure first file, which records composes with this function as the rows
+// are staged; migrations.TestResultLineMatchesAppendResultLine runs both. Like
 // AppendResultCells, it returns b unchanged and false when a cell's quoting
 // depends on the database's locale.
 func AppendResultLine(b []byte, line, row int, outcome string, cells [8]string) ([]byte, bool) {

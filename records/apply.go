@@ -68,7 +68,8 @@ var ErrPartnerBusy = errors.New("another transaction is writing this partner's r
 // Process applies a received envelope in one transaction: the rows are
 // staged with COPY, classified against the stored records with set-based
 // SQL, applied (records, history, exceptions), and the result file is built
-// and stored, all committed together with the envelope's new status. An
+// (in SQL, or from the lines composed while staging: resultLines) and
+// stored, all committed together with the envelope's new status. An
 // envelope that is already done is returned as it is: processing twice is a
 // no-op, so a retried job is safe. One that another transaction is
 // processing gives ErrBusy at once rather than waiting with a connection held.
@@ -237,7 +238,9 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 		EndSpan(stage, err)
 		return fmt.Errorf("create stage: %w", err)
 	}
-	src := newStageSource(sctx, pl.Rows)
+	lines := newResultLines(s.spoolDir) // nil: the result is built in SQL
+	defer lines.close()
+	src := newStageSource(sctx, pl.Rows, lines)
 	err = copyText(sctx, sp.Conn(), "stage", stageColumns, src)
 	src.close()
 	stage.SetAttributes(attribute.Int("payintake.rows", src.count), attribute.Int("payintake.rows_rejected", src.rejected))
@@ -283,7 +286,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	}
 
 	ff := firstFile{periods: src.periods, valid: src.count - src.rejected, rejected: src.rejected,
-		repeats: repeatsUnknown}
+		repeats: repeatsUnknown, lines: lines}
 	cands := src.keys.candidates()
 	if len(cands) == 0 {
 		ff.repeats = repeatsNone
@@ -319,15 +322,16 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 // A pure first file: when, under the partner lock, every valid staged row
 // is certain to be created, classify's outcome of each row is already
 // known (invalid rows rejected with their own code, field and message,
-// valid rows created), so the rows are applied and the result file built
-// straight from stage, without writing every row into classified and
-// counting it (classify and its counts were ~3.5 s of a 1,000,000-row
-// first file). Any doubt runs classify as usual. What makes every valid
-// row created, in the order of classifySQL's CASE: no key repeats in the
-// file, no employee has a kind (rejected, taken or held: emp), the file is
-// not rejected whole, and no key has a record or a closed period, known
-// for every key at once when the partner has neither a record nor a lock
-// in any of the file's pay periods (a probe of the natural key's index,
+// valid rows created), so the rows are applied straight from stage, and
+// the result file stored from the lines Go composed while staging them
+// (resultLines; in SQL from stage when Go could not), without writing
+// every row into classified and counting it (classify and its counts were
+// ~3.5 s of a 1,000,000-row first file). Any doubt runs classify as usual.
+// What makes every valid row created, in the order of classifySQL's CASE:
+// no key repeats in the file, no employee has a kind (rejected, taken or
+// held: emp), the file is not rejected whole, and no key has a record or a
+// closed period, known for every key at once when the partner has neither
+// a record nor a lock in any of the file's pay periods (a probe of the natural key's index,
 // whose first columns are partner and pay period, per period). The
 // database still checks what it checks on every insert: the unique
 // natural key, and that every record's employee is mapped and its partner
@@ -338,6 +342,7 @@ type firstFile struct {
 	periods         periodSet
 	valid, rejected int
 	repeats         repeats
+	lines           *resultLines // the result lines staging composed; used when ok
 }
 
 // repeats says whether a file's keys may repeat.
@@ -399,7 +404,8 @@ const employeeKindsSQL = `SELECT EXISTS (SELECT 1 FROM emp WHERE kind IS NOT NUL
 
 // firstFileResultSQL builds the result file of a pure first file from
 // stage: an invalid row rejected with its own code, field and message,
-// every other row created; the same lines as classifySQL writes.
+// every other row created; the same lines as classifySQL writes. It is
+// used when staging could not compose the lines (resultLines).
 var firstFileResultSQL = resultFileSQL(stagedResultLine(
 	"CASE WHEN code IS NULL THEN 'created' ELSE 'rejected' END", "code", "field", "message"), "stage")
 
@@ -430,7 +436,8 @@ func applyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFil
 }
 
 // applyFirstFile writes a pure first file's records and onboards its
-// unknown employees, and builds its result file, all from stage.
+// unknown employees from stage, and stores its result file: the lines
+// staging composed, else built from stage (firstFileResultSQL).
 func applyFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFile) (_ map[string]int, err error) {
 	actx, span := startSpan(ctx, "apply")
 	defer func() { EndSpan(span, err) }()
@@ -450,6 +457,11 @@ func applyFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff first
 	}
 	span.End()
 	actx, span = startSpan(ctx, "result")
+	if ff.lines.ok() {
+		env, _ := args["env"].(int64)
+		span.SetAttributes(attribute.Bool("payintake.result_from_go", true))
+		return counts, ff.lines.store(actx, tx, env)
+	}
 	if _, err := tx.Exec(actx, firstFileResultSQL, args); err != nil {
 		return nil, fmt.Errorf("apply rows: %w", err)
 	}
@@ -677,9 +689,10 @@ type stageSource struct {
 	err      error // the source's error, valid once done is closed
 	count    int
 	rejected int
-	keys     keyFilter // the valid rows' natural keys seen so far, valid once done is closed
-	refs     empRefs   // the valid rows' distinct employee references, valid once done is closed
-	periods  periodSet // the valid rows' pay periods, valid once done is closed
+	keys     keyFilter    // the valid rows' natural keys seen so far, valid once done is closed
+	refs     empRefs      // the valid rows' distinct employee references, valid once done is closed
+	periods  periodSet    // the valid rows' pay periods, valid once done is closed
+	lines    *resultLines // the rows' result lines for a pure first file (nil: none composed)
 }
 
 const (
@@ -687,9 +700,9 @@ const (
 	stageBlocks    = 4
 )
 
-func newStageSource(ctx context.Context, rows RowSource) *stageSource {
+func newStageSource(ctx context.Context, rows RowSource, lines *resultLines) *stageSource {
 	s := &stageSource{ctx: ctx, blocks: make(chan []byte, stageBlocks), free: make(chan []byte, stageBlocks+2),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), lines: lines}
 	go s.produce(rows)
 	return s
 }
@@ -716,8 +729,11 @@ func (s *stageSource) produce(rows RowSource) {
 			s.keys.add(kh)
 			s.refs.add(r.EmployeeRef)
 			s.periods.add(r.PayPeriod)
+			if s.periods.over && s.lines.ok() {
+				s.lines.fail() // too many periods for a pure first file
+			}
 		}
-		buf = appendStageRow(buf, &r, kh)
+		buf = appendStageRow(buf, &r, kh, s.lines)
 		if len(buf) >= stageBlockSize {
 			select {
 			case s.blocks <- buf:
@@ -732,6 +748,7 @@ func (s *stageSource) produce(rows RowSource) {
 			}
 		}
 	}
+	s.lines.finish()
 	if len(buf) > 0 {
 		select {
 		case s.blocks <- buf:
@@ -778,12 +795,17 @@ func (s *stageSource) close() {
 
 // appendStageRow encodes one row as a line of COPY text format; kh is the
 // row's keyHash (unused for a rejected row), computed once by the caller.
-func appendStageRow(b []byte, r *StagedRow, kh uint64) []byte {
+// When res is not nil, the row's line of a pure first file's result is
+// written to it too (see resultLines).
+func appendStageRow(b []byte, r *StagedRow, kh uint64, res *resultLines) []byte {
 	b = strconv.AppendInt(b, int64(r.Row), 10)
 	b = append(b, '\t')
 	b = strconv.AppendInt(b, int64(r.Line), 10)
 	if r.Code != "" {
 		// A rejected row takes part in nothing but the result file.
+		if res != nil {
+			res.addRejected(r)
+		}
 		b = append(b, "\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N"...)
 		for _, v := range [...]string{r.DEmployeeRef, r.DPayPeriod, r.DComponent, r.DAmount, r.DCurrency, r.Code, r.Field, r.Message} {
 			b = appendCopyText(append(b, '\t'), v)
@@ -805,8 +827,14 @@ func appendStageRow(b []byte, r *StagedRow, kh uint64) []byte {
 	mark := len(b)
 	var ok bool
 	if b, ok = normalize.AppendResultCells(b, out[:]...); ok {
+		if res != nil {
+			res.addCreated(r, b[mark:])
+		}
 		b = escapeCopyTail(b, mark)
 	} else {
+		if res != nil {
+			res.fail()
+		}
 		b = append(b, "\\N"...)
 	}
 	for _, v := range [...]string{r.DEmployeeRef, r.DPayPeriod, r.DComponent, r.DAmount, r.DCurrency} {

@@ -230,7 +230,7 @@ func (s *Store) replay(ctx context.Context, tx pgx.Tx, req ReplayRequest, sum []
 			if claimed[l.Row] {
 				st := l.Staged
 				st.Row, st.Line = l.Row, orig[l.Row].Line
-				buf = appendStageRow(buf, &st, keyHash(&st))
+				buf = appendStageRow(buf, &st, keyHash(&st), nil)
 			}
 		}
 		if err := copyText(ctx, tx.Conn(), "stage", stageColumns, bytes.NewReader(buf)); err != nil {

@@ -214,7 +214,7 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 		return res, fmt.Errorf("create stage: %w", err)
 	}
 	r.Row, r.Line = 0, 0
-	if err := copyText(ctx, tx.Conn(), "stage", stageColumns, bytes.NewReader(appendStageRow(nil, &r, keyHash(&r)))); err != nil {
+	if err := copyText(ctx, tx.Conn(), "stage", stageColumns, bytes.NewReader(appendStageRow(nil, &r, keyHash(&r), nil))); err != nil {
 		return res, fmt.Errorf("stage change: %w", err)
 	}
 	args := pgx.NamedArgs{"partner": partner, "seq": nil, "env": nil, "by": "webhook " + webhookID,
