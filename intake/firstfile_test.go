@@ -20,8 +20,9 @@ import (
 // classifyCounter counts the store's classify statements (INSERT INTO
 // classified): a pure first file runs none. It counts too how result files
 // are stored: by a statement (INSERT INTO envelope_results, the lines
-// composed in SQL) or by a COPY of the lines staging composed in Go.
-type classifyCounter struct{ n, sqlResults, goResults atomic.Int64 }
+// composed in SQL) or by a COPY of the lines staging composed in Go, and
+// the ANALYZEs of stage (which only classify needs).
+type classifyCounter struct{ n, sqlResults, goResults, analyzes atomic.Int64 }
 
 func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	if strings.Contains(d.SQL, "INSERT INTO classified") {
@@ -29,6 +30,9 @@ func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pg
 	}
 	if strings.Contains(d.SQL, "INSERT INTO envelope_results") {
 		c.sqlResults.Add(1)
+	}
+	if strings.Contains(d.SQL, "ANALYZE stage") {
+		c.analyzes.Add(1)
 	}
 	return ctx
 }
@@ -48,6 +52,7 @@ func (c *classifyCounter) reset() {
 	c.n.Store(0)
 	c.sqlResults.Store(0)
 	c.goResults.Store(0)
+	c.analyzes.Store(0)
 }
 
 // messyRows are data rows (CRLF line ends) of one period: messy valid
@@ -215,6 +220,13 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			}
 			if n := cb.n.Load(); n == 0 {
 				t.Errorf("database b did not run classify")
+			}
+			// stage is analysed for classify only.
+			if n := ca.analyzes.Load(); (n == 0) != tc.pure {
+				t.Errorf("database a analysed stage %d time(s); want none only on the pure first file path (%v)", n, tc.pure)
+			}
+			if n := cb.analyzes.Load(); n != 1 {
+				t.Errorf("database b analysed stage %d time(s); want 1", n)
 			}
 			// Database a's result: composed in Go while staging (one COPY)
 			// exactly when the file is pure and Go can quote every cell.

@@ -265,15 +265,6 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 		return s.fileResult(ctx, tx, env, normalize.ParseError{Err: normalize.CodeNoRows, StartLine: 1, Line: 1,
 			Message: "the file has a header but no data rows; nothing was applied: send the rows of the payroll run"}, StatusProcessed)
 	}
-	// Statistics of a sample of the staged rows (a fixed cost), so the
-	// planner sizes the duplicate check and the joins for what is there:
-	// of the columns classify joins, groups or filters on only (a third
-	// less than every column: 0.17 s of CPU instead of 0.25-0.29 s at
-	// 1,000,000 rows).
-	if _, err := tx.Exec(ctx, analyzeStageSQL(src.count)); err != nil {
-		return fmt.Errorf("analyze stage: %w", err)
-	}
-
 	// The file's distinct employee references, for onboarding (empRefsSQL).
 	useRefs := src.refs.list != nil
 	if useRefs {
@@ -286,7 +277,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	}
 
 	ff := firstFile{periods: src.periods, valid: src.count - src.rejected, rejected: src.rejected,
-		repeats: repeatsUnknown, lines: lines}
+		repeats: repeatsUnknown, lines: lines, stats: &stageStats{rows: src.count}}
 	cands := src.keys.candidates()
 	if len(cands) == 0 {
 		ff.repeats = repeatsNone
@@ -343,6 +334,35 @@ type firstFile struct {
 	valid, rejected int
 	repeats         repeats
 	lines           *resultLines // the result lines staging composed; used when ok
+	stats           *stageStats
+}
+
+// stageStats analyses stage once, before the first statement whose plan
+// needs the staged rows' statistics: classify (the duplicate check and the
+// joins), and onboarding when it groups the staged rows (employeesSQL).
+// A pure first file needs none: its repeats check hashes the key filter's
+// few candidates and scans stage whatever the statistics say, its records
+// are a scan of stage, its employees come from emp_refs (an exact list, no
+// statistics needed) and its result lines from staging; so it is spared
+// the ANALYZE (0.2-0.3 s of CPU at 1,000,000 rows, BENCHMARKS.md).
+type stageStats struct {
+	rows int
+	done bool
+}
+
+// ensure runs the ANALYZE unless it ran: of a sample of the staged rows
+// (a fixed cost), of the columns classify joins, groups or filters on only
+// (a third less than every column: 0.17 s of CPU instead of 0.25-0.29 s
+// at 1,000,000 rows).
+func (s *stageStats) ensure(ctx context.Context, tx pgx.Tx) error {
+	if s == nil || s.done {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, analyzeStageSQL(s.rows)); err != nil {
+		return fmt.Errorf("analyze stage: %w", err)
+	}
+	s.done = true
+	return nil
 }
 
 // repeats says whether a file's keys may repeat.
@@ -417,6 +437,9 @@ func applyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFil
 	pure, empRows, err := pureFirstFile(cctx, tx, args, ff)
 	var counts map[string]int
 	if err == nil && !pure {
+		err = ff.stats.ensure(cctx, tx)
+	}
+	if err == nil && !pure {
 		if empRows < 0 {
 			empRows, err = lookUpEmployees(cctx, tx, args)
 		}
@@ -486,6 +509,11 @@ func pureFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstF
 		cands, _ := args["dup_candidates"].([]int64)
 		found, err := repeatedKeys(ctx, tx, cands)
 		if err != nil || found {
+			return false, -1, err
+		}
+	}
+	if refs, _ := args["emp_refs"].(bool); !refs {
+		if err := ff.stats.ensure(ctx, tx); err != nil { // employeesSQL groups the staged rows
 			return false, -1, err
 		}
 	}
