@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -64,14 +65,18 @@ func cleanRows(period string) string {
 	return b.String()
 }
 
-// A pure first file (every valid row certain to be created: no record
-// and no lock in its periods, no repeated key, no employee rejected,
-// taken or held, the file not rejected whole) skips classify and is
-// applied and answered straight from the staged rows. Each file here goes
-// to two databases that differ only in where one earlier record is: in
-// another period (a, where the file is a pure first file) or in the
-// file's own (b, where classify decides). The result files must be the
-// same bytes and the tables the same, row for row.
+// A pure first file (every valid row certain to be created: no lock in
+// its periods and no record in them or no mapping for any of its
+// employees, no repeated key, no employee rejected, taken or held, the
+// file not rejected whole) skips classify and is applied and answered
+// straight from the staged rows. Each file here goes to two databases
+// that differ only in one earlier record (of a component no file has):
+// in a, of employee PRIOR, who is in no file, in another period (or, with
+// unmappedInPeriod, in the file's own period, where the file's employees
+// are all new); in b, in the file's period, where classify decides: of
+// one of the file's employees (pivot, mapped beforehand with the id
+// onboarding would derive) when a takes the pure path, else of PRIOR. The result files must be the same bytes and the
+// tables the same, row for row.
 func TestPureFirstFileMatchesClassify(t *testing.T) {
 	generated := func(rows int) string {
 		var b bytes.Buffer
@@ -87,7 +92,11 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		before  func(f *fixture)
 		file    string
 		period  string // the file's first period
-		pure    bool   // whether database a takes the pure first file path
+		pivot   string // an employee of a valid row of the file; E6 if empty
+		// unmappedInPeriod puts database a's earlier record in the file's
+		// period: the file is pure only because its employees are new.
+		unmappedInPeriod bool
+		pure             bool // whether database a takes the pure first file path
 	}{
 		"invalid rows, CRLF, non-ASCII, formula cells": {file: firstFileHeader + messyRows("2026-11"), pure: true},
 		"a sequence number": {
@@ -97,7 +106,21 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		"two periods, semicolons, a byte order mark": {
 			file: "\ufeff" + strings.ReplaceAll(firstFileHeader+cleanRows("2026-10")+cleanRows("2026-11"), ",", ";"), pure: true,
 		},
-		"a generated export of 20,000 rows": {file: generated(20000), period: "2026-03", pure: true},
+		"a generated export of 20,000 rows": {file: generated(20000), period: "2026-03", pivot: "E00000001", pure: true},
+		"new employees in a period with records": {
+			file: firstFileHeader + messyRows("2026-11"), unmappedInPeriod: true, pure: true,
+		},
+		"new employees in a period with records, all-or-nothing": {
+			partner: records.Partner{Mode: records.ModeAllOrNothing},
+			file:    firstFileHeader + cleanRows("2026-11"), unmappedInPeriod: true, pure: true,
+		},
+		"new employees of a generated export in a period with records": {
+			file: generated(20000), period: "2026-03", pivot: "E00000001", unmappedInPeriod: true, pure: true,
+		},
+		"new employees in a period with records, one mapped": {
+			partner: records.Partner{UnknownEmployee: records.UnknownReject}, mapped: mapped,
+			file: firstFileHeader + cleanRows("2026-11"), unmappedInPeriod: true,
+		},
 		"a key twice": {
 			file: firstFileHeader + messyRows("2026-11") + "E1,2026-11,BASE,1.00,USD,,,\r\n",
 		},
@@ -149,9 +172,18 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			if tc.period == "" {
 				tc.period = "2026-11"
 			}
-			// a: the earlier record in another period; b: in the file's.
-			a, ca := firstFileFixture(t, tc.partner, tc.mapped, "2025-01")
-			b, cb := firstFileFixture(t, tc.partner, tc.mapped, tc.period)
+			if tc.pivot == "" {
+				tc.pivot = "E6"
+			}
+			aPeriod := "2025-01"
+			if tc.unmappedInPeriod {
+				aPeriod = tc.period
+			}
+			a, ca := firstFileFixture(t, tc.partner, tc.mapped, "PRIOR", aPeriod)
+			if !tc.pure {
+				tc.pivot = "PRIOR" // b runs classify for the file's own reason
+			}
+			b, cb := firstFileFixture(t, tc.partner, tc.mapped, tc.pivot, tc.period)
 			var outs [2]records.Envelope
 			for i, f := range []*fixture{a, b} {
 				if tc.before != nil {
@@ -184,9 +216,11 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 }
 
 // firstFileFixture is a database with partner acme (p), the employees
-// mapped, and one record of employee PRIOR in period, from an earlier
-// file; its classifyCounter counts from then on.
-func firstFileFixture(t *testing.T, p records.Partner, mapped []string, period string) (*fixture, *classifyCounter) {
+// mapped (and PRIOR), and one record of employee prior, component PRIOR,
+// in period, from an earlier file; its classifyCounter counts from then
+// on. A prior other than PRIOR, unless in mapped, is mapped first with the
+// id and source onboarding gives it.
+func firstFileFixture(t *testing.T, p records.Partner, mapped []string, prior, period string) (*fixture, *classifyCounter) {
 	t.Helper()
 	ctx := context.Background()
 	c := &classifyCounter{}
@@ -207,7 +241,11 @@ func firstFileFixture(t *testing.T, p records.Partner, mapped []string, period s
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, ctx: ctx, store: st, in: intake.New(st, nil), partner: p.ID, dir: t.TempDir()}
-	_, out := f.ingest("pay-1.csv", "employee_ref,pay_period,component,amount,currency\nPRIOR,"+period+",BASE,1.00,USD\n")
+	if prior != "PRIOR" && !slices.Contains(mapped, prior) {
+		f.exec(`INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+			VALUES ($1, $2, derived_employee_id($1, $2), 'derived')`, p.ID, prior)
+	}
+	_, out := f.ingest("pay-1.csv", "employee_ref,pay_period,component,amount,currency\n"+prior+","+period+",PRIOR,1.00,USD\n")
 	if out.Counts["created"] != 1 {
 		t.Fatalf("earlier file: %v", out.Counts)
 	}
@@ -225,7 +263,7 @@ func firstFileEffects(f *fixture, env int64) map[string]string {
 		"envelope": `SELECT jsonb_build_object('status', status, 'counts', counts, 'seq', seq, 'result_size', result_size)
 			FROM envelopes WHERE id = $1`,
 		"records": `SELECT jsonb_agg(to_jsonb(r) - 'id' - 'created_at' - 'updated_at' - 'locked_at'
-			ORDER BY pay_period, employee_ref, component) FROM records r WHERE employee_ref <> 'PRIOR'`,
+			ORDER BY pay_period, employee_ref, component) FROM records r WHERE component <> 'PRIOR'`,
 		"employees":  `SELECT jsonb_agg(to_jsonb(e) - 'created_at' ORDER BY employee_ref) FROM employees e`,
 		"exceptions": `SELECT jsonb_agg(to_jsonb(x) - 'id' - 'created_at' - 'record_id' ORDER BY row_no) FROM exceptions x`,
 		"history":    `SELECT jsonb_agg(to_jsonb(h) - 'record_id' - 'written_at' - 'replaced_at') FROM record_history h`,

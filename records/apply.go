@@ -283,7 +283,10 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	}
 
 	ff := firstFile{periods: src.periods, valid: src.count - src.rejected, rejected: src.rejected,
-		repeats: repeatsUnknown}
+		repeats: repeatsUnknown, refs: -1}
+	if useRefs {
+		ff.refs = int64(len(src.refs.list))
+	}
 	cands := src.keys.candidates()
 	if len(cands) == 0 {
 		ff.repeats = repeatsNone
@@ -326,10 +329,15 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 // row created, in the order of classifySQL's CASE: no key repeats in the
 // file, no employee has a kind (rejected, taken or held: emp), the file is
 // not rejected whole, and no key has a record or a closed period, known
-// for every key at once when the partner has neither a record nor a lock
-// in any of the file's pay periods (a probe of the natural key's index,
-// whose first columns are partner and pay period, per period). The
-// database still checks what it checks on every insert: the unique
+// for every key at once when the partner has no lock in any of the file's
+// pay periods and either no record in them (a probe of the natural key's
+// index, whose first columns are partner and pay period, per period) or
+// no mapping for any of the file's employees: every record's employee has
+// a mapping, and mappings are never deleted (migration 00030), so an
+// unmapped employee has no record. The latter is a new employee's first
+// rows in a period the partner already sends, e.g. a new site's staff
+// (emp holds every distinct reference of the file). The database still
+// checks what it checks on every insert: the unique
 // natural key, and that every record's employee is mapped and its partner
 // and envelope exist.
 
@@ -338,6 +346,7 @@ type firstFile struct {
 	periods         periodSet
 	valid, rejected int
 	repeats         repeats
+	refs            int64 // the file's distinct employee references (empRefs), -1 if not counted
 }
 
 // repeats says whether a file's keys may repeat.
@@ -388,10 +397,10 @@ func repeatedKeys(ctx context.Context, tx pgx.Tx, cands []int64) (bool, error) {
 	return found, nil
 }
 
-// periodsTakenSQL tells whether the partner has a record or a period lock
-// in any of the pay periods @periods.
-const periodsTakenSQL = `SELECT EXISTS (SELECT 1 FROM records WHERE partner_id = @partner AND pay_period = ANY (@periods::text[]))
-	OR EXISTS (SELECT 1 FROM period_locks WHERE partner_id = @partner AND pay_period = ANY (@periods::text[]))`
+// periodsTakenSQL tells whether the partner has a record, and whether it
+// has a period lock, in any of the pay periods @periods.
+const periodsTakenSQL = `SELECT EXISTS (SELECT 1 FROM records WHERE partner_id = @partner AND pay_period = ANY (@periods::text[])),
+	EXISTS (SELECT 1 FROM period_locks WHERE partner_id = @partner AND pay_period = ANY (@periods::text[]))`
 
 // employeeKindsSQL tells whether any unmapped employee of the file is
 // other than created (rejected, taken or held).
@@ -469,11 +478,11 @@ func pureFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstF
 		return false, -1, nil
 	}
 	args["periods"] = ff.periods.list
-	var taken bool
-	if err := tx.QueryRow(ctx, periodsTakenSQL, args).Scan(&taken); err != nil {
+	var recorded, locked bool
+	if err := tx.QueryRow(ctx, periodsTakenSQL, args).Scan(&recorded, &locked); err != nil {
 		return false, -1, fmt.Errorf("look up the file's pay periods: %w", err)
 	}
-	if taken {
+	if locked || (recorded && ff.refs < 0) {
 		return false, -1, nil
 	}
 	if ff.repeats == repeatsUnknown {
@@ -485,6 +494,9 @@ func pureFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstF
 	}
 	if empRows, err = lookUpEmployees(ctx, tx, args); err != nil {
 		return false, -1, err
+	}
+	if recorded && empRows != ff.refs { // a mapped employee may have a record of a staged key
+		return false, empRows, nil
 	}
 	var kinds bool
 	if err := tx.QueryRow(ctx, employeeKindsSQL).Scan(&kinds); err != nil {
