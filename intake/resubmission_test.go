@@ -16,13 +16,18 @@ import (
 	"github.com/payintake/payintake/records"
 )
 
-// unchangedSkipCounter counts the result statements that join stage with
-// a classified left without the unchanged rows (resultWithUnchangedSQL).
-type unchangedSkipCounter struct{ n atomic.Int64 }
+// unchangedSkipCounter counts the result files built for a classified
+// left without the unchanged rows: n by the statement that joins stage
+// with it (resultWithUnchangedSQL), merged by staging's lines merged with
+// classified's (mergedResult).
+type unchangedSkipCounter struct{ n, merged atomic.Int64 }
 
 func (c *unchangedSkipCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	if strings.Contains(d.SQL, "INSERT INTO envelope_results") && strings.Contains(d.SQL, "classified_row") {
 		c.n.Add(1)
+	}
+	if strings.Contains(d.SQL, "SELECT row_no, result_line FROM classified ORDER BY row_no") {
+		c.merged.Add(1)
 	}
 	return ctx
 }
@@ -38,7 +43,10 @@ func (c *unchangedSkipCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.Tra
 // order. Every file's result file must be the same bytes, its counts the
 // same, and the records (but last_seq), exceptions and history the same
 // row for row; and database a must have taken the path without the
-// unchanged rows whenever a file had one.
+// unchanged rows whenever a file had one: by merging staging's result
+// lines with classified's, unless a cell's quoting was left to the
+// database (a non-ASCII first or last character), which then joins stage
+// with classified.
 func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 	generated := func(rows, changeEvery int) string {
 		var b bytes.Buffer
@@ -51,6 +59,10 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 	for name, tc := range map[string]struct {
 		policy string
 		files  []string
+		// merged is how many files' results a builds from staging's
+		// lines merged with classified's; the other files with unchanged
+		// rows are built by the database.
+		merged int
 		// after runs on both databases after the file of that index.
 		after map[int]func(f *fixture)
 	}{
@@ -72,12 +84,14 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 					"E6,2026-10,OVERTIME,10.00,USD,,,",       // new key in a closed period: held
 					`"E,6",2026-11,BASE,"=1+1",USD,,,`,       // invalid, quoted cells echoed
 					"\u00a0E6\u00a0,2026-11,BONUS,60,USD,,,", // unchanged, invisible spaces
+					"Zoé,2026-11,BASE,1.00,USD,,,",           // unknown employee, a non-ASCII edge: held
 				}, "\r\n") + "\r\n",
 				// Every row unchanged: classified is left empty.
 				strings.Replace(first, "E2,2026-11,BASE,1002.50,USD,,,\r\n", "", 1),
 				// The same again, with the exception still open.
 				firstFileHeader + "E2,2026-10,BASE,9.00,USD,,,\r\nE1,2026-10,BASE,1001.50,USD,,,\r\n",
 			},
+			merged: 2, // not the second file: Zoé's quoting is left to the database
 			after: map[int]func(f *fixture){0: func(f *fixture) {
 				if _, err := f.store.LockPeriod(f.ctx, f.partner, "2026-10", records.LockApproved, "ops"); err != nil {
 					f.t.Fatal(err)
@@ -85,8 +99,8 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 			}},
 		},
 		"a generated export, 1% changed": {
-			policy: records.UnknownCreate,
-			files:  []string{generated(20000, 0), generated(20000, 100), generated(20000, 100), generated(20000, 7)},
+			policy: records.UnknownCreate, merged: 3,
+			files: []string{generated(20000, 0), generated(20000, 100), generated(20000, 100), generated(20000, 7)},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -128,16 +142,19 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 				if n := b.count(`SELECT count(*) FROM records WHERE last_seq = $1`, seq); n != c["created"]+c["updated"]+c["unchanged"] {
 					t.Errorf("file %d: %d record(s) of b have its sequence number, want %d", i, n, c["created"]+c["updated"]+c["unchanged"])
 				}
-				if got := int(ca.n.Load()); got != skipped {
-					t.Errorf("file %d: database a joined stage for the unchanged rows %d time(s), want %d", i, got, skipped)
+				if got := int(ca.n.Load() + ca.merged.Load()); got != skipped {
+					t.Errorf("file %d: database a left the unchanged rows out %d time(s), want %d", i, got, skipped)
 				}
-				if n := cb.n.Load(); n != 0 {
+				if n := cb.n.Load() + cb.merged.Load(); n != 0 {
 					t.Errorf("file %d: database b (sequence numbers) left the unchanged rows out %d time(s)", i, n)
 				}
 				t.Logf("file %d: %v", i, outs[0].Counts)
 			}
 			if skipped < 2 {
 				t.Fatalf("only %d file(s) had unchanged rows", skipped)
+			}
+			if got := int(ca.merged.Load()); got != tc.merged {
+				t.Errorf("database a merged staging's result lines for %d file(s), want %d", got, tc.merged)
 			}
 		})
 	}

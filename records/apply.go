@@ -468,7 +468,7 @@ func applyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFil
 		return nil, err
 	}
 	if !pure {
-		return applyClassified(ctx, tx, args, counts, hasSeq, true)
+		return applyClassified(ctx, tx, args, counts, hasSeq, true, ff.lines)
 	}
 	return applyFirstFile(ctx, tx, args, ff)
 }
@@ -555,12 +555,13 @@ func classifyAndApply(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, hasSeq
 	if err != nil {
 		return nil, err
 	}
-	return applyClassified(ctx, tx, args, counts, hasSeq, withResult)
+	return applyClassified(ctx, tx, args, counts, hasSeq, withResult, nil)
 }
 
 // applyClassified runs the statements of applySQL that the classified
-// rows' outcome counts need (the result file's too when withResult).
-func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts map[string]int, hasSeq, withResult bool) (_ map[string]int, err error) {
+// rows' outcome counts need (the result file's too when withResult). lines
+// are the result lines staging composed, if any (see mergedResult).
+func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts map[string]int, hasSeq, withResult bool, lines *resultLines) (_ map[string]int, err error) {
 	// Every row created (a partner's first file): onboarding needs not
 	// look in classified for which unmapped references have a created row.
 	args["all_created"] = len(counts) == 1 && counts[string(OutcomeCreated)] > 0
@@ -579,6 +580,17 @@ func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts 
 		if st.result {
 			span.End()
 			actx, span = startSpan(ctx, "result") // the result statements come last
+			if skipped && counts[string(OutcomeUnchanged)] > 0 && lines.ok() &&
+				classifiedRows(counts) <= mergeMaxRows {
+				// The unchanged rows are not in classified: their lines
+				// are staging's, the others classify's (mergedResult).
+				span.SetAttributes(attribute.Bool("payintake.result_from_go", true))
+				env, _ := args["env"].(int64)
+				if err := lines.storeMerged(actx, tx, env); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if skipped && counts[string(OutcomeUnchanged)] > 0 {
 				// The unchanged rows are not in classified. If it has
 				// rows, resultWithUnchangedSQL's join needs their count.
@@ -806,9 +818,6 @@ func (s *stageSource) produce(rows RowSource) {
 			s.keys.add(kh)
 			s.refs.add(r.EmployeeRef)
 			s.periods.add(r.PayPeriod)
-			if s.periods.over && s.lines.ok() {
-				s.lines.fail() // too many periods for a pure first file
-			}
 		}
 		buf = appendStageRow(buf, &r, kh, s.lines)
 		if len(buf) >= stageBlockSize {
