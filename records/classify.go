@@ -118,7 +118,8 @@ const (
 	// dupCandidates: only rows whose key_hash is in @dup_candidates (the
 	// keys keyFilter saw more than once while staging) may repeat.
 	dupCandidates
-	// dupNone: keyFilter saw no key twice: no row repeats another.
+	// dupNone: no row repeats another (keyFilter saw no key twice, or
+	// its candidates were found distinct on the real key).
 	dupNone
 )
 
