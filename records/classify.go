@@ -76,7 +76,8 @@ const employeeRejectsSQL = `SELECT EXISTS (SELECT 1 FROM emp WHERE kind IN ('emp
 // closed), identical content (unchanged), older sequence (stale), locked
 // record or closed period (held), else updated. A record's employee_ref
 // always has a mapping (migration 00030), so the employee checks only ever
-// meet new keys.
+// meet new keys. It writes into classified every row, or with
+// @skip_unchanged every row but the unchanged ones (skipUnchanged).
 //
 // The duplicate check comes in three forms (dupCheck); the statement for
 // each is built once, below. The CTEs k and m end with OFFSET 0 so that
