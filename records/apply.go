@@ -282,18 +282,33 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	if useRefs {
 		ff.refs = int64(len(src.refs.list))
 	}
-	cands := src.keys.candidates()
-	if len(cands) == 0 {
-		ff.repeats = repeatsNone
-	}
 	// All-or-nothing: a rejected or repeated row rejects the whole file
 	// (classify adds the rows rejected for their employee).
 	fileRejected := pl.AllOrNothing && src.rejected > 0
-	if pl.AllOrNothing && !fileRejected && len(cands) > 0 {
-		if fileRejected, err = repeatedKeys(ctx, tx, cands); err != nil {
+	// The key filter's candidates are confirmed on the real key once, here
+	// (up to 2,097,152 rows only a repeated key, or a 64-bit collision, is
+	// one; past that the Bloom filter gives ~0.5% false ones, all but the
+	// repeated keys found distinct here).
+	// With none repeated, neither the pure-first-file test nor classify
+	// looks for duplicates again: classify's check of the candidates
+	// scanned stage for them and joined every row with the groups found,
+	// 0.3-0.5 s of an unchanged 1,000,000-row resubmission (BENCHMARKS.md).
+	// A file rejected whole has them checked by classify, which names its
+	// duplicates.
+	cands := src.keys.candidates()
+	if len(cands) == 0 {
+		ff.repeats = repeatsNone
+	} else if !fileRejected {
+		repeated, err := repeatedKeys(ctx, tx, cands)
+		if err != nil {
 			return err
 		}
-		ff.repeats = repeatsNone // or the file is rejected
+		switch {
+		case !repeated:
+			cands, ff.repeats = cands[:0], repeatsNone
+		case pl.AllOrNothing:
+			fileRejected = true
+		}
 	}
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID,
 		"by": fmt.Sprintf("envelope %d", env.ID), "file_rejected": fileRejected, "all_or_nothing": pl.AllOrNothing,
@@ -379,7 +394,7 @@ func (s *stageStats) ensure(ctx context.Context, tx pgx.Tx) error {
 type repeats int
 
 const (
-	repeatsUnknown repeats = iota // the key filter has candidates, not yet confirmed
+	repeatsUnknown repeats = iota // a key repeats, or the key filter's candidates were not confirmed
 	repeatsNone                   // no valid key repeats in the file
 )
 
@@ -521,9 +536,9 @@ func pureFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstF
 	if locked || (recorded && ff.refs < 0) {
 		return false, -1, nil
 	}
-	// The employees first: classify needs them too, and they decide a
-	// resubmission (its employees are mapped) without the repeats check,
-	// a scan of stage (0.17 s at 1,000,000 rows).
+	if ff.repeats != repeatsNone { // apply confirmed the key filter's candidates
+		return false, -1, nil
+	}
 	if refs, _ := args["emp_refs"].(bool); !refs {
 		if err := ff.stats.ensure(ctx, tx); err != nil { // employeesSQL groups the staged rows
 			return false, -1, err
@@ -539,17 +554,7 @@ func pureFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstF
 	if err := tx.QueryRow(ctx, employeeKindsSQL).Scan(&kinds); err != nil {
 		return false, -1, fmt.Errorf("look up employees: %w", err)
 	}
-	if kinds {
-		return false, empRows, nil
-	}
-	if ff.repeats == repeatsUnknown {
-		cands, _ := args["dup_candidates"].([]int64)
-		found, err := repeatedKeys(ctx, tx, cands)
-		if err != nil || found {
-			return false, empRows, err
-		}
-	}
-	return true, empRows, nil
+	return !kinds, empRows, nil
 }
 
 // classifyAndApply classifies the staged rows and writes their effects
