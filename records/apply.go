@@ -453,7 +453,13 @@ func applyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFil
 			empRows, err = lookUpEmployees(cctx, tx, args)
 		}
 		if err == nil {
-			counts, err = classifyStaged(cctx, tx, args, empRows)
+			// A file with a sequence number keeps its unchanged rows in
+			// classified: applySQL moves their records' last_seq on.
+			staged := 0
+			if !hasSeq {
+				staged = ff.valid + ff.rejected
+			}
+			counts, err = classifyStaged(cctx, tx, args, empRows, staged)
 		}
 	}
 	span.SetAttributes(attribute.Bool("payintake.first_file", pure))
@@ -558,17 +564,33 @@ func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts 
 	// Every row created (a partner's first file): onboarding needs not
 	// look in classified for which unmapped references have a created row.
 	args["all_created"] = len(counts) == 1 && counts[string(OutcomeCreated)] > 0
+	skipped, _ := args["skip_unchanged"].(bool)
+	if skipped && hasSeq {
+		// applySQL moves the unchanged records' last_seq on from classified.
+		return nil, errors.New("apply rows: classify left out the unchanged rows of a file with a sequence number")
+	}
 	actx, span := startSpan(ctx, "apply")
 	defer func() { EndSpan(span, err) }()
 	for _, st := range applySQL {
 		if (st.needs != nil && !st.needs(counts, hasSeq)) || (st.result && !withResult) {
 			continue // no row has the outcome this statement writes
 		}
+		sql := st.sql
 		if st.result {
 			span.End()
 			actx, span = startSpan(ctx, "result") // the result statements come last
+			if skipped && counts[string(OutcomeUnchanged)] > 0 {
+				// The unchanged rows are not in classified. If it has
+				// rows, resultWithUnchangedSQL's join needs their count.
+				sql = resultWithUnchangedSQL
+				if len(counts) > 1 {
+					if _, err := tx.Exec(actx, `ANALYZE classified (row_no)`); err != nil {
+						return nil, fmt.Errorf("analyze classified: %w", err)
+					}
+				}
+			}
 		}
-		if _, err := tx.Exec(actx, st.sql, args); err != nil {
+		if _, err := tx.Exec(actx, sql, args); err != nil {
 			return nil, fmt.Errorf("apply rows: %w", err)
 		}
 	}
@@ -581,7 +603,7 @@ func classify(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (map[string]in
 	if err != nil {
 		return nil, err
 	}
-	return classifyStaged(ctx, tx, args, n)
+	return classifyStaged(ctx, tx, args, n, 0)
 }
 
 // lookUpEmployees fills emp (employeesSQL) and returns its row count.
@@ -600,8 +622,14 @@ func lookUpEmployees(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (int64,
 	return tag.RowsAffected(), nil
 }
 
-// classifyStaged is classify once emp holds empRows rows.
-func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows int64) (map[string]int, error) {
+// classifyStaged is classify once emp holds empRows rows. With staged > 0
+// (the number of staged rows) classify leaves the unchanged rows out of
+// classified (skipUnchanged) and counts them as the staged rows it did not
+// write; with 0 (a webhook, a replay's legs, which read the outcome of
+// every row from classified, and a file with a sequence number) it writes
+// every row.
+func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows int64, staged int) (map[string]int, error) {
+	args["skip_unchanged"] = staged > 0
 	if _, err := tx.Exec(ctx, classifiedDDL); err != nil {
 		return nil, fmt.Errorf("create classified: %w", err)
 	}
@@ -676,6 +704,15 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("count outcomes: %w", err)
+	}
+	if staged > 0 {
+		n := staged
+		for _, c := range counts {
+			n -= c
+		}
+		if n > 0 {
+			counts[string(OutcomeUnchanged)] = n
+		}
 	}
 	return counts, nil
 }

@@ -231,7 +231,8 @@ WITH ` + dup + `k AS (
 			WHEN 'record_locked' THEN format('this record is locked (%s), so the change was not applied; it is held as an exception for a reviewer: do not resend it', locked_reason)
 			WHEN 'stale' THEN format('a newer file (sequence %s) already wrote this record and this file has sequence %s, so the row was not applied', last_seq, @seq::bigint)
 		END END AS out_message
-	FROM k OFFSET 0
+	FROM k` + skipUnchanged + `
+	OFFSET 0
 )
 SELECT row_no, line, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
 	content_hash, record_id, outcome, out_code, out_message,
@@ -239,6 +240,34 @@ SELECT row_no, line, employee_ref, pay_period, component, amount, currency, hour
 	` + stagedResultLine("outcome", "out_code", "out_field", "out_message") + `
 FROM m`
 }
+
+// skipUnchanged leaves the unchanged rows out of classified when
+// @skip_unchanged is true (classifyStaged says when), before m composes
+// their outcome and line: nothing reads them afterwards but the outcome
+// counts, which take them as the staged rows not in classified, and the
+// result file, which writes their lines from stage
+// (resultWithUnchangedSQL). An unchanged row is ~99% of a payroll
+// resubmission, and classify wrote each into classified (1,000,000 wide
+// rows, more than temp_buffers holds with stage) for the counts and the
+// result file to read it back. A NULL @skip_unchanged (a webhook, a
+// replay) keeps every row.
+const skipUnchanged = `
+	WHERE @skip_unchanged::boolean IS NOT TRUE OR kind <> 'unchanged'`
+
+// resultWithUnchangedSQL stores the result file of an envelope whose
+// unchanged rows classify left out of classified (skipUnchanged): the lines
+// of classified, in row order with the lines of the staged rows not in
+// it, which are unchanged (an unchanged row has no code, field or message).
+// Each line is composed before the sort by block (OFFSET 0), so the sort
+// carries the row number and the line rather than every column of stage
+// the line is made of: 0.87-1.09 s of CPU against 1.33-1.78 s for
+// 1,000,000 rows (BENCHMARKS.md). applyClassified analyses classified's
+// row_no first: without statistics the planner expected 22 million rows
+// from the join and merge-joined two sorts (2.4 s).
+var resultWithUnchangedSQL = resultFileSQL("text_line", `(SELECT stage.row_no, coalesce(c.result_line, `+
+	stagedResultLine(`'unchanged'`, "NULL", "NULL", "NULL")+`) AS text_line
+	FROM stage LEFT JOIN (SELECT row_no AS classified_row, result_line FROM classified) c ON c.classified_row = stage.row_no
+	OFFSET 0) lines`)
 
 // stagedResultLine is the SQL of a staged row's line of the result file
 // (result_line, migrations/00180) with the given outcome, code, field and
@@ -334,7 +363,9 @@ var applySQL = []applyStatement{
 	WHERE c.record_id = r.id AND c.outcome = 'updated'`},
 
 	// A newer file confirming a record moves its sequence on, so an older
-	// file arriving later is stale rather than an update.
+	// file arriving later is stale rather than an update. (classify keeps
+	// the unchanged rows of a file with a sequence number in classified
+	// for this: classifyStaged.)
 	{needs: unchanged, sql: `UPDATE records r SET last_seq = @seq::bigint
 	FROM classified c
 	WHERE @seq::bigint IS NOT NULL AND c.record_id = r.id AND c.outcome = 'unchanged'
@@ -393,6 +424,8 @@ var applySQL = []applyStatement{
 		AND o.component = n.component`},
 
 	// The result file, built in the database a block of rows at a time from
-	// the lines classify composed.
+	// the lines classify composed (applyClassified takes
+	// resultWithUnchangedSQL instead when classify left the unchanged rows
+	// out of classified).
 	{result: true, sql: resultFileSQL("result_line", "classified")},
 }
