@@ -43,10 +43,20 @@ const empRefsSQL = employeesHead + `FROM emp_refs u` + employeesTail
 
 // employeesHead and employeesTail are what employeesSQL and empRefsSQL
 // share: each unmapped reference u's derived id d and its kind.
+//
+// Whether a derived id is taken is one probe of employees' employee_id
+// index per unmapped reference (tk, a LATERAL with LIMIT 1, which the
+// planner cannot turn into a hash). As an EXISTS in the CASE, PostgreSQL
+// chose a hashed subplan: a scan of every partner's mappings, hashed, for
+// each file. With 211,000 mappings in the database (a 1,000,000-row
+// partner's among them) that cost a 10,000-row file's 1,820 new employees
+// 221-321 ms, against 11-53 ms probed; and it grew with other partners'
+// mappings, not with the file. At 182,062 new employees both take about a
+// second (BENCHMARKS.md).
 const employeesHead = `INSERT INTO emp (employee_ref, derived_id, kind)
 SELECT u.employee_ref, d.id,
 	CASE
-		WHEN EXISTS (SELECT 1 FROM employees t WHERE t.employee_id = d.id) THEN 'employee_taken'
+		WHEN tk.taken THEN 'employee_taken'
 		WHEN pol.policy = 'reject' THEN 'unknown_rejected'
 		WHEN pol.policy = 'hold' THEN 'unknown_held'
 	END
@@ -55,6 +65,7 @@ SELECT u.employee_ref, d.id,
 const employeesTail = `
 CROSS JOIN (SELECT unknown_employee AS policy FROM partners WHERE id = @partner) pol
 CROSS JOIN LATERAL (SELECT derived_employee_id(@partner, u.employee_ref) AS id) d
+LEFT JOIN LATERAL (SELECT true AS taken FROM employees t WHERE t.employee_id = d.id LIMIT 1) tk ON true
 WHERE NOT EXISTS (SELECT 1 FROM employees em WHERE em.partner_id = @partner AND em.employee_ref = u.employee_ref)`
 
 // empRefsDDL holds a file's distinct employee references (empRefs), as

@@ -42,3 +42,6 @@ func ClassifyForms() map[string]string {
 // ChunkSize is the most bytes one envelope_chunks row holds (the last
 // chunk of an envelope holds fewer).
 const ChunkSize = chunkSize
+
+// EmpRefsSQL is empRefsSQL: a file's unmapped employees into emp.
+const EmpRefsSQL = empRefsSQL
