@@ -134,7 +134,7 @@ func (l *resultLines) addRejected(r *StagedRow) {
 
 // finish flushes the lines once staging is done.
 func (l *resultLines) finish() {
-	if l == nil || l.failed {
+	if l == nil || l.failed || l.w == nil {
 		return
 	}
 	if err := l.w.Flush(); err != nil {
