@@ -294,9 +294,26 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 // id and source onboarding gives it.
 func firstFileFixture(t *testing.T, p records.Partner, mapped []string, prior, period string) (*fixture, *classifyCounter) {
 	t.Helper()
-	ctx := context.Background()
 	c := &classifyCounter{}
-	st, err := records.Open(ctx, pgtest.New(t), records.Options{SecretKeys: pgtest.TestSecretKeys, QueryTracer: c})
+	f := tracedFixture(t, p, c, append([]string{"PRIOR"}, mapped...)...)
+	if prior != "PRIOR" && !slices.Contains(mapped, prior) {
+		f.exec(`INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+			VALUES ($1, $2, derived_employee_id($1, $2), 'derived')`, f.partner, prior)
+	}
+	_, out := f.ingest("pay-1.csv", "employee_ref,pay_period,component,amount,currency\n"+prior+","+period+",PRIOR,1.00,USD\n")
+	if out.Counts["created"] != 1 {
+		t.Fatalf("earlier file: %v", out.Counts)
+	}
+	c.reset()
+	return f, c
+}
+
+// tracedFixture is a database whose store tells tracer its statements,
+// with partner acme (p) and the employees refs mapped (ref to W-ref).
+func tracedFixture(t *testing.T, p records.Partner, tracer pgx.QueryTracer, refs ...string) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := records.Open(ctx, pgtest.New(t), records.Options{SecretKeys: pgtest.TestSecretKeys, QueryTracer: tracer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,24 +322,14 @@ func firstFileFixture(t *testing.T, p records.Partner, mapped []string, prior, p
 	if err := st.AddPartner(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	m := []records.EmployeeMapping{{Line: 2, EmployeeRef: "PRIOR", EmployeeID: "W-PRIOR"}}
-	for i, ref := range mapped {
-		m = append(m, records.EmployeeMapping{Line: i + 3, EmployeeRef: ref, EmployeeID: "W-" + ref})
+	var m []records.EmployeeMapping
+	for i, ref := range refs {
+		m = append(m, records.EmployeeMapping{Line: i + 2, EmployeeRef: ref, EmployeeID: "W-" + ref})
 	}
 	if _, err := st.ImportEmployees(ctx, p.ID, m); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, ctx: ctx, store: st, in: intake.New(st, nil), partner: p.ID, dir: t.TempDir()}
-	if prior != "PRIOR" && !slices.Contains(mapped, prior) {
-		f.exec(`INSERT INTO employees (partner_id, employee_ref, employee_id, source)
-			VALUES ($1, $2, derived_employee_id($1, $2), 'derived')`, p.ID, prior)
-	}
-	_, out := f.ingest("pay-1.csv", "employee_ref,pay_period,component,amount,currency\n"+prior+","+period+",PRIOR,1.00,USD\n")
-	if out.Counts["created"] != 1 {
-		t.Fatalf("earlier file: %v", out.Counts)
-	}
-	c.reset()
-	return f, c
+	return &fixture{t: t, ctx: ctx, store: st, in: intake.New(st, nil), partner: p.ID, dir: t.TempDir()}
 }
 
 // firstFileEffects reads back what envelope env did: the envelope's

@@ -11,8 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/payintake/payintake/bench"
-	"github.com/payintake/payintake/intake"
-	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
 
@@ -176,25 +174,8 @@ func equalCounts(a, b map[string]int) bool {
 // E1..E6 mapped; its counter counts from then on.
 func resubmissionFixture(t *testing.T, p records.Partner) (*fixture, *unchangedSkipCounter) {
 	t.Helper()
-	ctx := context.Background()
 	c := &unchangedSkipCounter{}
-	st, err := records.Open(ctx, pgtest.New(t), records.Options{SecretKeys: pgtest.TestSecretKeys, QueryTracer: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	p.ID = "acme"
-	if err := st.AddPartner(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	var m []records.EmployeeMapping
-	for i, ref := range []string{"E1", "E2", "E3", "E4", "E5", "E6"} {
-		m = append(m, records.EmployeeMapping{Line: i + 2, EmployeeRef: ref, EmployeeID: "W-" + ref})
-	}
-	if _, err := st.ImportEmployees(ctx, p.ID, m); err != nil {
-		t.Fatal(err)
-	}
-	return &fixture{t: t, ctx: ctx, store: st, in: intake.New(st, nil), partner: p.ID, dir: t.TempDir()}, c
+	return tracedFixture(t, p, c, "E1", "E2", "E3", "E4", "E5", "E6"), c
 }
 
 // resubmissionEffects reads back the records (but their last_seq),
