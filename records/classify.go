@@ -258,12 +258,12 @@ FROM m`
 // @skip_unchanged is true (classifyStaged says when), before m composes
 // their outcome and line: nothing reads them afterwards but the outcome
 // counts, which take them as the staged rows not in classified, and the
-// result file, which writes their lines from stage
-// (resultWithUnchangedSQL). An unchanged row is ~99% of a payroll
-// resubmission, and classify wrote each into classified (1,000,000 wide
-// rows, more than temp_buffers holds with stage) for the counts and the
-// result file to read it back. A NULL @skip_unchanged (a webhook, a
-// replay) keeps every row.
+// result file, which takes their lines from staging's (storeMerged) or,
+// failing that, composes them from stage (resultWithUnchangedSQL). An
+// unchanged row is ~99% of a payroll resubmission, and classify wrote each
+// into classified (1,000,000 wide rows, more than temp_buffers holds with
+// stage) for the counts and the result file to read it back. A NULL
+// @skip_unchanged (a webhook, a replay) keeps every row.
 const skipUnchanged = `
 	WHERE @skip_unchanged::boolean IS NOT TRUE OR kind <> 'unchanged'`
 
