@@ -1,5 +1,7 @@
 package records
 
+import "strconv"
+
 // The set-based heart of processing. Each statement runs once per envelope
 // over all its staged rows; none runs once per row. A webhook's one change
 // goes through the same statements (applyWebhook). Named arguments:
@@ -294,13 +296,14 @@ func stagedResultLine(outcome, code, field, message string) string {
 
 // resultFileSQL stores the result file of the envelope @env: the header
 // @header, then the lines (the SQL expression line) of the rows of from in
-// their order, a block of 4,096 rows a chunk.
+// their order, a block of resultRowsPerChunk rows a chunk.
 func resultFileSQL(line, from string) string {
+	chunk := strconv.Itoa(resultRowsPerChunk)
 	return `INSERT INTO envelope_results (envelope_id, n, data)
 	SELECT @env::bigint, -1, convert_to(@header::text, 'UTF8')
 	UNION ALL
-	SELECT @env::bigint, row_no / 4096, convert_to(string_agg(` + line + ` || E'\n', '' ORDER BY row_no), 'UTF8')
-	FROM ` + from + ` GROUP BY row_no / 4096`
+	SELECT @env::bigint, row_no / ` + chunk + `, convert_to(string_agg(` + line + ` || E'\n', '' ORDER BY row_no), 'UTF8')
+	FROM ` + from + ` GROUP BY row_no / ` + chunk
 }
 
 const classifiedDDL = `CREATE TEMP TABLE classified (

@@ -21,10 +21,10 @@ import (
 // code, field and message), so the goroutine that encodes the COPY text
 // also writes each row's line of the result file (normalize.AppendResultLine,
 // the Go twin of SQL's result_line) to an unlinked temporary file in the
-// spool folder, and notes where each block of resultBlockRows rows ends.
+// spool folder, and notes where each block of resultRowsPerChunk rows ends.
 // When the file turns out pure, the blocks go into envelope_results by one
 // COPY, as resultFileSQL would have written them (the header as chunk -1,
-// rows row_no/4096 as chunk row_no/4096), instead of the backend composing,
+// rows row_no/resultRowsPerChunk as that chunk), instead of the backend composing,
 // sorting and aggregating every line from stage (firstFileResultSQL, ~1.7 s
 // of backend CPU at 1,000,000 rows, while Go's core was idle). Where Go
 // cannot decide a cell's quoting alone (a cell with a non-ASCII first or
@@ -34,10 +34,6 @@ import (
 // as before: the stored bytes are the same either way
 // (intake.TestPureFirstFileMatchesClassify compares them). A file that is
 // not pure drops them too.
-
-// resultBlockRows is how many row numbers share one stored chunk of a
-// result file: resultFileSQL's row_no / 4096.
-const resultBlockRows = 4096
 
 // resultLines is a file's result lines as staging composed them.
 type resultLines struct {
@@ -85,7 +81,7 @@ func (l *resultLines) start(row int) bool {
 		return false
 	}
 	l.lastRow = row
-	if n := int32(row / resultBlockRows); len(l.blocks) == 0 || l.blocks[len(l.blocks)-1].n != n {
+	if n := int32(row / resultRowsPerChunk); len(l.blocks) == 0 || l.blocks[len(l.blocks)-1].n != n {
 		l.blocks = append(l.blocks, resultBlock{n: n})
 	}
 	return true

@@ -66,8 +66,9 @@ type ResultRow struct {
 	ReplayID int64 `json:"replay_id,omitempty"`
 }
 
-// resultRowsPerChunk is how many rows each stored result chunk holds (see
-// the result statement in applySQL: chunk n holds rows n*4096 to n*4096+4095).
+// resultRowsPerChunk is how many rows each stored result chunk holds:
+// chunk n holds rows n*4096 to n*4096+4095, whether the database built the
+// result (resultFileSQL) or staging's lines were stored (resultLines).
 const resultRowsPerChunk = 4096
 
 // ResultRows reads the rows of the stored result of envelope id whose row
