@@ -17,7 +17,7 @@ import (
 // unchangedSkipCounter counts the result files built for a classified
 // left without the unchanged rows: n by the statement that joins stage
 // with it (resultWithUnchangedSQL), merged by staging's lines merged with
-// classified's (mergedResult).
+// classified's (storeMerged).
 type unchangedSkipCounter struct{ n, merged atomic.Int64 }
 
 func (c *unchangedSkipCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {

@@ -338,8 +338,9 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 // every row into classified and counting it (classify and its counts were
 // ~3.5 s of a 1,000,000-row first file). Any doubt runs classify as usual.
 // What makes every valid row created, in the order of classifySQL's CASE:
-// no key repeats in the file, no employee has a kind (rejected, taken or held: emp), the file is
-// not rejected whole, and no key has a record or a closed period, known
+// no key repeats in the file, no employee has a kind (rejected, taken or
+// held: emp), the file is not rejected whole, and no key has a record or
+// a closed period, known
 // for every key at once when the partner has no lock in any of the file's
 // pay periods and either no record in them (a probe of the natural key's
 // index, whose first columns are partner and pay period, per period) or
@@ -348,9 +349,8 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 // unmapped employee has no record. The latter is a new employee's first
 // rows in a period the partner already sends, e.g. a new site's staff
 // (emp holds every distinct reference of the file). The database still
-// checks what it checks on every insert: the unique
-// natural key, and that every record's employee is mapped and its partner
-// and envelope exist.
+// checks what it checks on every insert: the unique natural key, and that
+// every record's employee is mapped and its partner and envelope exist.
 
 // firstFile is what staging learnt of a file for the pure-first-file test.
 type firstFile struct {
@@ -463,9 +463,7 @@ func applyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFil
 	var counts map[string]int
 	if err == nil && !pure {
 		err = ff.stats.ensure(cctx, tx)
-	}
-	if err == nil && !pure {
-		if empRows < 0 {
+		if err == nil && empRows < 0 {
 			empRows, err = lookUpEmployees(cctx, tx, args)
 		}
 		if err == nil {
@@ -572,7 +570,7 @@ func classifyAndApply(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, hasSeq
 
 // applyClassified runs the statements of applySQL that the classified
 // rows' outcome counts need (the result file's too when withResult). lines
-// are the result lines staging composed, if any (see mergedResult).
+// are the result lines staging composed, if any (see storeMerged).
 func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts map[string]int, hasSeq, withResult bool, lines *resultLines) (_ map[string]int, err error) {
 	// Every row created (a partner's first file): onboarding needs not
 	// look in classified for which unmapped references have a created row.
@@ -592,20 +590,19 @@ func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts 
 		if st.result {
 			span.End()
 			actx, span = startSpan(ctx, "result") // the result statements come last
-			if skipped && counts[string(OutcomeUnchanged)] > 0 && lines.ok() &&
-				classifiedRows(counts) <= mergeMaxRows {
-				// The unchanged rows are not in classified: their lines
-				// are staging's, the others classify's (mergedResult).
-				span.SetAttributes(attribute.Bool("payintake.result_from_go", true))
-				env, _ := args["env"].(int64)
-				if err := lines.storeMerged(actx, tx, env); err != nil {
-					return nil, err
-				}
-				continue
-			}
 			if skipped && counts[string(OutcomeUnchanged)] > 0 {
-				// The unchanged rows are not in classified. If it has
-				// rows, resultWithUnchangedSQL's join needs their count.
+				// The unchanged rows are not in classified: their lines
+				// are staging's, the others classify's (storeMerged).
+				if lines.ok() && classifiedRows(counts) <= mergeMaxRows {
+					span.SetAttributes(attribute.Bool("payintake.result_from_go", true))
+					env, _ := args["env"].(int64)
+					if err := lines.storeMerged(actx, tx, env); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				// Else the database joins them from stage; if classified
+				// has rows, resultWithUnchangedSQL's join needs their count.
 				sql = resultWithUnchangedSQL
 				if len(counts) > 1 {
 					if _, err := tx.Exec(actx, `ANALYZE classified (row_no)`); err != nil {
@@ -793,7 +790,7 @@ type stageSource struct {
 	keys     keyFilter    // the valid rows' natural keys seen so far, valid once done is closed
 	refs     empRefs      // the valid rows' distinct employee references, valid once done is closed
 	periods  periodSet    // the valid rows' pay periods, valid once done is closed
-	lines    *resultLines // the rows' result lines for a pure first file (nil: none composed)
+	lines    *resultLines // the rows' result lines as if each valid row were created (nil: none composed)
 }
 
 const (
@@ -893,8 +890,8 @@ func (s *stageSource) close() {
 
 // appendStageRow encodes one row as a line of COPY text format; kh is the
 // row's keyHash (unused for a rejected row), computed once by the caller.
-// When res is not nil, the row's line of a pure first file's result is
-// written to it too (see resultLines).
+// When res is not nil, the row's result line is written to it too, as if
+// the row were created if it is valid (see resultLines).
 func appendStageRow(b []byte, r *StagedRow, kh uint64, res *resultLines) []byte {
 	b = strconv.AppendInt(b, int64(r.Row), 10)
 	b = append(b, '\t')
@@ -947,8 +944,7 @@ var keySeed = maphash.MakeSeed()
 // in a file, so that SQL confirms duplicates on those few candidates only
 // instead of aggregating every row's key (an aggregate of 1,000,000 key
 // hashes that spilled to disk). Up to keyExactMax rows it keeps every key
-// hash and, once staging is done, sorts them: a hash seen twice is a
-// candidate, so only a repeated key (or, once in ~10^8 files of a million
+// hash, sorted: a hash seen twice is a candidate, so only a repeated key (or, once in ~10^8 files of a million
 // rows, two keys whose 64-bit hashes collide) is one, and a file without
 // a repeated key has none, which spares SQL any duplicate check: the
 // pure-first-file test's scan of stage and classify's grouping of the
@@ -958,8 +954,8 @@ var keySeed = maphash.MakeSeed()
 // the lists grow without copying (one slice that doubled raised the
 // bench's peak RSS by 15 MB), each chunk sorted as it fills (while the
 // backend copies the rows), so that what is left once staging is done is
-// a merge of each bucket's few chunks. Past
-// keyExactMax rows, so memory stays bounded, it becomes a Bloom filter of
+// a merge of each bucket's few chunks. Past keyExactMax rows, so memory
+// stays bounded, it becomes a Bloom filter of
 // the hashes (two bits per key in keyFilterBits bits, 2 MiB whatever the
 // file's size): a key whose bits are all set already may have been seen,
 // so its hash becomes a candidate; a repeated key is always one (no false
@@ -1034,7 +1030,8 @@ func (f *keyFilter) candidates() []int64 {
 					slices.Sort(last)
 				}
 			}
-			heads = append(heads[:0], make([]int, len(b))...)
+			heads = slices.Grow(heads[:0], len(b))[:len(b)]
+			clear(heads)
 			var prev uint64
 			for i := 0; ; i++ {
 				m := -1

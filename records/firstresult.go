@@ -33,7 +33,8 @@ import (
 // written, the lines are dropped and firstFileResultSQL builds the result
 // as before: the stored bytes are the same either way
 // (intake.TestPureFirstFileMatchesClassify compares them). A file that is
-// not pure drops them too.
+// not pure uses them only when classify left its unchanged rows out of
+// classified (storeMerged, below); otherwise they are dropped too.
 
 // resultLines is a file's result lines as staging composed them.
 type resultLines struct {
