@@ -23,7 +23,7 @@ import (
 // are stored: by a statement (INSERT INTO envelope_results, the lines
 // composed in SQL) or by a COPY of the lines staging composed in Go, and
 // the ANALYZEs of stage (which only classify needs).
-type classifyCounter struct{ n, sqlResults, goResults, analyzes atomic.Int64 }
+type classifyCounter struct{ n, sqlResults, goResults, analyzes, stages, records atomic.Int64 }
 
 func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	if strings.Contains(d.SQL, "INSERT INTO classified") {
@@ -41,8 +41,13 @@ func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pg
 func (c *classifyCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 func (c *classifyCounter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
-	if d.TableName.Sanitize() == (pgx.Identifier{"envelope_results"}).Sanitize() {
+	switch d.TableName.Sanitize() {
+	case pgx.Identifier{"envelope_results"}.Sanitize():
 		c.goResults.Add(1)
+	case pgx.Identifier{"stage"}.Sanitize():
+		c.stages.Add(1)
+	case pgx.Identifier{"records"}.Sanitize():
+		c.records.Add(1)
 	}
 	return ctx
 }
@@ -54,6 +59,8 @@ func (c *classifyCounter) reset() {
 	c.sqlResults.Store(0)
 	c.goResults.Store(0)
 	c.analyzes.Store(0)
+	c.stages.Store(0)
+	c.records.Store(0)
 }
 
 // messyRows are data rows (CRLF line ends) of one period: messy valid
@@ -121,7 +128,11 @@ func cleanRows(period string) string {
 // are all new); in b, in the file's period, where classify decides: of
 // one of the file's employees (pivot, mapped beforehand with the id
 // onboarding would derive) when a takes the pure path, else of PRIOR. The result files must be the same bytes and the
-// tables the same, row for row.
+// tables the same, row for row. A third database, s, is a with every file
+// staged (records.Options.StageFirstFiles): where a reads a first file
+// twice without staging (a pure file whose first row's period has no
+// record and whose result Go composes), s takes the staged pure path, and
+// the three must agree.
 func TestPureFirstFileMatchesClassify(t *testing.T) {
 	generated := func(rows int) string {
 		var b bytes.Buffer
@@ -235,18 +246,45 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			if tc.unmappedInPeriod {
 				aPeriod = tc.period
 			}
-			a, ca := firstFileFixture(t, tc.partner, tc.mapped, "PRIOR", aPeriod)
+			a, ca := firstFileFixture(t, tc.partner, tc.mapped, "PRIOR", aPeriod, false)
 			if !tc.pure {
 				tc.pivot = "PRIOR" // b runs classify for the file's own reason
 			}
-			b, cb := firstFileFixture(t, tc.partner, tc.mapped, tc.pivot, tc.period)
-			var outs [2]records.Envelope
-			for i, f := range []*fixture{a, b} {
+			b, cb := firstFileFixture(t, tc.partner, tc.mapped, tc.pivot, tc.period, false)
+			s, cs := firstFileFixture(t, tc.partner, tc.mapped, "PRIOR", aPeriod, true)
+			var outs [3]records.Envelope
+			for i, f := range []*fixture{a, b, s} {
 				if tc.before != nil {
 					tc.before(f)
 				}
 				_, outs[i] = f.ingest("pay-7.csv", tc.file)
 			}
+			// a reads the file twice without staging exactly when it is a
+			// pure first file whose first row's period has no record and
+			// whose result lines Go composes; else it stages it, as s does.
+			direct := tc.pure && !tc.unmappedInPeriod && !tc.sqlResult
+			if n := ca.stages.Load(); (n == 0) != direct {
+				t.Errorf("database a staged the file %d time(s); want it read without staging %v", n, direct)
+			}
+			if n := ca.records.Load(); (n == 1) != (tc.pure && !tc.unmappedInPeriod) { // a file whose result SQL composes is found out while copied
+				t.Errorf("database a copied into records %d time(s)", n)
+			}
+			if n := cs.stages.Load(); n != 1 {
+				t.Errorf("database s staged the file %d time(s); want 1", n)
+			}
+			if n := cs.records.Load(); n != 0 {
+				t.Errorf("database s copied into records %d time(s); want none", n)
+			}
+			if ra, rs := a.result(outs[0]), s.result(outs[2]); ra != rs {
+				t.Errorf("result files differ:\nread twice:\n%s\nstaged:\n%s", ra, rs)
+			}
+			ea, es := firstFileEffects(a, outs[0].ID), firstFileEffects(s, outs[2].ID)
+			for _, k := range []string{"envelope", "records", "employees", "exceptions", "history", "result chunks"} {
+				if ea[k] != es[k] {
+					t.Errorf("%s differ:\nread twice: %s\nstaged:     %s", k, ea[k], es[k])
+				}
+			}
+			a, ca = s, cs // from here on, the staged pure first file against classify, as before
 			if n := ca.n.Load(); (n == 0) != tc.pure {
 				t.Errorf("database a ran classify %d time(s); want the pure first file path %v", n, tc.pure)
 			}
@@ -292,10 +330,10 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 // in period, from an earlier file; its classifyCounter counts from then
 // on. A prior other than PRIOR, unless in mapped, is mapped first with the
 // id and source onboarding gives it.
-func firstFileFixture(t *testing.T, p records.Partner, mapped []string, prior, period string) (*fixture, *classifyCounter) {
+func firstFileFixture(t *testing.T, p records.Partner, mapped []string, prior, period string, stageFirst bool) (*fixture, *classifyCounter) {
 	t.Helper()
 	c := &classifyCounter{}
-	f := tracedFixture(t, p, c, append([]string{"PRIOR"}, mapped...)...)
+	f := tracedFixture(t, p, records.Options{QueryTracer: c, StageFirstFiles: stageFirst}, append([]string{"PRIOR"}, mapped...)...)
 	if prior != "PRIOR" && !slices.Contains(mapped, prior) {
 		f.exec(`INSERT INTO employees (partner_id, employee_ref, employee_id, source)
 			VALUES ($1, $2, derived_employee_id($1, $2), 'derived')`, f.partner, prior)
@@ -310,10 +348,11 @@ func firstFileFixture(t *testing.T, p records.Partner, mapped []string, prior, p
 
 // tracedFixture is a database whose store tells tracer its statements,
 // with partner acme (p) and the employees refs mapped (ref to W-ref).
-func tracedFixture(t *testing.T, p records.Partner, tracer pgx.QueryTracer, refs ...string) *fixture {
+func tracedFixture(t *testing.T, p records.Partner, opts records.Options, refs ...string) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	st, err := records.Open(ctx, pgtest.New(t), records.Options{SecretKeys: pgtest.TestSecretKeys, QueryTracer: tracer})
+	opts.SecretKeys = pgtest.TestSecretKeys
+	st, err := records.Open(ctx, pgtest.New(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

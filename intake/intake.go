@@ -205,11 +205,29 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 		return pl, err
 	}
 	pl.Rows = &rowSource{r: r}
+	if sk, ok := body.(io.Seeker); ok {
+		pl.Reread = func(keysOnly bool) (records.RowSource, error) {
+			if _, err := sk.Seek(0, io.SeekStart); err != nil {
+				return nil, fmt.Errorf("rewind the file: %w", err)
+			}
+			r, err := normalize.NewReader(body, Settings(p))
+			if err != nil {
+				return nil, err
+			}
+			return &rowSource{r: r, keysOnly: keysOnly}, nil
+		}
+	}
 	return pl, nil
 }
 
-// rowSource adapts a normalize.Reader to the store's staging.
-type rowSource struct{ r *normalize.Reader }
+// rowSource adapts a normalize.Reader to the store's staging. With
+// keysOnly, a valid row carries its natural key alone (no content hash, no
+// formatted numbers), which is all a first read for records.Plan.Reread
+// needs.
+type rowSource struct {
+	r        *normalize.Reader
+	keysOnly bool
+}
 
 func (s *rowSource) Next() (records.StagedRow, error) {
 	row, err := s.r.Next()
@@ -218,6 +236,10 @@ func (s *rowSource) Next() (records.StagedRow, error) {
 			return records.StagedRow{}, io.EOF
 		}
 		return records.StagedRow{}, err
+	}
+	if s.keysOnly && row.Err == nil {
+		return records.StagedRow{Row: row.Index, Line: row.Line,
+			EmployeeRef: row.Record.EmployeeRef, PayPeriod: row.Record.PayPeriod, Component: row.Record.Component}, nil
 	}
 	return Stage(row), nil
 }

@@ -175,7 +175,7 @@ func equalCounts(a, b map[string]int) bool {
 func resubmissionFixture(t *testing.T, p records.Partner) (*fixture, *unchangedSkipCounter) {
 	t.Helper()
 	c := &unchangedSkipCounter{}
-	return tracedFixture(t, p, c, "E1", "E2", "E3", "E4", "E5", "E6"), c
+	return tracedFixture(t, p, records.Options{QueryTracer: c}, "E1", "E2", "E3", "E4", "E5", "E6"), c
 }
 
 // resubmissionEffects reads back the records (but their last_seq),

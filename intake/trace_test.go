@@ -68,7 +68,15 @@ func TestUploadIsOneTrace(t *testing.T) {
 			children[s.Name] = s
 		}
 	}
-	for _, stage := range []string{"stage", "classify", "apply", "result"} {
+	// A first file is read twice without staging: scan instead of stage.
+	const first = "scan"
+	if got := attr(*process, "payintake.direct"); got != "true" {
+		t.Errorf("process payintake.direct = %q, want true (a partner's first file): %v", got, names)
+	}
+	if _, ok := children["stage"]; ok {
+		t.Errorf("a first file was staged: %v", names)
+	}
+	for _, stage := range []string{first, "classify", "apply", "result"} {
 		st, ok := children[stage]
 		if !ok {
 			t.Errorf("no %s span under process: %v", stage, names)
@@ -86,8 +94,8 @@ func TestUploadIsOneTrace(t *testing.T) {
 			t.Errorf("no SQL statement or COPY span under %s: %v", stage, names)
 		}
 	}
-	if got := attr(children["stage"], "payintake.rows"); got != "3" {
-		t.Errorf("stage rows = %q, want 3", got)
+	if got := attr(children[first], "payintake.rows"); got != "3" {
+		t.Errorf("%s rows = %q, want 3", first, got)
 	}
 	// Everything of the upload is in its one trace.
 	for _, s := range spans {

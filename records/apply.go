@@ -47,6 +47,13 @@ type Plan struct {
 	Seq          *int64 // the file's sequence number, if the partner's file pattern gives one
 	AllOrNothing bool
 	Rows         RowSource
+	// Reread, when set, returns a new RowSource over the same file from
+	// its first row; with keysOnly, its valid rows need carry only their
+	// natural key (EmployeeRef, PayPeriod, Component). Processing then
+	// tries the file as a pure first file read twice, without staging
+	// (applyDirect); once it has called Reread, it reads Rows from a
+	// further Reread, not from Rows.
+	Reread func(keysOnly bool) (RowSource, error)
 	// Replay, when set, makes the envelope a leg replay of another
 	// submission (a NAME.replay.csv file): its legs are applied as
 	// Store.Replay applies them, and Rows is not read.
@@ -230,6 +237,18 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	if err := tune(ctx, tx); err != nil {
 		return err
 	}
+	if pl.Reread != nil && !s.stageFirstFiles {
+		counts, ok, err := s.applyDirect(ctx, tx, env, pl)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return closeEnvelope(ctx, tx, env, counts)
+		}
+		if pl.Rows, err = pl.Reread(false); err != nil { // the first read of the file was consumed
+			return fmt.Errorf("read the file again: %w", err)
+		}
+	}
 	sp, err := tx.Begin(ctx) // savepoint: a file rejected mid-stream leaves no staged rows
 	if err != nil {
 		return fmt.Errorf("savepoint: %w", err)
@@ -241,7 +260,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	}
 	lines := newResultLines(s.spoolDir) // nil: the result is built in SQL
 	defer lines.close()
-	src := newStageSource(sctx, pl.Rows, lines)
+	src := newStageSource(sctx, pl.Rows, lines, nil)
 	err = copyText(sctx, sp.Conn(), "stage", stageColumns, src)
 	src.close()
 	stage.SetAttributes(attribute.Int("payintake.rows", src.count), attribute.Int("payintake.rows_rejected", src.rejected))
@@ -317,9 +336,14 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	if err != nil {
 		return err
 	}
+	return closeEnvelope(ctx, tx, env, counts)
+}
+
+// closeEnvelope marks env processed with its counts and result size.
+func closeEnvelope(ctx context.Context, tx pgx.Tx, env *Envelope, counts map[string]int) error {
 	env.Counts = counts
 	env.Status = StatusProcessed
-	err = tx.QueryRow(ctx, `
+	err := tx.QueryRow(ctx, `
 		UPDATE envelopes SET status = 'processed', counts = $2, seq = $3, processed_at = now(),
 			result_size = (SELECT sum(length(data)) FROM envelope_results WHERE envelope_id = $1)
 		WHERE id = $1 RETURNING result_size`, env.ID, counts, env.Seq).Scan(&env.ResultSize)
@@ -787,10 +811,12 @@ type stageSource struct {
 	err      error // the source's error, valid once done is closed
 	count    int
 	rejected int
-	keys     keyFilter    // the valid rows' natural keys seen so far, valid once done is closed
-	refs     empRefs      // the valid rows' distinct employee references, valid once done is closed
-	periods  periodSet    // the valid rows' pay periods, valid once done is closed
-	lines    *resultLines // the rows' result lines as if each valid row were created (nil: none composed)
+	// encode appends a row's COPY text; nil stages it (stageRow).
+	encode  func(b []byte, r *StagedRow) ([]byte, error)
+	keys    keyFilter    // the valid rows' natural keys seen so far, valid once done is closed
+	refs    empRefs      // the valid rows' distinct employee references, valid once done is closed
+	periods periodSet    // the valid rows' pay periods, valid once done is closed
+	lines   *resultLines // the rows' result lines as if each valid row were created (nil: none composed)
 }
 
 const (
@@ -798,9 +824,9 @@ const (
 	stageBlocks    = 4
 )
 
-func newStageSource(ctx context.Context, rows RowSource, lines *resultLines) *stageSource {
+func newStageSource(ctx context.Context, rows RowSource, lines *resultLines, encode func(b []byte, r *StagedRow) ([]byte, error)) *stageSource {
 	s := &stageSource{ctx: ctx, blocks: make(chan []byte, stageBlocks), free: make(chan []byte, stageBlocks+2),
-		stop: make(chan struct{}), done: make(chan struct{}), lines: lines}
+		stop: make(chan struct{}), done: make(chan struct{}), lines: lines, encode: encode}
 	go s.produce(rows)
 	return s
 }
@@ -819,16 +845,17 @@ func (s *stageSource) produce(rows RowSource) {
 			return
 		}
 		s.count++
-		var kh uint64
-		if r.Code != "" {
-			s.rejected++
+		if s.encode != nil {
+			if r.Code != "" {
+				s.rejected++
+			}
+			if buf, err = s.encode(buf, &r); err != nil {
+				s.err = err
+				return
+			}
 		} else {
-			kh = keyHash(&r)
-			s.keys.add(kh)
-			s.refs.add(r.EmployeeRef)
-			s.periods.add(r.PayPeriod)
+			buf = s.stageRow(buf, &r)
 		}
-		buf = appendStageRow(buf, &r, kh, s.lines)
 		if len(buf) >= stageBlockSize {
 			select {
 			case s.blocks <- buf:
@@ -850,6 +877,21 @@ func (s *stageSource) produce(rows RowSource) {
 		case <-s.stop:
 		}
 	}
+}
+
+// stageRow appends r's line of COPY text for stage (appendStageRow) and
+// notes what the pure-first-file test needs of a valid row.
+func (s *stageSource) stageRow(b []byte, r *StagedRow) []byte {
+	var kh uint64
+	if r.Code != "" {
+		s.rejected++
+	} else {
+		kh = keyHash(r)
+		s.keys.add(kh)
+		s.refs.add(r.EmployeeRef)
+		s.periods.add(r.PayPeriod)
+	}
+	return appendStageRow(b, r, kh, s.lines)
 }
 
 // Read gives COPY the next encoded rows; it returns the source's error when

@@ -43,7 +43,7 @@ func BenchmarkStageSource(b *testing.B) {
 				defer lines.close()
 			}
 			c0 := cpuNanos(b)
-			src := newStageSource(context.Background(), &cycleRows{n: b.N}, lines)
+			src := newStageSource(context.Background(), &cycleRows{n: b.N}, lines, nil)
 			if _, err := io.Copy(io.Discard, src); err != nil {
 				b.Fatal(err)
 			}

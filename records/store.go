@@ -36,11 +36,12 @@ var ErrNotFound = errors.New("not found")
 
 // Store is a handle on the payintake database. It is safe for concurrent use.
 type Store struct {
-	pool     *pgxpool.Pool
-	log      *slog.Logger
-	spoolDir string
-	tracer   trace.Tracer
-	keys     *secretKeyring
+	pool            *pgxpool.Pool
+	log             *slog.Logger
+	spoolDir        string
+	tracer          trace.Tracer
+	keys            *secretKeyring
+	stageFirstFiles bool
 	// streams holds a slot per running upload Stream: streams may hold at
 	// most a quarter of the pool's connections, so that they never starve
 	// processing and the API.
@@ -69,6 +70,10 @@ type Options struct {
 	// depend on what it does; serve's crash tests stop the process with one
 	// (internal/fault).
 	QueryTracer pgx.QueryTracer
+	// StageFirstFiles stages every file, a first file too, instead of
+	// reading a first file twice without staging (applyDirect): the two
+	// ways store the same records and result, which the tests compare.
+	StageFirstFiles bool
 }
 
 // Open connects to the database at url. It does not migrate; call Migrate first.
@@ -97,7 +102,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
-	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName),
+	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName), stageFirstFiles: opts.StageFirstFiles,
 		keys: &secretKeyring{load: opts.SecretKeys}, streams: make(chan struct{}, max(1, cfg.MaxConns/4))}, nil
 }
 
