@@ -204,7 +204,7 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 	if err != nil {
 		return pl, err
 	}
-	pl.Rows = &rowSource{r: r}
+	pl.Rows = newRowSource(r, false)
 	if sk, ok := body.(io.Seeker); ok {
 		pl.Reread = func(keysOnly bool) (records.RowSource, error) {
 			if _, err := sk.Seek(0, io.SeekStart); err != nil {
@@ -214,34 +214,10 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 			if err != nil {
 				return nil, err
 			}
-			return &rowSource{r: r, keysOnly: keysOnly}, nil
+			return newRowSource(r, keysOnly), nil
 		}
 	}
 	return pl, nil
-}
-
-// rowSource adapts a normalize.Reader to the store's staging. With
-// keysOnly, a valid row carries its natural key alone (no content hash, no
-// formatted numbers), which is all a first read for records.Plan.Reread
-// needs.
-type rowSource struct {
-	r        *normalize.Reader
-	keysOnly bool
-}
-
-func (s *rowSource) Next() (records.StagedRow, error) {
-	row, err := s.r.Next()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return records.StagedRow{}, io.EOF
-		}
-		return records.StagedRow{}, err
-	}
-	if s.keysOnly && row.Err == nil {
-		return records.StagedRow{Row: row.Index, Line: row.Line,
-			EmployeeRef: row.Record.EmployeeRef, PayPeriod: row.Record.PayPeriod, Component: row.Record.Component}, nil
-	}
-	return Stage(row), nil
 }
 
 // Stage converts a normalised row into the store's staged form.

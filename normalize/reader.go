@@ -321,10 +321,29 @@ func (rd *Reader) Delimiter() rune { return rd.delim }
 // and not counted. It returns io.EOF at the end, and a *ParseError for a
 // file-level problem found mid-stream (invalid_encoding, nul_byte,
 // line_too_long, too_many_columns); once Next has returned an error it
-// returns the same error again.
+// returns the same error again. Next is Finish(Read()).
 func (rd *Reader) Next() (Row, error) {
+	p, err := rd.Read()
+	if err != nil {
+		return Row{}, err
+	}
+	return rd.Finish(p), nil
+}
+
+// A Pending is a data row that Read has taken from the file and Finish has
+// yet to normalise.
+type Pending struct {
+	row   Row    // line and index; Err when the row cannot be read as CSV
+	raw   RawRow // the canonical fields' cells
+	cells int    // the row's cells, trailing empty ones dropped
+}
+
+// Read takes the next data row from the file without normalising it, with
+// Next's errors. Reads are sequential; the rows read can then be finished
+// in any order, by several goroutines at once.
+func (rd *Reader) Read() (Pending, error) {
 	if rd.err != nil {
-		return Row{}, rd.err
+		return Pending{}, rd.err
 	}
 	for {
 		rec, err := rd.csv.Read()
@@ -332,43 +351,52 @@ func (rd *Reader) Next() (Row, error) {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
 				rd.index++
-				return Row{Line: pe.StartLine, Index: rd.index, Err: &RowError{Code: CodeMalformedRow, Err: pe, Message: fmt.Sprintf(
-					"the row cannot be read as CSV (%v at line %d, column %d); quote cells that contain quotes, delimiters or line breaks, and double quotes inside quoted cells", pe.Err, pe.Line, pe.Column)}}, nil
+				return Pending{row: Row{Line: pe.StartLine, Index: rd.index, Err: &RowError{Code: CodeMalformedRow, Err: pe, Message: fmt.Sprintf(
+					"the row cannot be read as CSV (%v at line %d, column %d); quote cells that contain quotes, delimiters or line breaks, and double quotes inside quoted cells", pe.Err, pe.Line, pe.Column)}}}, nil
 			}
 			rd.err = rd.fileLevel(err, false)
-			return Row{}, rd.err
+			return Pending{}, rd.err
 		}
 		line, _ := rd.csv.FieldPos(0)
 		if len(rec) > rd.s.maxCells() {
 			atLine, atCol := rd.csv.FieldPos(rd.s.maxCells()) // the first cell beyond the limit
 			rd.err = &ParseError{StartLine: line, Line: atLine, Column: atCol, Err: CodeTooManyColumns, Message: fmt.Sprintf(
 				"line %d has %d cells, more than the limit of %d; check the delimiter and the quoting", line, len(rec), rd.s.maxCells())}
-			return Row{}, rd.err
+			return Pending{}, rd.err
 		}
 		rec = trimTrailingEmpty(rec)
 		if len(rec) == 0 {
 			continue
 		}
 		rd.index++
-		row := Row{Line: line, Index: rd.index}
-		raw := rd.rawRow(rec)
+		p := Pending{row: Row{Line: line, Index: rd.index}, raw: rd.rawRow(rec), cells: len(rec)}
 		for _, j := range rd.extra {
 			v := ""
 			if j >= 0 && j < len(rec) {
 				v = rec[j]
 			}
-			row.Extra = append(row.Extra, v)
+			p.row.Extra = append(p.row.Extra, v)
 		}
-		row.Record, row.Display, row.Err = Normalize(raw, rd.s)
-		if len(rec) > rd.nHeader {
-			row.Err = &RowError{Code: CodeTooManyCells, Message: fmt.Sprintf(
-				"the row has %d cells but the header has %d columns; remove the extra cells or quote values that contain %q", len(rec), rd.nHeader, rd.delim)}
-		}
-		if row.Err != nil {
-			row.Record = Record{}
-		}
-		return row, nil
+		return p, nil
 	}
+}
+
+// Finish normalises a row Read took from the file. It changes nothing in
+// the Reader, so it is safe for concurrent use.
+func (rd *Reader) Finish(p Pending) Row {
+	row := p.row
+	if row.Err != nil {
+		return row
+	}
+	row.Record, row.Display, row.Err = Normalize(p.raw, rd.s)
+	if p.cells > rd.nHeader {
+		row.Err = &RowError{Code: CodeTooManyCells, Message: fmt.Sprintf(
+			"the row has %d cells but the header has %d columns; remove the extra cells or quote values that contain %q", p.cells, rd.nHeader, rd.delim)}
+	}
+	if row.Err != nil {
+		row.Record = Record{}
+	}
+	return row
 }
 
 func (rd *Reader) rawRow(rec []string) RawRow {

@@ -37,8 +37,17 @@ type StagedRow struct {
 
 // RowSource yields the rows of one file in order. Next returns io.EOF after
 // the last row, or a *normalize.ParseError when the whole file must be rejected.
+// A RowSource that is also an io.Closer (one that reads ahead in the
+// background) is closed once processing is done with it, read or not.
 type RowSource interface {
 	Next() (StagedRow, error)
+}
+
+// closeRows closes rows if it is an io.Closer.
+func closeRows(rows RowSource) {
+	if c, ok := rows.(io.Closer); ok {
+		_ = c.Close()
+	}
 }
 
 // Plan is how one envelope is to be applied, decided by the caller once the
@@ -237,6 +246,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	if err := tune(ctx, tx); err != nil {
 		return err
 	}
+	defer func() { closeRows(pl.Rows) }()
 	if pl.Reread != nil && !s.stageFirstFiles {
 		counts, ok, err := s.applyDirect(ctx, tx, env, pl)
 		if err != nil {
@@ -245,6 +255,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 		if ok {
 			return closeEnvelope(ctx, tx, env, counts)
 		}
+		closeRows(pl.Rows)
 		if pl.Rows, err = pl.Reread(false); err != nil { // the first read of the file was consumed
 			return fmt.Errorf("read the file again: %w", err)
 		}

@@ -183,6 +183,7 @@ func (s *Store) directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Pl
 	if err != nil {
 		return fmt.Errorf("read the file again: %w", err)
 	}
+	defer closeRows(rows)
 	if sc.lines = newResultLines(s.spoolDir); sc.lines == nil {
 		return errNotDirect("no result lines")
 	}
@@ -213,6 +214,7 @@ func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (*d
 	if err != nil {
 		return nil, fmt.Errorf("read the file: %w", err)
 	}
+	defer closeRows(rows)
 	sc := &directScan{}
 	for {
 		if sc.count%4096 == 0 && ctx.Err() != nil {

@@ -1,0 +1,168 @@
+package intake
+
+import (
+	"errors"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/records"
+)
+
+// rowSource adapts a normalize.Reader to the store's staging. One
+// goroutine reads the file's rows in order (normalize.Reader.Read: the CSV
+// decoding) in batches of rowBatchRows, and rowWorkers goroutines
+// normalise and hash each batch (Reader.Finish, Stage), so that a file's
+// rows are normalised on every core while the database waits for them;
+// Next hands them out in file order. At most a few batches are in flight,
+// so memory stays flat whatever the file's size. The goroutines start at
+// the first Next and stop at Close (or once the file is read).
+//
+// With keysOnly, a valid row carries its natural key alone (no content
+// hash, no formatted numbers), which is all a first read for
+// records.Plan.Reread needs.
+type rowSource struct {
+	r        *normalize.Reader
+	keysOnly bool
+
+	started bool
+	closed  bool
+	work    chan *rowBatch // to the workers
+	order   chan *rowBatch // the same batches in file order, to Next
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	cur     *rowBatch
+	next    int
+}
+
+// rowBatch is rows of the file: read (pend), then staged (rows); err is
+// Read's error after the last of them (io.EOF at the end of the file).
+type rowBatch struct {
+	pend []normalize.Pending
+	rows []records.StagedRow
+	err  error
+	done chan struct{} // closed once rows is filled
+}
+
+const rowBatchRows = 512
+
+var errRowsClosed = errors.New("intake: rows read after Close")
+
+func newRowSource(r *normalize.Reader, keysOnly bool) *rowSource {
+	return &rowSource{r: r, keysOnly: keysOnly}
+}
+
+// rowWorkers is how many goroutines normalise a file's rows.
+func rowWorkers() int { return max(1, min(runtime.GOMAXPROCS(0), 4)) }
+
+func (s *rowSource) start() {
+	s.started = true
+	n := rowWorkers()
+	s.work = make(chan *rowBatch, n)
+	s.order = make(chan *rowBatch, n+2)
+	s.stop = make(chan struct{})
+	s.wg.Add(1 + n)
+	go s.read()
+	for range n {
+		go s.stage()
+	}
+}
+
+// read is the goroutine that reads the file's rows, in order.
+func (s *rowSource) read() {
+	defer s.wg.Done()
+	defer close(s.work)
+	defer close(s.order)
+	for {
+		b := &rowBatch{pend: make([]normalize.Pending, 0, rowBatchRows), done: make(chan struct{})}
+		for len(b.pend) < rowBatchRows {
+			p, err := s.r.Read()
+			if err != nil {
+				b.err = err
+				break
+			}
+			b.pend = append(b.pend, p)
+		}
+		select {
+		case s.order <- b:
+		case <-s.stop:
+			return
+		}
+		select {
+		case s.work <- b:
+		case <-s.stop:
+			return
+		}
+		if b.err != nil {
+			return
+		}
+	}
+}
+
+// stage is a goroutine that normalises and stages batches.
+func (s *rowSource) stage() {
+	defer s.wg.Done()
+	for b := range s.work {
+		b.rows = make([]records.StagedRow, len(b.pend))
+		for i, p := range b.pend {
+			b.rows[i] = s.staged(s.r.Finish(p))
+		}
+		b.pend = nil
+		close(b.done)
+	}
+}
+
+func (s *rowSource) staged(row normalize.Row) records.StagedRow {
+	if s.keysOnly && row.Err == nil {
+		return records.StagedRow{Row: row.Index, Line: row.Line,
+			EmployeeRef: row.Record.EmployeeRef, PayPeriod: row.Record.PayPeriod, Component: row.Record.Component}
+	}
+	return Stage(row)
+}
+
+// Next returns the next row, io.EOF after the last, or the error that
+// rejects the file whole (a *normalize.ParseError), again and again.
+func (s *rowSource) Next() (records.StagedRow, error) {
+	if s.closed {
+		return records.StagedRow{}, errRowsClosed
+	}
+	if !s.started {
+		s.start()
+	}
+	for {
+		if s.cur != nil {
+			if s.next < len(s.cur.rows) {
+				s.next++
+				return s.cur.rows[s.next-1], nil
+			}
+			if s.cur.err != nil {
+				if errors.Is(s.cur.err, io.EOF) {
+					return records.StagedRow{}, io.EOF
+				}
+				return records.StagedRow{}, s.cur.err
+			}
+		}
+		b, ok := <-s.order
+		if !ok {
+			return records.StagedRow{}, errRowsClosed
+		}
+		<-b.done
+		s.cur, s.next = b, 0
+	}
+}
+
+// Close stops the goroutines and waits for them: the file is not read
+// once Close returns.
+func (s *rowSource) Close() error {
+	s.closed, s.cur = true, nil
+	if s.started {
+		select {
+		case <-s.stop:
+		default:
+			close(s.stop)
+		}
+		s.wg.Wait()
+	}
+	return nil
+}
