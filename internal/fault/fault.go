@@ -5,8 +5,10 @@
 // tests (cmd/payintake, TestCrash*) use it to stop `serve` at exact points:
 //
 //	after-receive  an envelope and its job are committed; before it is processed
-//	mid-apply      inside the processing transaction, after the rows are
-//	               staged and the statement that inserts records has run
+//	mid-apply      inside the processing transaction, once records are
+//	               written: after the rows are staged and the statement
+//	               that inserts records has run, or after a first file's
+//	               COPY into records (records.applyDirect)
 //	before-commit  the processing transaction has done all its work
 //	               (records, history, result file) and is about to COMMIT
 //	after-commit   processing committed; the job is not yet marked done
@@ -94,13 +96,25 @@ func (Tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEn
 	}
 }
 
-func (Tracer) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceCopyFromStartData) context.Context {
+type copyKey struct{}
+
+func (Tracer) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
+	if p, _ := ctx.Value(processingKey{}).(*progress); p != nil {
+		return context.WithValue(ctx, copyKey{}, d.TableName.Sanitize())
+	}
 	return ctx
 }
+
+// recordsTable is how a COPY into records names its table: a first file
+// read twice (records.applyDirect) writes its records by COPY, not INSERT.
+var recordsTable = pgx.Identifier{"records"}.Sanitize()
 
 func (Tracer) TraceCopyFromEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromEndData) {
 	if p, _ := ctx.Value(processingKey{}).(*progress); p != nil && d.Err == nil {
 		p.staged = true
+		if table, _ := ctx.Value(copyKey{}).(string); table == recordsTable && d.CommandTag.RowsAffected() > 0 {
+			Point(MidApply)
+		}
 	}
 }
 
