@@ -776,16 +776,27 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 // copyText runs COPY table (columns) FROM STDIN in text format with r as
 // the data, telling the connection's tracer as pgx's own CopyFrom does.
 func copyText(ctx context.Context, conn *pgx.Conn, table, columns string, r io.Reader) error {
+	return copyFrom(ctx, conn, table, columns, r, `COPY `+table+` (`+columns+`) FROM STDIN`)
+}
+
+func copyFrom(ctx context.Context, conn *pgx.Conn, table, columns string, r io.Reader, sql string) error {
 	tracer, _ := conn.Config().Tracer.(pgx.CopyFromTracer)
 	if tracer != nil {
 		ctx = tracer.TraceCopyFromStart(ctx, conn, pgx.TraceCopyFromStartData{
 			TableName: pgx.Identifier{table}, ColumnNames: strings.Split(strings.Join(strings.Fields(columns), ""), ",")})
 	}
-	tag, err := conn.PgConn().CopyFrom(ctx, r, `COPY `+table+` (`+columns+`) FROM STDIN`)
+	tag, err := conn.PgConn().CopyFrom(ctx, r, sql)
 	if tracer != nil {
 		tracer.TraceCopyFromEnd(ctx, conn, pgx.TraceCopyFromEndData{CommandTag: tag, Err: err})
 	}
 	return err
+}
+
+// copyBinary runs COPY table (columns) FROM STDIN in binary format with r
+// as the tuples (copybinary.go), header and trailer added here.
+func copyBinary(ctx context.Context, conn *pgx.Conn, table, columns string, r io.Reader) error {
+	return copyFrom(ctx, conn, table, columns, io.MultiReader(bytes.NewReader(copyBinaryHeader), r, bytes.NewReader(copyBinaryTrailer)),
+		`COPY `+table+` (`+columns+`) FROM STDIN (FORMAT binary)`)
 }
 
 const stageColumns = `row_no, line, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,

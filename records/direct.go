@@ -2,11 +2,9 @@ package records
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/attribute"
@@ -187,9 +185,8 @@ func (s *Store) directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Pl
 	if sc.lines = newResultLines(s.spoolDir); sc.lines == nil {
 		return errNotDirect("no result lines")
 	}
-	enc := &directRows{lines: sc.lines, head: appendCopyText(nil, env.PartnerID), tail: directTail(env)}
-	src := newStageSource(ctx, rows, sc.lines, enc.encode)
-	err = copyText(ctx, tx.Conn(), "records", directColumns, src)
+	src := newStageSource(ctx, rows, sc.lines, newDirectRows(env, sc.lines).encode)
+	err = copyBinary(ctx, tx.Conn(), "records", directColumns, src)
 	src.close()
 	if err != nil {
 		if src.err != nil {
@@ -255,25 +252,29 @@ func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (*d
 const directColumns = `partner_id, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
 	content_hash, last_seq, envelope_id, line`
 
-// directRows encodes the second pass's rows: a valid row as a line of
-// COPY text for records, and every row's result line (resultLines).
+// directRows encodes the second pass's rows: a valid row as a tuple of
+// binary COPY for records (copybinary.go), and every row's result line
+// (resultLines).
 type directRows struct {
 	lines *resultLines
-	head  []byte // partner_id, as COPY text
-	tail  []byte // \t last_seq \t envelope_id \t
+	head  []byte // the field count and partner_id
+	tail  []byte // last_seq and envelope_id
 	cells []byte
 }
 
-func directTail(env *Envelope) []byte {
-	b := []byte("\t")
+// directColumnCount is the number of directColumns.
+const directColumnCount = 13
+
+func newDirectRows(env *Envelope, lines *resultLines) *directRows {
+	d := &directRows{lines: lines}
+	d.head = appendBinaryText(appendInt16(nil, directColumnCount), env.PartnerID)
 	if env.Seq != nil {
-		b = strconv.AppendInt(b, *env.Seq, 10)
+		d.tail = appendBinaryInt8(nil, *env.Seq)
 	} else {
-		b = append(b, '\\', 'N')
+		d.tail = appendBinaryNull(nil)
 	}
-	b = append(b, '\t')
-	b = strconv.AppendInt(b, env.ID, 10)
-	return append(b, '\t')
+	d.tail = appendBinaryInt8(d.tail, env.ID)
+	return d
 }
 
 func (d *directRows) encode(b []byte, r *StagedRow) ([]byte, error) {
@@ -294,13 +295,26 @@ func (d *directRows) encode(b []byte, r *StagedRow) ([]byte, error) {
 	if !d.lines.ok() {
 		return b, errNotDirect("a result line Go cannot write")
 	}
+	mark := len(b)
 	b = append(b, d.head...)
-	for _, v := range [...]string{r.EmployeeRef, r.PayPeriod, r.Component, r.Amount, r.Currency, r.Hours, r.Rate, r.PayDate} {
-		b = appendCopyText(append(b, '\t'), v)
+	b = appendBinaryText(b, r.EmployeeRef)
+	b = appendBinaryText(b, r.PayPeriod)
+	b = appendBinaryText(b, r.Component)
+	b, err := appendBinaryNumeric(b, r.Amount)
+	if err == nil {
+		b = appendBinaryText(b, r.Currency)
+		b, err = appendBinaryNumeric(b, r.Hours)
 	}
-	b = append(b, "\t\\\\x"...)
-	b = hex.AppendEncode(b, r.Hash)
+	if err == nil {
+		b, err = appendBinaryNumeric(b, r.Rate)
+	}
+	if err == nil {
+		b, err = appendBinaryDate(b, r.PayDate)
+	}
+	if err != nil {
+		return b[:mark], errNotDirect(fmt.Sprintf("row %d: %v", r.Row, err))
+	}
+	b = appendBinaryBytes(b, r.Hash)
 	b = append(b, d.tail...)
-	b = strconv.AppendInt(b, int64(r.Line), 10)
-	return append(b, '\n'), nil
+	return appendBinaryInt4(b, int32(r.Line)), nil
 }

@@ -45,3 +45,20 @@ const ChunkSize = chunkSize
 
 // EmpRefsSQL is empRefsSQL: a file's unmapped employees into emp.
 const EmpRefsSQL = empRefsSQL
+
+// BinaryNumericDates is a binary COPY stream of rows of (numeric, date)
+// as the records of a first file read twice encode them (copybinary.go).
+func BinaryNumericDates(rows [][2]string) ([]byte, error) {
+	b := append([]byte(nil), copyBinaryHeader...)
+	for _, r := range rows {
+		b = appendInt16(b, 2)
+		var err error
+		if b, err = appendBinaryNumeric(b, r[0]); err != nil {
+			return nil, fmt.Errorf("numeric %q: %w", r[0], err)
+		}
+		if b, err = appendBinaryDate(b, r[1]); err != nil {
+			return nil, fmt.Errorf("date %q: %w", r[1], err)
+		}
+	}
+	return append(b, copyBinaryTrailer...), nil
+}
