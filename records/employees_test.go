@@ -3,9 +3,11 @@ package records_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/payintake/payintake/pgserver/pgtest"
@@ -92,5 +94,77 @@ func TestRecordsOfManyEmployeesNeedMappings(t *testing.T) {
 		VALUES ('acme', 'E12345', '2026-12', 'BASE', 1, 'USD', '\x00')`)
 	if !errors.As(err, &pe) || pe.Code != pgerrcode.ForeignKeyViolation || pe.Message != "record of acme/E12345 has no employee mapping" {
 		t.Errorf("the record of E12345 alone: %v, want foreign_key_violation naming acme/E12345", err)
+	}
+}
+
+// The employee check of a statement of few records, against many mappings,
+// probes the mappings' primary key once per distinct employee instead of
+// hashing every partner's mappings (migration 00250); a statement of about
+// as many records as there are mappings (a first file of new employees)
+// still hashes them. The plans are the trigger's own, read from
+// auto_explain's nested statements.
+func TestEmployeeCheckProbesForFewRecords(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.New(t)
+	st, err := records.Open(ctx, url, records.Options{SecretKeys: pgtest.TestSecretKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, p := range []string{"big", "acme"} {
+		if err := st.AddPartner(ctx, records.Partner{ID: p, Name: p, Currency: "USD"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+		SELECT 'big', 'B' || i, 'W-' || i, 'import' FROM generate_series(1, 60000) i;
+		INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+		SELECT 'acme', 'E' || i, 'A-' || i, 'import' FROM generate_series(1, 2000) i;
+		ANALYZE employees`); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notices []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0;
+		SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice`); err != nil {
+		t.Fatal(err)
+	}
+	// checkPlan inserts records of n employees (two each, in period) and
+	// returns the plan of the trigger's check.
+	checkPlan := func(period string, n int) string {
+		t.Helper()
+		notices = nil
+		if _, err := conn.Exec(ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash)
+			SELECT 'acme', 'E' || i, $1, c, 1, 'USD', '\x00' FROM generate_series(1, $2) i, unnest(ARRAY['BASE', 'BONUS']) c`, period, n); err != nil {
+			t.Fatalf("records of %d mapped employees: %v", n, err)
+		}
+		for _, m := range notices {
+			if strings.Contains(m, "new_records") && strings.Contains(m, "employees e") {
+				return m
+			}
+		}
+		t.Fatalf("no plan of the employee check among %d notices", len(notices))
+		return ""
+	}
+	// 4,000 records of 2,000 employees against 62,000 mappings: probed.
+	if p := checkPlan("2026-10", 2000); strings.Contains(p, "Seq Scan on employees") || !strings.Contains(p, "Index Only Scan using employees_pkey") {
+		t.Errorf("the check of 4,000 records reads every mapping; want one probe per employee:\n%s", p)
+	}
+	// 124,000 records of as many mappings' employees: hashed.
+	if _, err := conn.Exec(ctx, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+		SELECT 'acme', 'E' || i, 'A-' || i, 'import' FROM generate_series(2001, 62000) i`); err != nil {
+		t.Fatal(err)
+	}
+	if p := checkPlan("2026-11", 62000); !strings.Contains(p, "Seq Scan on employees") {
+		t.Errorf("the check of 124,000 records, as many as there are mappings, does not hash them:\n%s", p)
 	}
 }
