@@ -260,13 +260,13 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 				_, outs[i] = f.ingest("pay-7.csv", tc.file)
 			}
 			// a reads the file twice without staging exactly when it is a
-			// pure first file whose first row's period has no record and
-			// whose result lines Go composes; else it stages it, as s does.
-			direct := tc.pure && !tc.unmappedInPeriod && !tc.sqlResult
+			// pure first file whose result lines Go composes; else it
+			// stages it, as s does.
+			direct := tc.pure && !tc.sqlResult
 			if n := ca.stages.Load(); (n == 0) != direct {
 				t.Errorf("database a staged the file %d time(s); want it read without staging %v", n, direct)
 			}
-			if n := ca.records.Load(); (n == 1) != (tc.pure && !tc.unmappedInPeriod) { // a file whose result SQL composes is found out while copied
+			if n := ca.records.Load(); (n == 1) != tc.pure { // a file whose result SQL composes is found out while copied
 				t.Errorf("database a copied into records %d time(s)", n)
 			}
 			if n := cs.stages.Load(); n != 1 {

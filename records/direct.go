@@ -33,15 +33,16 @@ import (
 //     does.
 //
 // Everything runs in a savepoint: at the first doubt (the file's first
-// valid row is in a pay period that has records or is closed, which is
-// every resubmission, found after one row; a repeated key candidate; too
-// many periods or references to collect; a row or a cell Go cannot
-// compose; any error), the savepoint is rolled back and the file is
-// staged and classified as usual, from a new read of it. What the
+// valid row is in a pay period that is closed, or has records and the
+// row's employee is mapped, which is every resubmission, found after one
+// row; a mapped employee in a period with records; a repeated key
+// candidate; too many periods or references to collect; a row or a cell
+// Go cannot compose; any error), the savepoint is rolled back and the
+// file is staged and classified as usual, from a new read of it. What the
 // database checks on every insert it checks here too: the unique natural
 // key, every record's employee mapped, its partner and envelope present.
-// The records and the result file are the same bytes either way
-// (TestDirectFirstFileMatchesStaged).
+// The records and the result file are the same either way
+// (intake.TestPureFirstFileMatchesClassify).
 
 // errNotDirect is why a file is not applied directly; the file is staged.
 type errNotDirect string
@@ -204,8 +205,11 @@ func (s *Store) directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Pl
 }
 
 // scanDirect is the first pass. It gives up after the first valid row if
-// that row's pay period has a record or is closed (any resubmission), and
-// at a rejected row of an all-or-nothing file (rejected whole).
+// that row's pay period is closed, or has a record and the row's employee
+// is mapped (any resubmission), and at a rejected row of an all-or-nothing
+// file (rejected whole). A file of new employees in a period with records
+// (a new site's staff) is read on: directTest then finds whether every
+// employee of the file is new.
 func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (*directScan, error) {
 	rows, err := pl.Reread(true)
 	if err != nil {
@@ -233,13 +237,12 @@ func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (*d
 			continue
 		}
 		if len(sc.periods.list) == 0 {
-			args["periods"] = []string{r.PayPeriod}
-			var recorded, locked bool
-			if err := tx.QueryRow(ctx, periodsTakenSQL, args).Scan(&recorded, &locked); err != nil {
-				return nil, fmt.Errorf("look up the first pay period: %w", err)
+			var recorded, locked, mapped bool
+			if err := tx.QueryRow(ctx, firstRowTakenSQL, args["partner"], r.PayPeriod, r.EmployeeRef).Scan(&recorded, &locked, &mapped); err != nil {
+				return nil, fmt.Errorf("look up the first row: %w", err)
 			}
-			if recorded || locked {
-				return nil, errNotDirect("the first row's pay period has records or is closed")
+			if locked || recorded && mapped {
+				return nil, errNotDirect("the first row's pay period is closed, or has records and its employee is mapped")
 			}
 		}
 		sc.keys.add(keyHash(&r))
@@ -247,6 +250,12 @@ func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (*d
 		sc.periods.add(r.PayPeriod)
 	}
 }
+
+// firstRowTakenSQL tells whether partner $1 has a record, and a lock, in
+// pay period $2, and whether employee $3 is mapped.
+const firstRowTakenSQL = `SELECT EXISTS (SELECT 1 FROM records WHERE partner_id = $1 AND pay_period = $2),
+	EXISTS (SELECT 1 FROM period_locks WHERE partner_id = $1 AND pay_period = $2),
+	EXISTS (SELECT 1 FROM employees WHERE partner_id = $1 AND employee_ref = $3)`
 
 // directColumns are the columns the second pass copies into records.
 const directColumns = `partner_id, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
