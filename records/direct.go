@@ -52,7 +52,10 @@ func (e errNotDirect) Error() string { return "not a direct first file: " + stri
 // applyDirect applies a file as a pure first file read twice, if it is
 // one. ok false (and no error) means nothing was done: the caller stages
 // the file from a new RowSource. An error is returned only when the
-// savepoint could not be rolled back.
+// transaction cannot go on (the savepoint not taken or not rolled back,
+// ctx done). A failure other than a reason not to read the file twice
+// (errNotDirect) or a file the staging will reject (a
+// *normalize.ParseError) is logged: the file is staged all the same.
 func (s *Store) applyDirect(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (counts map[string]int, ok bool, err error) {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
@@ -73,6 +76,11 @@ func (s *Store) applyDirect(ctx context.Context, tx pgx.Tx, env *Envelope, pl Pl
 	}
 	if ctx.Err() != nil {
 		return nil, false, ctx.Err()
+	}
+	var not errNotDirect
+	var pe *normalize.ParseError
+	if !errors.As(err, &not) && !errors.As(err, &pe) {
+		s.log.WarnContext(ctx, "a first file could not be read twice; it is staged instead", "envelope", env.ID, "partner", env.PartnerID, "err", err)
 	}
 	return nil, false, nil
 }
