@@ -108,6 +108,15 @@ func asciiEdgeRows(period string) string {
 
 const firstFileHeader = "employee_ref,pay_period,component,amount,currency,hours,rate,pay_date\r\n"
 
+// manyPeriods are cleanRows of n pay periods, from 2024-01 on.
+func manyPeriods(n int) string {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(cleanRows(fmt.Sprintf("%d-%02d", 2024+i/12, 1+i%12)))
+	}
+	return b.String()
+}
+
 // cleanRows are valid rows of employees E1..E6 in period.
 func cleanRows(period string) string {
 	var b strings.Builder
@@ -226,6 +235,7 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			},
 			file: firstFileHeader + cleanRows("2026-11"),
 		},
+		"33 pay periods, more than a first file collects": {file: firstFileHeader + manyPeriods(33)},
 		"the period is closed": {
 			before: func(f *fixture) {
 				if _, err := f.store.LockPeriod(f.ctx, f.partner, "2026-11", records.LockApproved, "ops"); err != nil {

@@ -248,6 +248,16 @@ func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (*d
 		sc.keys.add(keyHash(&r))
 		sc.refs.add(r.EmployeeRef)
 		sc.periods.add(r.PayPeriod)
+		// What directTest would refuse at the end is refused now, not
+		// after reading the rest of a large file.
+		switch {
+		case sc.keys.bits != nil:
+			return nil, errNotDirect("too many rows to find repeated keys exactly")
+		case sc.refs.over:
+			return nil, errNotDirect("too many employees")
+		case sc.periods.over:
+			return nil, errNotDirect("too many pay periods")
+		}
 	}
 }
 
