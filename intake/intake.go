@@ -204,7 +204,7 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 	if err != nil {
 		return pl, err
 	}
-	pl.Rows = newRowSource(r, false)
+	pl.Rows = newRowSource(r, false, false)
 	if sk, ok := body.(io.Seeker); ok {
 		pl.Reread = func(keysOnly bool) (records.RowSource, error) {
 			if _, err := sk.Seek(0, io.SeekStart); err != nil {
@@ -214,7 +214,7 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 			if err != nil {
 				return nil, err
 			}
-			return newRowSource(r, keysOnly), nil
+			return newRowSource(r, keysOnly, keysOnly), nil
 		}
 	}
 	return pl, nil

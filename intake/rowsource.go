@@ -10,14 +10,19 @@ import (
 	"github.com/payintake/payintake/records"
 )
 
-// rowSource adapts a normalize.Reader to the store's staging. One
-// goroutine reads the file's rows in order (normalize.Reader.Read: the CSV
-// decoding) in batches of rowBatchRows, and rowWorkers goroutines
-// normalise and hash each batch (Reader.Finish, Stage), so that a file's
-// rows are normalised on every core while the database waits for them;
-// Next hands them out in file order. At most a few batches are in flight,
-// so memory stays flat whatever the file's size. The goroutines start at
-// the first Next and stop at Close (or once the file is read).
+// rowSource adapts a normalize.Reader to the store's staging. A parallel
+// one reads the file's rows in order in one goroutine
+// (normalize.Reader.Read: the CSV decoding) in batches of rowBatchRows,
+// and rowWorkers goroutines normalise each batch (Reader.Finish, Stage),
+// so that a file's rows are normalised on every core while the database
+// waits for them; Next hands them out in file order. At most a few
+// batches are in flight, so memory stays flat whatever the file's size.
+// The goroutines start at the first Next and stop at Close (or once the
+// file is read). Only a first read (records.Plan.Reread with keysOnly) is
+// parallel: the database is idle then. While rows are copied into the
+// database, its backend needs the other core, and a 1,000,000-row
+// resubmission staged from parallel rows was no faster, in some runs
+// 1-2 s slower (BENCHMARKS.md, session 15).
 //
 // With keysOnly, a valid row carries its natural key alone (no content
 // hash, no formatted numbers), which is all a first read for
@@ -25,6 +30,7 @@ import (
 type rowSource struct {
 	r        *normalize.Reader
 	keysOnly bool
+	parallel bool
 
 	started bool
 	closed  bool
@@ -49,8 +55,8 @@ const rowBatchRows = 512
 
 var errRowsClosed = errors.New("intake: rows read after Close")
 
-func newRowSource(r *normalize.Reader, keysOnly bool) *rowSource {
-	return &rowSource{r: r, keysOnly: keysOnly}
+func newRowSource(r *normalize.Reader, keysOnly, parallel bool) *rowSource {
+	return &rowSource{r: r, keysOnly: keysOnly, parallel: parallel}
 }
 
 // rowWorkers is how many goroutines normalise a file's rows.
@@ -126,6 +132,16 @@ func (s *rowSource) staged(row normalize.Row) records.StagedRow {
 func (s *rowSource) Next() (records.StagedRow, error) {
 	if s.closed {
 		return records.StagedRow{}, errRowsClosed
+	}
+	if !s.parallel {
+		row, err := s.r.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return records.StagedRow{}, io.EOF
+			}
+			return records.StagedRow{}, err
+		}
+		return s.staged(row), nil
 	}
 	if !s.started {
 		s.start()

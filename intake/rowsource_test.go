@@ -46,25 +46,34 @@ func TestRowSourceMatchesReader(t *testing.T) {
 				row, err := one.Next()
 				return Stage(row), err
 			})
-			src := newRowSource(mustReader(t, tc.file), false)
-			defer src.Close()
-			got, gotErr := readAll(src.Next)
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%d rows from rowSource, %d from the Reader; first difference: %s", len(got), len(want), firstDiff(got, want))
-			}
-			var pe *normalize.ParseError
-			switch {
-			case tc.wantErr == "" && !errors.Is(gotErr, io.EOF):
-				t.Errorf("error after the rows: %v, want io.EOF", gotErr)
-			case tc.wantErr != "" && (!errors.As(gotErr, &pe) || pe.Err != tc.wantErr):
-				t.Errorf("error after the rows: %v, want %s", gotErr, tc.wantErr)
-			case fmt.Sprint(gotErr) != fmt.Sprint(wantErr):
-				t.Errorf("error %v, the Reader's %v", gotErr, wantErr)
-			}
-			if _, again := src.Next(); fmt.Sprint(again) != fmt.Sprint(gotErr) {
-				t.Errorf("Next after the end: %v, want %v again", again, gotErr)
+			for _, parallel := range []bool{true, false} {
+				src := newRowSource(mustReader(t, tc.file), false, parallel)
+				defer src.Close()
+				got, gotErr := readAll(src.Next)
+				checkRows(t, parallel, got, want, gotErr, wantErr, tc.wantErr)
+				if _, again := src.Next(); fmt.Sprint(again) != fmt.Sprint(gotErr) {
+					t.Errorf("parallel %v: Next after the end: %v, want %v again", parallel, again, gotErr)
+				}
 			}
 		})
+	}
+}
+
+// checkRows compares a rowSource's rows and error with the Reader's, and
+// the error with code ("" for io.EOF).
+func checkRows(t *testing.T, parallel bool, got, want []records.StagedRow, gotErr, wantErr error, code normalize.Code) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parallel %v: %d rows from rowSource, %d from the Reader; first difference: %s", parallel, len(got), len(want), firstDiff(got, want))
+	}
+	var pe *normalize.ParseError
+	switch {
+	case code == "" && !errors.Is(gotErr, io.EOF):
+		t.Errorf("parallel %v: error after the rows: %v, want io.EOF", parallel, gotErr)
+	case code != "" && (!errors.As(gotErr, &pe) || pe.Err != code):
+		t.Errorf("parallel %v: error after the rows: %v, want %s", parallel, gotErr, code)
+	case fmt.Sprint(gotErr) != fmt.Sprint(wantErr):
+		t.Errorf("parallel %v: error %v, the Reader's %v", parallel, gotErr, wantErr)
 	}
 }
 
@@ -107,7 +116,7 @@ func TestRowSourceCloseStopsEarly(t *testing.T) {
 	for i := 1; i <= 50*rowBatchRows; i++ {
 		fmt.Fprintf(&b, "E%d,2026-11,BASE,1.00,USD\n", i)
 	}
-	src := newRowSource(mustReader(t, b.String()), true)
+	src := newRowSource(mustReader(t, b.String()), true, true)
 	for i := 1; i <= 3; i++ {
 		row, err := src.Next()
 		if err != nil {
