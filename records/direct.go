@@ -127,27 +127,20 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 	return counts, nil
 }
 
-// directTest is the pure-first-file test of a scanned file; it fills emp
-// and returns the file's counts.
+// directTest is the pure-first-file test of a scanned file: what only a
+// file read twice needs (a valid row, the references collected, no key
+// candidate at all, since there is no stage to confirm one on), then
+// pureFirstFile, the one test of a staged file too, on emp_refs. It fills
+// emp and returns the file's counts.
 func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedArgs) (map[string]int, error) {
 	valid := sc.count - sc.rejected
 	switch {
 	case valid == 0:
 		return nil, errNotDirect("no valid row")
-	case sc.periods.over:
-		return nil, errNotDirect("too many pay periods")
 	case sc.refs.list == nil:
 		return nil, errNotDirect("too many employees")
 	case len(sc.keys.candidates()) > 0:
 		return nil, errNotDirect("a key may repeat")
-	}
-	args["periods"] = sc.periods.list
-	var recorded, locked bool
-	if err := tx.QueryRow(ctx, periodsTakenSQL, args).Scan(&recorded, &locked); err != nil {
-		return nil, fmt.Errorf("look up the file's pay periods: %w", err)
-	}
-	if locked {
-		return nil, errNotDirect("a pay period is closed")
 	}
 	refs := sc.refs.list
 	sc.refs, sc.keys = empRefs{}, keyFilter{} // memory for the second pass
@@ -157,20 +150,14 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 	if err := copyText(ctx, tx.Conn(), "emp_refs", "employee_ref", &refsReader{refs: refs}); err != nil {
 		return nil, fmt.Errorf("copy employee references: %w", err)
 	}
-	args["emp_refs"] = true
-	empRows, err := lookUpEmployees(ctx, tx, args)
+	args["emp_refs"], args["file_rejected"] = true, false
+	ff := firstFile{periods: sc.periods, valid: valid, rejected: sc.rejected, repeats: repeatsNone, refs: int64(len(refs))}
+	pure, _, err := pureFirstFile(ctx, tx, args, ff)
 	if err != nil {
 		return nil, err
 	}
-	if recorded && empRows != int64(len(refs)) {
-		return nil, errNotDirect("a mapped employee in a pay period with records")
-	}
-	var kinds bool
-	if err := tx.QueryRow(ctx, employeeKindsSQL).Scan(&kinds); err != nil {
-		return nil, fmt.Errorf("look up employees: %w", err)
-	}
-	if kinds {
-		return nil, errNotDirect("an employee is rejected, taken or held")
+	if !pure {
+		return nil, errNotDirect("not a pure first file (a closed period, a mapped employee in a period with records, or an employee rejected, taken or held)")
 	}
 	counts := map[string]int{string(OutcomeCreated): valid}
 	if sc.rejected > 0 {
