@@ -35,6 +35,15 @@ type StagedRow struct {
 	Code, Field, Message                                     string
 }
 
+// appendEchoedCells appends the five cells a valid row's result line
+// echoes (employee_ref .. currency: the value as sent where it differs from
+// the normalised one), quoted as the result file quotes them; false when
+// Go cannot decide a cell's quoting alone (normalize.AppendResultCells).
+func (r *StagedRow) appendEchoedCells(b []byte) ([]byte, bool) {
+	return normalize.AppendResultCells(b, or(r.DEmployeeRef, r.EmployeeRef), or(r.DPayPeriod, r.PayPeriod),
+		or(r.DComponent, r.Component), or(r.DAmount, r.Amount), or(r.DCurrency, r.Currency))
+}
+
 // RowSource yields the rows of one file in order. Next returns io.EOF after
 // the last row, or a *normalize.ParseError when the whole file must be rejected.
 // A RowSource that is also an io.Closer (one that reads ahead in the
@@ -776,16 +785,18 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 // copyText runs COPY table (columns) FROM STDIN in text format with r as
 // the data, telling the connection's tracer as pgx's own CopyFrom does.
 func copyText(ctx context.Context, conn *pgx.Conn, table, columns string, r io.Reader) error {
-	return copyFrom(ctx, conn, table, columns, r, `COPY `+table+` (`+columns+`) FROM STDIN`)
+	return copyFrom(ctx, conn, table, columns, r, "")
 }
 
-func copyFrom(ctx context.Context, conn *pgx.Conn, table, columns string, r io.Reader, sql string) error {
+// copyFrom runs COPY table (columns) FROM STDIN with options (after the
+// statement, "" for none) and r as the data.
+func copyFrom(ctx context.Context, conn *pgx.Conn, table, columns string, r io.Reader, options string) error {
 	tracer, _ := conn.Config().Tracer.(pgx.CopyFromTracer)
 	if tracer != nil {
 		ctx = tracer.TraceCopyFromStart(ctx, conn, pgx.TraceCopyFromStartData{
 			TableName: pgx.Identifier{table}, ColumnNames: strings.Split(strings.Join(strings.Fields(columns), ""), ",")})
 	}
-	tag, err := conn.PgConn().CopyFrom(ctx, r, sql)
+	tag, err := conn.PgConn().CopyFrom(ctx, r, strings.TrimSpace(`COPY `+table+` (`+columns+`) FROM STDIN `+options))
 	if tracer != nil {
 		tracer.TraceCopyFromEnd(ctx, conn, pgx.TraceCopyFromEndData{CommandTag: tag, Err: err})
 	}
@@ -796,7 +807,7 @@ func copyFrom(ctx context.Context, conn *pgx.Conn, table, columns string, r io.R
 // as the tuples (copybinary.go), header and trailer added here.
 func copyBinary(ctx context.Context, conn *pgx.Conn, table, columns string, r io.Reader) error {
 	return copyFrom(ctx, conn, table, columns, io.MultiReader(bytes.NewReader(copyBinaryHeader), r, bytes.NewReader(copyBinaryTrailer)),
-		`COPY `+table+` (`+columns+`) FROM STDIN (FORMAT binary)`)
+		`(FORMAT binary)`)
 }
 
 const stageColumns = `row_no, line, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
@@ -833,7 +844,7 @@ type stageSource struct {
 	err      error // the source's error, valid once done is closed
 	count    int
 	rejected int
-	// encode appends a row's COPY text; nil stages it (stageRow).
+	// encode appends a row's COPY text: stageRow, or what the caller gave.
 	encode  func(b []byte, r *StagedRow) ([]byte, error)
 	keys    keyFilter    // the valid rows' natural keys seen so far, valid once done is closed
 	refs    empRefs      // the valid rows' distinct employee references, valid once done is closed
@@ -849,6 +860,9 @@ const (
 func newStageSource(ctx context.Context, rows RowSource, lines *resultLines, encode func(b []byte, r *StagedRow) ([]byte, error)) *stageSource {
 	s := &stageSource{ctx: ctx, blocks: make(chan []byte, stageBlocks), free: make(chan []byte, stageBlocks+2),
 		stop: make(chan struct{}), done: make(chan struct{}), lines: lines, encode: encode}
+	if s.encode == nil {
+		s.encode = s.stageRow
+	}
 	go s.produce(rows)
 	return s
 }
@@ -867,16 +881,12 @@ func (s *stageSource) produce(rows RowSource) {
 			return
 		}
 		s.count++
-		if s.encode != nil {
-			if r.Code != "" {
-				s.rejected++
-			}
-			if buf, err = s.encode(buf, &r); err != nil {
-				s.err = err
-				return
-			}
-		} else {
-			buf = s.stageRow(buf, &r)
+		if r.Code != "" {
+			s.rejected++
+		}
+		if buf, err = s.encode(buf, &r); err != nil {
+			s.err = err
+			return
 		}
 		if len(buf) >= stageBlockSize {
 			select {
@@ -903,17 +913,15 @@ func (s *stageSource) produce(rows RowSource) {
 
 // stageRow appends r's line of COPY text for stage (appendStageRow) and
 // notes what the pure-first-file test needs of a valid row.
-func (s *stageSource) stageRow(b []byte, r *StagedRow) []byte {
+func (s *stageSource) stageRow(b []byte, r *StagedRow) ([]byte, error) {
 	var kh uint64
-	if r.Code != "" {
-		s.rejected++
-	} else {
+	if r.Code == "" {
 		kh = keyHash(r)
 		s.keys.add(kh)
 		s.refs.add(r.EmployeeRef)
 		s.periods.add(r.PayPeriod)
 	}
-	return appendStageRow(b, r, kh, s.lines)
+	return appendStageRow(b, r, kh, s.lines), nil
 }
 
 // Read gives COPY the next encoded rows; it returns the source's error when
@@ -979,13 +987,11 @@ func appendStageRow(b []byte, r *StagedRow, kh uint64, res *resultLines) []byte 
 	b = append(b, '\t')
 	b = strconv.AppendInt(b, int64(kh), 10)
 	b = append(b, '\t')
-	out := [...]string{or(r.DEmployeeRef, r.EmployeeRef), or(r.DPayPeriod, r.PayPeriod), or(r.DComponent, r.Component),
-		or(r.DAmount, r.Amount), or(r.DCurrency, r.Currency)}
 	// The cells as the result file quotes them (normalize owns that rule),
 	// escaped for COPY; NULL when SQL's csv_field must decide.
 	mark := len(b)
 	var ok bool
-	if b, ok = normalize.AppendResultCells(b, out[:]...); ok {
+	if b, ok = r.appendEchoedCells(b); ok {
 		if res != nil {
 			res.addCreated(r, b[mark:])
 		}

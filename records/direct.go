@@ -87,7 +87,6 @@ func (s *Store) applyDirect(ctx context.Context, tx pgx.Tx, env *Envelope, pl Pl
 
 // directScan is what the first pass keeps of a file.
 type directScan struct {
-	lines           *resultLines // the second pass's result lines
 	count, rejected int
 	keys            keyFilter
 	refs            empRefs
@@ -106,20 +105,24 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 		return nil, err
 	}
 	cctx, span := startSpan(ctx, "classify", attribute.Bool("payintake.first_file", true))
-	defer func() { sc.lines.close() }() // set by directApply
 	counts, err := directTest(cctx, tx, sc, args)
 	span.End()
 	if err != nil {
 		return nil, err
 	}
+	lines := newResultLines(s.spoolDir)
+	if lines == nil {
+		return nil, errNotDirect("no result lines")
+	}
+	defer lines.close()
 	actx, span := startSpan(ctx, "apply")
-	err = s.directApply(actx, tx, env, pl, sc, args)
+	err = directApply(actx, tx, env, pl, sc, args, lines)
 	span.End()
 	if err != nil {
 		return nil, err
 	}
 	rctx, span := startSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
-	err = sc.lines.store(rctx, tx, env.ID)
+	err = lines.store(rctx, tx, env.ID)
 	EndSpan(span, err)
 	if err != nil {
 		return nil, err
@@ -128,17 +131,16 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 }
 
 // directTest is the pure-first-file test of a scanned file: what only a
-// file read twice needs (a valid row, the references collected, no key
-// candidate at all, since there is no stage to confirm one on), then
-// pureFirstFile, the one test of a staged file too, on emp_refs. It fills
-// emp and returns the file's counts.
+// file read twice needs (a valid row, no key candidate at all, since there
+// is no stage to confirm one on; scanDirect refused the files whose keys,
+// references or periods it could not collect), then pureFirstFile, the
+// one test of a staged file too, on emp_refs. It fills emp and returns
+// the file's counts.
 func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedArgs) (map[string]int, error) {
 	valid := sc.count - sc.rejected
 	switch {
 	case valid == 0:
 		return nil, errNotDirect("no valid row")
-	case sc.refs.list == nil:
-		return nil, errNotDirect("too many employees")
 	case len(sc.keys.candidates()) > 0:
 		return nil, errNotDirect("a key may repeat")
 	}
@@ -168,8 +170,8 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 
 // directApply onboards the file's employees (all new: directTest) and
 // copies its valid rows into records on a second read of the file,
-// composing the result lines into sc.lines.
-func (s *Store) directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan, sc *directScan, args pgx.NamedArgs) error {
+// composing the result lines into lines.
+func directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan, sc *directScan, args pgx.NamedArgs, lines *resultLines) error {
 	if _, err := tx.Exec(ctx, onboardSQL(""), args); err != nil {
 		return fmt.Errorf("onboard employees: %w", err)
 	}
@@ -178,10 +180,7 @@ func (s *Store) directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Pl
 		return fmt.Errorf("read the file again: %w", err)
 	}
 	defer closeRows(rows)
-	if sc.lines = newResultLines(s.spoolDir); sc.lines == nil {
-		return errNotDirect("no result lines")
-	}
-	src := newStageSource(ctx, rows, sc.lines, newDirectRows(env, sc.lines).encode)
+	src := newStageSource(ctx, rows, lines, newDirectRows(env, lines).encode)
 	err = copyBinary(ctx, tx.Conn(), "records", directColumns, src)
 	src.close()
 	if err != nil {
@@ -193,7 +192,7 @@ func (s *Store) directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Pl
 	if src.count != sc.count || src.rejected != sc.rejected {
 		return fmt.Errorf("the second read gave %d rows (%d rejected), the first %d (%d)", src.count, src.rejected, sc.count, sc.rejected)
 	}
-	if !sc.lines.ok() {
+	if !lines.ok() {
 		return errNotDirect("result lines")
 	}
 	return nil
@@ -299,8 +298,7 @@ func (d *directRows) encode(b []byte, r *StagedRow) ([]byte, error) {
 		}
 		return b, nil
 	}
-	cells, ok := normalize.AppendResultCells(d.cells[:0], or(r.DEmployeeRef, r.EmployeeRef), or(r.DPayPeriod, r.PayPeriod),
-		or(r.DComponent, r.Component), or(r.DAmount, r.Amount), or(r.DCurrency, r.Currency))
+	cells, ok := r.appendEchoedCells(d.cells[:0])
 	d.cells = cells
 	if !ok {
 		return b, errNotDirect("a result cell Go cannot quote")
