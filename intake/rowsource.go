@@ -136,10 +136,7 @@ func (s *rowSource) Next() (records.StagedRow, error) {
 	if !s.parallel {
 		row, err := s.r.Next()
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return records.StagedRow{}, io.EOF
-			}
-			return records.StagedRow{}, err
+			return records.StagedRow{}, endOfRows(err)
 		}
 		return s.staged(row), nil
 	}
@@ -153,10 +150,7 @@ func (s *rowSource) Next() (records.StagedRow, error) {
 				return s.cur.rows[s.next-1], nil
 			}
 			if s.cur.err != nil {
-				if errors.Is(s.cur.err, io.EOF) {
-					return records.StagedRow{}, io.EOF
-				}
-				return records.StagedRow{}, s.cur.err
+				return records.StagedRow{}, endOfRows(s.cur.err)
 			}
 		}
 		b, ok := <-s.order
@@ -166,6 +160,15 @@ func (s *rowSource) Next() (records.StagedRow, error) {
 		<-b.done
 		s.cur, s.next = b, 0
 	}
+}
+
+// endOfRows is the error Next returns for the Reader's err: io.EOF
+// itself at the end of the file, as records.RowSource promises, else err.
+func endOfRows(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.EOF
+	}
+	return err
 }
 
 // Close stops the goroutines and waits for them: the file is not read
