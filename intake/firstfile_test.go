@@ -138,7 +138,7 @@ func cleanRows(period string) string {
 // one of the file's employees (pivot, mapped beforehand with the id
 // onboarding would derive) when a takes the pure path, else of PRIOR. The result files must be the same bytes and the
 // tables the same, row for row. A third database, s, is a with every file
-// staged (records.Options.StageFirstFiles): where a reads a first file
+// staged (records.Options.StageWholeFiles): where a reads a first file
 // twice without staging (a pure file whose first row's period has no
 // record and whose result Go composes), s takes the staged pure path, and
 // the three must agree.
@@ -260,7 +260,7 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			if !tc.pure {
 				tc.pivot = "PRIOR" // b runs classify for the file's own reason
 			}
-			b, cb := firstFileFixture(t, tc.partner, tc.mapped, tc.pivot, tc.period, false)
+			b, cb := firstFileFixture(t, tc.partner, tc.mapped, tc.pivot, tc.period, true)
 			s, cs := firstFileFixture(t, tc.partner, tc.mapped, "PRIOR", aPeriod, true)
 			var outs [3]records.Envelope
 			for i, f := range []*fixture{a, b, s} {
@@ -343,7 +343,7 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 func firstFileFixture(t *testing.T, p records.Partner, mapped []string, prior, period string, stageFirst bool) (*fixture, *classifyCounter) {
 	t.Helper()
 	c := &classifyCounter{}
-	f := tracedFixture(t, p, records.Options{QueryTracer: c, StageFirstFiles: stageFirst}, append([]string{"PRIOR"}, mapped...)...)
+	f := tracedFixture(t, p, records.Options{QueryTracer: c, StageWholeFiles: stageFirst}, append([]string{"PRIOR"}, mapped...)...)
 	if prior != "PRIOR" && !slices.Contains(mapped, prior) {
 		f.exec(`INSERT INTO employees (partner_id, employee_ref, employee_id, source)
 			VALUES ($1, $2, derived_employee_id($1, $2), 'derived')`, f.partner, prior)

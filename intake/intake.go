@@ -204,9 +204,9 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 	if err != nil {
 		return pl, err
 	}
-	pl.Rows = newRowSource(r, false, false)
+	pl.Rows = newRowSource(r, records.ReadOptions{})
 	if sk, ok := body.(io.Seeker); ok {
-		pl.Reread = func(keysOnly bool) (records.RowSource, error) {
+		pl.Reread = func(o records.ReadOptions) (records.RowSource, error) {
 			if _, err := sk.Seek(0, io.SeekStart); err != nil {
 				return nil, fmt.Errorf("rewind the file: %w", err)
 			}
@@ -214,7 +214,7 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 			if err != nil {
 				return nil, err
 			}
-			return newRowSource(r, keysOnly, keysOnly), nil
+			return newRowSource(r, o), nil
 		}
 	}
 	return pl, nil

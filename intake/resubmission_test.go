@@ -17,8 +17,13 @@ import (
 // unchangedSkipCounter counts the result files built for a classified
 // left without the unchanged rows: n by the statement that joins stage
 // with it (resultWithUnchangedSQL), merged by staging's lines merged with
-// classified's (storeMerged).
-type unchangedSkipCounter struct{ n, merged atomic.Int64 }
+// classified's (storeMerged); and the files compared on their keys first:
+// keys the attempts (a COPY into stage_keys), keysUndone those rolled
+// back (the savepoint undone after it: the file was then staged whole).
+type unchangedSkipCounter struct {
+	n, merged, keys, keysUndone atomic.Int64
+	sawKeys                     atomic.Bool
+}
 
 func (c *unchangedSkipCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	if strings.Contains(d.SQL, "INSERT INTO envelope_results") && strings.Contains(d.SQL, "classified_row") {
@@ -27,24 +32,48 @@ func (c *unchangedSkipCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn,
 	if strings.Contains(d.SQL, "SELECT row_no, result_line FROM classified ORDER BY row_no") {
 		c.merged.Add(1)
 	}
+	// The savepoint of a compared file is released or rolled back next.
+	if sql := strings.ToLower(d.SQL); strings.HasPrefix(sql, "rollback to savepoint") && c.sawKeys.Swap(false) {
+		c.keysUndone.Add(1)
+	} else if strings.HasPrefix(sql, "release savepoint") {
+		c.sawKeys.Store(false)
+	}
 	return ctx
 }
 
 func (c *unchangedSkipCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// A file without a sequence number is classified without its unchanged
-// rows (they are not written into classified; their lines come from
-// stage), a file with one keeps them (their records' last_seq moves on).
-// Each series of files here goes to two databases that differ only in
-// that: partner acme of database a has no file pattern, b's takes a
-// sequence number from the same names, which no file here has out of
-// order. Every file's result file must be the same bytes, its counts the
-// same, and the records (but last_seq), exceptions and history the same
-// row for row; and database a must have taken the path without the
-// unchanged rows whenever a file had one: by merging staging's result
-// lines with classified's, unless a cell's quoting was left to the
-// database (a non-ASCII first or last character), which then joins stage
-// with classified.
+func (c *unchangedSkipCounter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
+	if d.TableName.Sanitize() == (pgx.Identifier{"stage_keys"}).Sanitize() {
+		c.keys.Add(1)
+		c.sawKeys.Store(true)
+	}
+	return ctx
+}
+
+func (c *unchangedSkipCounter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {
+}
+
+// A resubmission is applied three ways, which must agree: compared on its
+// keys first (records' applyCompared: only the rows whose key has no
+// record or whose content changed are staged whole), staged whole and
+// classified without its unchanged rows (they are not written into
+// classified; their lines come from staging's), and staged whole and
+// classified with every row (a file with a sequence number, whose
+// unchanged records' last_seq moves on). Each series of files here goes
+// to three databases that differ only in that: partner acme of database a
+// has no file pattern; c is a staging every file whole
+// (records.Options.StageWholeFiles); b's partner takes a sequence number
+// from the same names, which no file here has out of order. Every file's
+// result file must be the same bytes, its counts the same, and the
+// records (but last_seq), exceptions and history the same row for row.
+// Database a must have compared tc.compared files on their keys (and
+// staged the others whole: a repeated key, a rejected row or employee of
+// an all-or-nothing file); c must have left the unchanged rows out
+// whenever a file had one, by merging staging's result lines with
+// classified's, unless a cell's quoting was left to the database (a
+// non-ASCII first or last character), which then joins stage with
+// classified.
 func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 	generated := func(rows, changeEvery int) string {
 		var b bytes.Buffer
@@ -55,17 +84,19 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 	}
 	first := firstFileHeader + cleanRows("2026-10") + cleanRows("2026-11")
 	for name, tc := range map[string]struct {
-		policy string
-		files  []string
-		// merged is how many files' results a builds from staging's
+		partner records.Partner
+		files   []string
+		// merged is how many files' results c builds from staging's
 		// lines merged with classified's; the other files with unchanged
 		// rows are built by the database.
 		merged int
-		// after runs on both databases after the file of that index.
+		// compared is how many files a applies compared on their keys.
+		compared int
+		// after runs on every database after the file of that index.
 		after map[int]func(f *fixture)
 	}{
 		"mixed outcomes": {
-			policy: records.UnknownHold,
+			partner: records.Partner{UnknownEmployee: records.UnknownHold},
 			files: []string{
 				first,
 				firstFileHeader + strings.Join([]string{
@@ -88,71 +119,119 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 				strings.Replace(first, "E2,2026-11,BASE,1002.50,USD,,,\r\n", "", 1),
 				// The same again, with the exception still open.
 				firstFileHeader + "E2,2026-10,BASE,9.00,USD,,,\r\nE1,2026-10,BASE,1001.50,USD,,,\r\n",
+				// The first file's rows mixed with every outcome but a
+				// repeated key, compared.
+				firstFileHeader + strings.Join([]string{
+					"E77,2026-11,BASE,1.00,USD,,,",     // unknown employee: held again
+					"E1,2026-11,BASE,1001.50,USD,,,",   // unchanged
+					"E4,2026-11,BASE,abc,USD,,,",       // invalid: rejected
+					"E2,2026-10,BASE,9.00,USD,,,",      // locked record: held, exception kept
+					"É4,2026-11,BASE,abc,USD,,,",       // invalid, a non-ASCII edge
+					"E2,2026-11,BASE,2223.00,USD,,,",   // updated again
+					"E6,2026-11,OVERTIME,11.00,USD,,,", // updated
+					"E6,2026-12,OVERTIME,11.00,USD,,,", // new period: created
+				}, "\r\n") + "\r\n",
 			},
-			merged: 2, // not the second file: Zoé's quoting is left to the database
+			merged: 2, compared: 3, // not the second file (a repeated key), whose Zoé c leaves to the database
 			after: map[int]func(f *fixture){0: func(f *fixture) {
 				if _, err := f.store.LockPeriod(f.ctx, f.partner, "2026-10", records.LockApproved, "ops"); err != nil {
 					f.t.Fatal(err)
 				}
 			}},
 		},
+		"cells quoted by the database": {
+			partner: records.Partner{UnknownEmployee: records.UnknownCreate},
+			files: []string{
+				first + "Zoé,2026-11,BASE,1.00,USD,,,\r\n",
+				// Zoé unchanged, an invalid row and a changed one whose
+				// cells Go leaves to the database.
+				first + "Zoé,2026-11,BASE,1.00,USD,,,\r\nÉ4,2026-11,BASE,abc,USD,,,\r\nE1,2026-12,BASE,é,USD,,,\r\n" +
+					"Åsa,2026-11,BASE,2.00,USD,,,\r\n",
+				strings.Replace(first, "E1,2026-11,BASE,1001.50", "E1,2026-11,BASE,1.50", 1) + "Zoé,2026-11,BASE,1.50,USD,,,\r\n",
+			},
+			merged: 0, compared: 2,
+		},
+		"all or nothing": {
+			partner: records.Partner{UnknownEmployee: records.UnknownReject, Mode: records.ModeAllOrNothing},
+			files: []string{
+				first,
+				strings.Replace(first, "E2,2026-11,BASE,1002.50", "E2,2026-11,BASE,1002.75", 1), // compared
+				first + "E77,2026-11,BASE,1.00,USD,,,\r\n",                                      // an unknown employee: rejected whole
+				first + "E4,2026-11,BASE,abc,USD,,,\r\n",                                        // an invalid row: rejected whole
+				first + "E1,2026-11,BASE,1.00,USD,,,\r\n",                                       // a repeated key: rejected whole
+				first,
+			},
+			merged: 2, compared: 2,
+		},
 		"a generated export, 1% changed": {
-			policy: records.UnknownCreate, merged: 3,
+			partner: records.Partner{UnknownEmployee: records.UnknownCreate}, merged: 3, compared: 3,
 			files: []string{generated(20000, 0), generated(20000, 100), generated(20000, 100), generated(20000, 7)},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			a, ca := resubmissionFixture(t, records.Partner{UnknownEmployee: tc.policy})
-			b, cb := resubmissionFixture(t, records.Partner{UnknownEmployee: tc.policy, FilePattern: `^pay-(?P<seq>[0-9]+)\.csv$`})
+			a, ca := resubmissionFixture(t, tc.partner, records.Options{})
+			c, cc := resubmissionFixture(t, tc.partner, records.Options{StageWholeFiles: true})
+			seqPartner := tc.partner
+			seqPartner.FilePattern = `^pay-(?P<seq>[0-9]+)\.csv$`
+			b, cb := resubmissionFixture(t, seqPartner, records.Options{})
 			skipped := 0
 			for i, file := range tc.files {
 				seq := i + 7
 				fileName := fmt.Sprintf("pay-%d.csv", seq)
-				var outs [2]records.Envelope
-				for j, f := range []*fixture{a, b} {
+				var outs [3]records.Envelope
+				for j, f := range []*fixture{a, b, c} {
 					_, outs[j] = f.ingest(fileName, file)
 					if tc.after[i] != nil {
 						tc.after[i](f)
 					}
 				}
-				if outs[1].Seq == nil || outs[0].Seq != nil {
-					t.Fatalf("file %d: sequence numbers %v and %v, want none in a and one in b", i, outs[0].Seq, outs[1].Seq)
+				if outs[1].Seq == nil || outs[0].Seq != nil || outs[2].Seq != nil {
+					t.Fatalf("file %d: sequence numbers %v, %v and %v, want none in a and c and one in b", i, outs[0].Seq, outs[1].Seq, outs[2].Seq)
 				}
-				ra, rb := a.result(outs[0]), b.result(outs[1])
-				if ra != rb {
-					t.Errorf("file %d: result files differ:\nwithout unchanged rows:\n%s\nclassify:\n%s", i, ra, rb)
-				}
-				if len(outs[0].Counts) == 0 || !equalCounts(outs[0].Counts, outs[1].Counts) {
-					t.Errorf("file %d: counts %v, classify %v", i, outs[0].Counts, outs[1].Counts)
-				}
-				ea, eb := resubmissionEffects(a), resubmissionEffects(b)
-				for _, k := range []string{"records", "exceptions", "history"} {
-					if ea[k] != eb[k] {
-						t.Errorf("file %d: %s differ:\nwithout unchanged rows: %s\nclassify:               %s", i, k, ea[k], eb[k])
+				rb, eb := b.result(outs[1]), resubmissionEffects(b)
+				for j, way := range map[int]string{0: "compared", 2: "without unchanged rows"} {
+					f := []*fixture{a, b, c}[j]
+					if r := f.result(outs[j]); r != rb {
+						t.Errorf("file %d: result files differ:\n%s:\n%s\nclassify:\n%s", i, way, r, rb)
+					}
+					if len(outs[j].Counts) == 0 || !equalCounts(outs[j].Counts, outs[1].Counts) {
+						t.Errorf("file %d: counts %s %v, classify %v", i, way, outs[j].Counts, outs[1].Counts)
+					}
+					e := resubmissionEffects(f)
+					for _, k := range []string{"records", "exceptions", "history"} {
+						if e[k] != eb[k] {
+							t.Errorf("file %d: %s differ:\n%s: %s\nclassify: %s", i, k, way, e[k], eb[k])
+						}
 					}
 				}
-				if n := outs[0].Counts["unchanged"]; n > 0 {
+				if n := outs[2].Counts["unchanged"]; n > 0 {
 					skipped++
 				}
 				// In b, the file's sequence number is on every record it
 				// created, updated or found unchanged, and on no other.
-				c := outs[1].Counts
-				if n := b.count(`SELECT count(*) FROM records WHERE last_seq = $1`, seq); n != c["created"]+c["updated"]+c["unchanged"] {
-					t.Errorf("file %d: %d record(s) of b have its sequence number, want %d", i, n, c["created"]+c["updated"]+c["unchanged"])
+				cnt := outs[1].Counts
+				if n := b.count(`SELECT count(*) FROM records WHERE last_seq = $1`, seq); n != cnt["created"]+cnt["updated"]+cnt["unchanged"] {
+					t.Errorf("file %d: %d record(s) of b have its sequence number, want %d", i, n, cnt["created"]+cnt["updated"]+cnt["unchanged"])
 				}
-				if got := int(ca.n.Load() + ca.merged.Load()); got != skipped {
-					t.Errorf("file %d: database a left the unchanged rows out %d time(s), want %d", i, got, skipped)
+				if got := int(cc.n.Load() + cc.merged.Load()); got != skipped {
+					t.Errorf("file %d: database c left the unchanged rows out %d time(s), want %d", i, got, skipped)
 				}
-				if n := cb.n.Load() + cb.merged.Load(); n != 0 {
-					t.Errorf("file %d: database b (sequence numbers) left the unchanged rows out %d time(s)", i, n)
+				if n := cb.n.Load() + cb.merged.Load() + cb.keys.Load(); n != 0 {
+					t.Errorf("file %d: database b (sequence numbers) left the unchanged rows out or compared keys %d time(s)", i, n)
+				}
+				if n := cc.keys.Load(); n != 0 {
+					t.Errorf("file %d: database c (every file staged whole) compared keys %d time(s)", i, n)
 				}
 				t.Logf("file %d: %v", i, outs[0].Counts)
 			}
 			if skipped < 2 {
 				t.Fatalf("only %d file(s) had unchanged rows", skipped)
 			}
-			if got := int(ca.merged.Load()); got != tc.merged {
-				t.Errorf("database a merged staging's result lines for %d file(s), want %d", got, tc.merged)
+			if got := int(cc.merged.Load()); got != tc.merged {
+				t.Errorf("database c merged staging's result lines for %d file(s), want %d", got, tc.merged)
+			}
+			if got := int(ca.keys.Load() - ca.keysUndone.Load()); got != tc.compared {
+				t.Errorf("database a compared %d file(s) on their keys (%d tried), want %d", got, ca.keys.Load(), tc.compared)
 			}
 		})
 	}
@@ -171,11 +250,13 @@ func equalCounts(a, b map[string]int) bool {
 }
 
 // resubmissionFixture is a database with partner acme (p) and employees
-// E1..E6 mapped; its counter counts from then on.
-func resubmissionFixture(t *testing.T, p records.Partner) (*fixture, *unchangedSkipCounter) {
+// E1..E6 mapped, whose store is opened with opts; its counter counts from
+// then on.
+func resubmissionFixture(t *testing.T, p records.Partner, opts records.Options) (*fixture, *unchangedSkipCounter) {
 	t.Helper()
 	c := &unchangedSkipCounter{}
-	return tracedFixture(t, p, records.Options{QueryTracer: c}, "E1", "E2", "E3", "E4", "E5", "E6"), c
+	opts.QueryTracer = c
+	return tracedFixture(t, p, opts, "E1", "E2", "E3", "E4", "E5", "E6"), c
 }
 
 // resubmissionEffects reads back the records (but their last_seq),

@@ -18,19 +18,21 @@ import (
 // waits for them; Next hands them out in file order. At most a few
 // batches are in flight, so memory stays flat whatever the file's size.
 // The goroutines start at the first Next and stop at Close (or once the
-// file is read). Only a first read (records.Plan.Reread with keysOnly) is
-// parallel: the database is idle then. While rows are copied into the
-// database, its backend needs the other core, and a 1,000,000-row
-// resubmission staged from parallel rows was no faster, in some runs
-// 1-2 s slower (BENCHMARKS.md, session 15).
+// file is read). A read is parallel when records.ReadOptions ask for it:
+// the store does for the reads the database waits for. While whole rows
+// are copied into the database, its backend needs the other core, and a
+// 1,000,000-row resubmission staged from parallel rows was no faster, in
+// some runs 1-2 s slower (BENCHMARKS.md, session 15).
 //
-// With keysOnly, a valid row carries its natural key alone (no content
+// With KeysOnly, a valid row carries its natural key alone (no content
 // hash, no formatted numbers), which is all a first read for
-// records.Plan.Reread needs.
+// records.Plan.Reread needs. With Only, the rows it does not select are
+// read as CSV (to know where the next row starts) and dropped.
 type rowSource struct {
 	r        *normalize.Reader
 	keysOnly bool
 	parallel bool
+	only     func(row int) bool
 
 	started bool
 	closed  bool
@@ -55,8 +57,18 @@ const rowBatchRows = 512
 
 var errRowsClosed = errors.New("intake: rows read after Close")
 
-func newRowSource(r *normalize.Reader, keysOnly, parallel bool) *rowSource {
-	return &rowSource{r: r, keysOnly: keysOnly, parallel: parallel}
+func newRowSource(r *normalize.Reader, o records.ReadOptions) *rowSource {
+	return &rowSource{r: r, keysOnly: o.KeysOnly, parallel: o.Parallel, only: o.Only}
+}
+
+// readRow takes the next row the source yields from the file.
+func (s *rowSource) readRow() (normalize.Pending, error) {
+	for {
+		p, err := s.r.Read()
+		if err != nil || s.only == nil || s.only(p.Index()) {
+			return p, err
+		}
+	}
 }
 
 // rowWorkers is how many goroutines normalise a file's rows.
@@ -83,7 +95,7 @@ func (s *rowSource) read() {
 	for {
 		b := &rowBatch{pend: make([]normalize.Pending, 0, rowBatchRows), done: make(chan struct{})}
 		for len(b.pend) < rowBatchRows {
-			p, err := s.r.Read()
+			p, err := s.readRow()
 			if err != nil {
 				b.err = err
 				break
@@ -134,11 +146,11 @@ func (s *rowSource) Next() (records.StagedRow, error) {
 		return records.StagedRow{}, errRowsClosed
 	}
 	if !s.parallel {
-		row, err := s.r.Next()
+		p, err := s.readRow()
 		if err != nil {
 			return records.StagedRow{}, endOfRows(err)
 		}
-		return s.staged(row), nil
+		return s.staged(s.r.Finish(p)), nil
 	}
 	if !s.started {
 		s.start()

@@ -15,7 +15,8 @@ import (
 // TestRowSourceMatchesReader reads files of several batches through
 // rowSource (read in one goroutine, normalised in several) and through
 // normalize.Reader.Next and Stage one row at a time: the same rows in the
-// same order, and the same error at the same place.
+// same order, and the same error at the same place. Read for some rows
+// only (records.ReadOptions.Only), it gives those of the Reader's rows.
 func TestRowSourceMatchesReader(t *testing.T) {
 	var rows strings.Builder
 	for i := 1; i <= 3*rowBatchRows+17; i++ {
@@ -46,14 +47,27 @@ func TestRowSourceMatchesReader(t *testing.T) {
 				row, err := one.Next()
 				return Stage(row), err
 			})
+			// Only: every third row and every row of the second batch.
+			only := func(row int) bool { return row%3 == 1 || row/rowBatchRows == 1 }
+			var wantOnly []records.StagedRow
+			for _, r := range want {
+				if only(r.Row) {
+					wantOnly = append(wantOnly, r)
+				}
+			}
 			for _, parallel := range []bool{true, false} {
-				src := newRowSource(mustReader(t, tc.file), false, parallel)
+				src := newRowSource(mustReader(t, tc.file), records.ReadOptions{Parallel: parallel})
 				defer src.Close()
 				got, gotErr := readAll(src.Next)
 				checkRows(t, parallel, got, want, gotErr, wantErr, tc.wantErr)
 				if _, again := src.Next(); fmt.Sprint(again) != fmt.Sprint(gotErr) {
 					t.Errorf("parallel %v: Next after the end: %v, want %v again", parallel, again, gotErr)
 				}
+				src = newRowSource(mustReader(t, tc.file), records.ReadOptions{Parallel: parallel, Only: only})
+				defer src.Close()
+				got, gotErr = readAll(src.Next)
+				t.Logf("parallel %v, only some rows: %d of %d", parallel, len(got), len(want))
+				checkRows(t, parallel, got, wantOnly, gotErr, wantErr, tc.wantErr)
 			}
 		})
 	}
@@ -116,7 +130,7 @@ func TestRowSourceCloseStopsEarly(t *testing.T) {
 	for i := 1; i <= 50*rowBatchRows; i++ {
 		fmt.Fprintf(&b, "E%d,2026-11,BASE,1.00,USD\n", i)
 	}
-	src := newRowSource(mustReader(t, b.String()), true, true)
+	src := newRowSource(mustReader(t, b.String()), records.ReadOptions{KeysOnly: true, Parallel: true})
 	for i := 1; i <= 3; i++ {
 		row, err := src.Next()
 		if err != nil {

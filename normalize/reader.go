@@ -338,6 +338,10 @@ type Pending struct {
 	cells int    // the row's cells, trailing empty ones dropped
 }
 
+// Index is the row's number among the file's data rows (Row.Index), known
+// before Finish: a reader that needs only some rows finishes only those.
+func (p Pending) Index() int { return p.row.Index }
+
 // Read takes the next data row from the file without normalising it, with
 // Next's errors. Reads are sequential; the rows read can then be finished
 // in any order, by several goroutines at once.

@@ -66,16 +66,30 @@ type Plan struct {
 	AllOrNothing bool
 	Rows         RowSource
 	// Reread, when set, returns a new RowSource over the same file from
-	// its first row; with keysOnly, its valid rows need carry only their
-	// natural key (EmployeeRef, PayPeriod, Component). Processing then
-	// tries the file as a pure first file read twice, without staging
-	// (applyDirect); once it has called Reread, it reads Rows from a
-	// further Reread, not from Rows.
-	Reread func(keysOnly bool) (RowSource, error)
+	// its first row, read as ReadOptions say. Processing then tries the
+	// file as a pure first file read twice, without staging (applyDirect),
+	// and a resubmission compared on its keys first (applyCompared); once
+	// it has called Reread, it reads Rows from a further Reread, not from
+	// Rows.
+	Reread func(ReadOptions) (RowSource, error)
 	// Replay, when set, makes the envelope a leg replay of another
 	// submission (a NAME.replay.csv file): its legs are applied as
 	// Store.Replay applies them, and Rows is not read.
 	Replay *ReplayPlan
+}
+
+// ReadOptions say how Plan.Reread reads a file again.
+type ReadOptions struct {
+	// KeysOnly: a valid row need carry only its natural key (EmployeeRef,
+	// PayPeriod, Component).
+	KeysOnly bool
+	// Parallel: the rows are normalised on every core, for a read the
+	// database waits for.
+	Parallel bool
+	// Only, when set, selects the rows to yield by their number
+	// (StagedRow.Row): the others are read as CSV, to find where each row
+	// ends, but neither normalised nor yielded.
+	Only func(row int) bool
 }
 
 // Planner builds the Plan for an envelope from its original bytes. Returning
@@ -256,16 +270,19 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 		return err
 	}
 	defer func() { closeRows(pl.Rows) }()
-	if pl.Reread != nil && !s.stageFirstFiles {
-		counts, ok, err := s.applyDirect(ctx, tx, env, pl)
+	if pl.Reread != nil && !s.stageWholeFiles {
+		counts, why, err := s.applyDirect(ctx, tx, env, pl)
+		if err == nil && why != nil && env.Seq == nil && (errors.Is(why, errFirstRowTaken) || errors.Is(why, errNotPure)) {
+			counts, why, err = s.applyCompared(ctx, tx, env, pl)
+		}
 		if err != nil {
 			return err
 		}
-		if ok {
+		if why == nil {
 			return closeEnvelope(ctx, tx, env, counts)
 		}
 		closeRows(pl.Rows)
-		if pl.Rows, err = pl.Reread(false); err != nil { // the first read of the file was consumed
+		if pl.Rows, err = pl.Reread(ReadOptions{}); err != nil { // the first read of the file was consumed
 			return fmt.Errorf("read the file again: %w", err)
 		}
 	}
@@ -470,13 +487,16 @@ func (p *periodSet) add(v string) {
 }
 
 // repeatedKeysSQL tells whether any of the key filter's candidates
-// ($1) repeats a key on the real key.
-const repeatedKeysSQL = `SELECT EXISTS (SELECT 1 FROM stage WHERE code IS NULL AND key_hash IN (SELECT unnest($1::bigint[]))
+// ($1) repeats a key on the real key among the rows of table: stage (whose
+// rejected rows have no key_hash) or stage_keys.
+func repeatedKeysSQL(table string) string {
+	return `SELECT EXISTS (SELECT 1 FROM ` + table + ` WHERE key_hash IN (SELECT unnest($1::bigint[]))
 	GROUP BY employee_ref, pay_period, component HAVING count(*) > 1)`
+}
 
 func repeatedKeys(ctx context.Context, tx pgx.Tx, cands []int64) (bool, error) {
 	var found bool
-	if err := tx.QueryRow(ctx, repeatedKeysSQL, cands).Scan(&found); err != nil {
+	if err := tx.QueryRow(ctx, repeatedKeysSQL("stage"), cands).Scan(&found); err != nil {
 		return false, fmt.Errorf("check duplicates: %w", err)
 	}
 	return found, nil
@@ -637,10 +657,10 @@ func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts 
 			if skipped && counts[string(OutcomeUnchanged)] > 0 {
 				// The unchanged rows are not in classified: their lines
 				// are staging's, the others classify's (storeMerged).
-				if lines.ok() && classifiedRows(counts) <= mergeMaxRows {
+				if lines.ok() {
 					span.SetAttributes(attribute.Bool("payintake.result_from_go", true))
 					env, _ := args["env"].(int64)
-					if err := lines.storeMerged(actx, tx, env); err != nil {
+					if err := lines.storeMerged(actx, tx, env, mergeSkipped); err != nil {
 						return nil, err
 					}
 					continue

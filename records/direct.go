@@ -8,9 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
-
-	"github.com/payintake/payintake/normalize"
 )
 
 // A pure first file read twice, without staging. A pure first file (see
@@ -49,40 +46,23 @@ type errNotDirect string
 
 func (e errNotDirect) Error() string { return "not a direct first file: " + string(e) }
 
+// The reasons not to apply a file directly that say it has records in its
+// pay periods: the file is then compared on its keys (applyCompared)
+// rather than staged whole.
+const (
+	errFirstRowTaken = errNotDirect("the first row's pay period is closed, or has records and its employee is mapped")
+	errNotPure       = errNotDirect("not a pure first file (a closed period, a mapped employee in a period with records, or an employee rejected, taken or held)")
+)
+
 // applyDirect applies a file as a pure first file read twice, if it is
-// one. ok false (and no error) means nothing was done: the caller stages
-// the file from a new RowSource. An error is returned only when the
-// transaction cannot go on (the savepoint not taken or not rolled back,
-// ctx done). A failure other than a reason not to read the file twice
-// (errNotDirect) or a file the staging will reject (a
+// one. A reason why not (and no error) means nothing was done: the caller
+// stages the file from a new RowSource. An error is returned only when the
+// transaction cannot go on (attempt). A failure other than a reason not to
+// read the file twice (errNotDirect) or a file the staging will reject (a
 // *normalize.ParseError) is logged: the file is staged all the same.
-func (s *Store) applyDirect(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (counts map[string]int, ok bool, err error) {
-	sp, err := tx.Begin(ctx)
-	if err != nil {
-		return nil, false, fmt.Errorf("savepoint: %w", err)
-	}
-	process := trace.SpanFromContext(ctx)
-	counts, err = s.direct(ctx, sp, env, pl)
-	if err == nil {
-		if err = sp.Commit(ctx); err != nil {
-			return nil, false, fmt.Errorf("release savepoint: %w", err)
-		}
-		process.SetAttributes(attribute.Bool("payintake.direct", true))
-		return counts, true, nil
-	}
-	process.SetAttributes(attribute.Bool("payintake.direct", false), attribute.String("payintake.direct_fallback", err.Error()))
-	if rbErr := sp.Rollback(ctx); rbErr != nil {
-		return nil, false, fmt.Errorf("roll back direct apply (%v): %w", err, rbErr)
-	}
-	if ctx.Err() != nil {
-		return nil, false, ctx.Err()
-	}
-	var not errNotDirect
-	var pe *normalize.ParseError
-	if !errors.As(err, &not) && !errors.As(err, &pe) {
-		s.log.WarnContext(ctx, "a first file could not be read twice; it is staged instead", "envelope", env.ID, "partner", env.PartnerID, "err", err)
-	}
-	return nil, false, nil
+func (s *Store) applyDirect(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (counts map[string]int, why, err error) {
+	return s.attempt(ctx, tx, env, "direct", "a first file could not be read twice; it is staged instead",
+		func(tx pgx.Tx) (map[string]int, error) { return s.direct(ctx, tx, env, pl) })
 }
 
 // directScan is what the first pass keeps of a file.
@@ -159,7 +139,7 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 		return nil, err
 	}
 	if !pure {
-		return nil, errNotDirect("not a pure first file (a closed period, a mapped employee in a period with records, or an employee rejected, taken or held)")
+		return nil, errNotPure
 	}
 	counts := map[string]int{string(OutcomeCreated): valid}
 	if sc.rejected > 0 {
@@ -175,7 +155,7 @@ func directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan, sc *dir
 	if _, err := tx.Exec(ctx, onboardSQL(""), args); err != nil {
 		return fmt.Errorf("onboard employees: %w", err)
 	}
-	rows, err := pl.Reread(false)
+	rows, err := pl.Reread(ReadOptions{})
 	if err != nil {
 		return fmt.Errorf("read the file again: %w", err)
 	}
@@ -205,7 +185,7 @@ func directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan, sc *dir
 // (a new site's staff) is read on: directTest then finds whether every
 // employee of the file is new.
 func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (*directScan, error) {
-	rows, err := pl.Reread(true)
+	rows, err := pl.Reread(ReadOptions{KeysOnly: true, Parallel: true})
 	if err != nil {
 		return nil, fmt.Errorf("read the file: %w", err)
 	}
@@ -236,7 +216,7 @@ func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (*d
 				return nil, fmt.Errorf("look up the first row: %w", err)
 			}
 			if locked || recorded && mapped {
-				return nil, errNotDirect("the first row's pay period is closed, or has records and its employee is mapped")
+				return nil, errFirstRowTaken
 			}
 		}
 		sc.keys.add(keyHash(&r))

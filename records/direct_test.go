@@ -46,11 +46,11 @@ func TestDirectFailureIsStagedAndLogged(t *testing.T) {
 		r.Row, r.Line = i+1, i+2
 		rows = append(rows, r)
 	}
-	var reads []bool // keysOnly of each Reread
+	var reads []bool // KeysOnly of each Reread
 	failed := errors.New("the disk went away")
 	env, err = st.Process(ctx, env.ID, func(context.Context, records.Envelope, records.Partner, io.Reader) (records.Plan, error) {
-		return records.Plan{Rows: &rowSource{rows: rows}, Reread: func(keysOnly bool) (records.RowSource, error) {
-			reads = append(reads, keysOnly)
+		return records.Plan{Rows: &rowSource{rows: rows}, Reread: func(o records.ReadOptions) (records.RowSource, error) {
+			reads = append(reads, o.KeysOnly)
 			if len(reads) == 2 {
 				return &failingRows{rows: rows[:2], err: failed}, nil
 			}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -38,12 +39,16 @@ import (
 
 // resultLines is a file's result lines as staging composed them.
 type resultLines struct {
+	dir     string // where the file is; storeMerged spools there too
 	f       *os.File
 	w       *bufio.Writer
 	blocks  []resultBlock
 	lastRow int
 	failed  bool // a line Go cannot compose, or a write failed: the lines are not used
 	line    []byte
+	// holes: a line Go cannot compose is written as a hole (addHole), which
+	// the merge fills with classify's line, instead of dropping the lines.
+	holes bool
 }
 
 // resultBlock is one stored chunk: its number and its length in the file.
@@ -60,7 +65,7 @@ func newResultLines(dir string) *resultLines {
 		return nil
 	}
 	_ = os.Remove(f.Name()) // unlinked: the space is freed whatever happens
-	return &resultLines{f: f, w: bufio.NewWriterSize(f, stageBlockSize)}
+	return &resultLines{dir: dir, f: f, w: bufio.NewWriterSize(f, stageBlockSize)}
 }
 
 // ok tells whether every line was composed and written.
@@ -114,18 +119,46 @@ func (l *resultLines) addCreated(r *StagedRow, cells []byte) {
 }
 
 // addRejected writes the line of an invalid row: the values as the
-// partner sent them, its code, field and message.
-func (l *resultLines) addRejected(r *StagedRow) {
+// partner sent them, its code, field and message. It returns false when Go
+// cannot compose the line: the lines are then dropped, or with holes the
+// row's line is a hole.
+func (l *resultLines) addRejected(r *StagedRow) bool {
 	if !l.start(r.Row) {
-		return
+		return true
 	}
 	b, ok := normalize.AppendResultLine(l.line[:0], r.Line, r.Row, string(OutcomeRejected),
 		[8]string{r.DEmployeeRef, r.DPayPeriod, r.DComponent, r.DAmount, r.DCurrency, r.Code, r.Field, r.Message})
 	if !ok {
+		l.hole(r)
+		return false
+	}
+	l.line = b
+	l.write()
+	return true
+}
+
+// holeOutcome is the outcome cell of a hole: a row whose line the database
+// composes (its row is in classified when the lines are merged).
+const holeOutcome = "?"
+
+// addHole writes the hole of a valid row whose echoed cells Go cannot
+// quote (with holes; otherwise the lines are dropped).
+func (l *resultLines) addHole(r *StagedRow) {
+	if l.start(r.Row) {
+		l.hole(r)
+	}
+}
+
+// hole writes row r's hole, once start has opened its block.
+func (l *resultLines) hole(r *StagedRow) {
+	if !l.holes {
 		l.fail()
 		return
 	}
-	l.line = b
+	b := strconv.AppendInt(l.line[:0], int64(r.Line), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(r.Row), 10)
+	l.line = append(append(b, ','), holeOutcome...)
 	l.write()
 }
 
@@ -202,8 +235,8 @@ func (s *resultSource) Next() bool {
 		if s.out, s.err = s.merge.block(s.out[:0], s.buf); s.err != nil {
 			return false
 		}
-		if s.next == len(s.lines.blocks) && s.merge.next != len(s.merge.rows) {
-			s.err = fmt.Errorf("store result: %d classified row(s) after the last staged line", len(s.merge.rows)-s.merge.next)
+		if s.next == len(s.lines.blocks) && s.merge.have {
+			s.err = fmt.Errorf("store result: classified row %d after the last staged line", s.merge.cur.row)
 			return false
 		}
 	}
@@ -220,85 +253,150 @@ func (s *resultSource) Values() ([]any, error) {
 func (s *resultSource) Err() error { return s.err }
 
 // A resubmission's result lines, merged. When classify leaves a file's
-// unchanged rows out of classified (skipUnchanged), its result file is
-// staging's lines (resultLines, composed as if every valid row were
-// created) with each row's outcome as classify decided: a row that is in
-// classified takes the line classify composed, any other is unchanged,
-// which changes only its outcome cell ("created" becomes "unchanged": an
-// unchanged row has no code, field or message). classified's few rows
-// (the 1% of a payroll resubmission that changed) are read in row order,
-// and each block of staging's lines is rewritten as it goes into the
-// COPY, so the backend neither joins stage with classified nor composes,
-// sorts and aggregates a line per staged row (resultWithUnchangedSQL,
-// ~0.9-1.1 s of CPU at 1,000,000 rows). Past mergeMaxRows rows in
-// classified (memory), or when staging could not compose every line, the
-// database builds the result as before. The bytes are the same either
-// way: intake.TestResubmissionWithoutUnchangedRowsMatchesClassify compares
-// them with the full classify's.
-
-// mergeMaxRows bounds the classified lines held in memory for a merge:
-// about 10 MB at the longest messages.
-const mergeMaxRows = 1 << 16
-
-// classifiedRows is how many rows classify wrote into classified, the
-// unchanged ones left out: every counted row but those.
-func classifiedRows(counts map[string]int) int {
-	n := 0
-	for o, c := range counts {
-		if o != string(OutcomeUnchanged) {
-			n += c
-		}
-	}
-	return n
-}
+// unchanged rows out of classified (skipUnchanged), or a compared
+// resubmission stages only the rows that changed (applyCompared), its
+// result file is staging's lines (resultLines, composed as if every valid
+// row were created) with each row's outcome as classify decided: a row
+// that is in classified takes the line classify composed, any other is
+// unchanged, which changes only its outcome cell ("created" becomes
+// "unchanged": an unchanged row has no code, field or message).
+// classified's rows (the 1% of a payroll resubmission that changed) are
+// spooled in row order to a temporary file, and each block of staging's
+// lines is rewritten as it goes into the COPY, so the backend neither
+// joins stage with classified nor composes, sorts and aggregates a line
+// per staged row (resultWithUnchangedSQL, ~0.9-1.1 s of CPU at 1,000,000
+// rows). When staging could not compose every line, the database builds
+// the result as before. The bytes are the same either way:
+// intake.TestResubmissionWithoutUnchangedRowsMatchesClassify compares them
+// with the full classify's.
+//
+// A compared resubmission (mergeCompared) stages neither its rejected
+// rows nor its unchanged ones: a rejected line staging composed that is
+// not in classified is kept as it is, and a hole (a line Go could not
+// compose, whose row was staged) must be filled by classified. Otherwise
+// every rejected row is in classified, and a hole is an error.
 
 // classifiedLine is one row of classified: its row number and line.
 type classifiedLine struct {
 	row  int
-	line string
+	line []byte
 }
 
-// merger rewrites staging's lines with classify's outcomes: rows are
-// classified's, in row order; next is the first not yet met.
+// merger rewrites staging's lines with classify's outcomes: cur is the
+// first classified row not yet met (have false once they are all met),
+// read in row order from r.
 type merger struct {
-	rows []classifiedLine
-	next int
+	r        *bufio.Reader
+	cur      classifiedLine
+	have     bool
+	err      error
+	compared bool // mergeCompared
 }
+
+// mergeMode is how storeMerged treats a line classified does not hold.
+type mergeMode int
+
+const (
+	mergeSkipped   mergeMode = iota // classify left out the unchanged rows only
+	mergeCompared                   // a compared resubmission: rejected rows kept, holes filled
+	mergeUnchanged                  // a compared resubmission with no row classified (no classified)
+)
 
 // storeMerged writes the result file of envelope env from staging's lines
-// and classified's (see merger), by one COPY.
-func (l *resultLines) storeMerged(ctx context.Context, tx pgx.Tx, env int64) error {
-	rows, err := tx.Query(ctx, `SELECT row_no, result_line FROM classified ORDER BY row_no`)
+// and classified's (see merger), by one COPY; classified's lines are first
+// spooled to a temporary file beside staging's.
+func (l *resultLines) storeMerged(ctx context.Context, tx pgx.Tx, env int64, mode mergeMode) error {
+	spool, err := os.CreateTemp(l.dir, "payintake-classified-*")
 	if err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
-	var m merger
-	for rows.Next() {
-		var c classifiedLine
-		if err := rows.Scan(&c.row, &c.line); err != nil {
-			return fmt.Errorf("store result: %w", err)
+	_ = os.Remove(spool.Name())
+	defer func() { _ = spool.Close() }()
+	if mode != mergeUnchanged {
+		if err := spoolClassified(ctx, tx, spool); err != nil {
+			return err
 		}
-		m.rows = append(m.rows, c)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("store result: %w", err)
 	}
 	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
-	src := &resultSource{env: env, lines: l, r: l.f, next: -1, merge: &m}
+	m := &merger{r: bufio.NewReaderSize(spool, 64<<10), compared: mode != mergeSkipped}
+	if m.advance(); m.err != nil {
+		return m.err
+	}
+	src := &resultSource{env: env, lines: l, r: l.f, next: -1, merge: m}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"envelope_results"}, []string{"envelope_id", "n", "data"}, src); err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
 	return nil
 }
 
+// spoolClassified writes classified's rows to w in row order: each its
+// row number and the length of its line (uvarints), then the line.
+func spoolClassified(ctx context.Context, tx pgx.Tx, w io.WriteSeeker) error {
+	rows, err := tx.Query(ctx, `SELECT row_no, result_line FROM classified ORDER BY row_no`)
+	if err != nil {
+		return fmt.Errorf("store result: %w", err)
+	}
+	defer rows.Close()
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var buf []byte
+	for rows.Next() {
+		var row int32
+		var line []byte
+		if err := rows.Scan(&row, &line); err != nil {
+			return fmt.Errorf("store result: %w", err)
+		}
+		buf = binary.AppendUvarint(buf[:0], uint64(row))
+		buf = binary.AppendUvarint(buf, uint64(len(line)))
+		if _, err := bw.Write(append(buf, line...)); err != nil {
+			return fmt.Errorf("store result: spool classified lines: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store result: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("store result: spool classified lines: %w", err)
+	}
+	if _, err := w.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("store result: %w", err)
+	}
+	return nil
+}
+
+// advance reads the next classified row into cur (have false at the end).
+func (m *merger) advance() {
+	row, err := binary.ReadUvarint(m.r)
+	if errors.Is(err, io.EOF) {
+		m.have = false
+		return
+	}
+	var n uint64
+	if err == nil {
+		n, err = binary.ReadUvarint(m.r)
+	}
+	if err == nil {
+		if uint64(cap(m.cur.line)) < n {
+			m.cur.line = make([]byte, n)
+		}
+		m.cur.line = m.cur.line[:n]
+		_, err = io.ReadFull(m.r, m.cur.line)
+	}
+	if err != nil {
+		m.err, m.have = fmt.Errorf("store result: read spooled classified lines: %w", err), false
+		return
+	}
+	m.cur.row, m.have = int(row), true
+}
+
 // block appends to dst the lines of src, one block of staging's lines,
 // each as classify decided it. A line staging wrote as other than created
-// (an invalid row's) that classified does not hold is an error: every
-// such row is in classified.
+// that classified does not hold is an error (but a rejected one of a
+// compared resubmission): every such row is in classified.
 func (m *merger) block(dst, src []byte) ([]byte, error) {
 	const created = "created,"
+	const rejected = "rejected,"
 	for len(src) > 0 {
 		end := bytes.IndexByte(src, '\n')
 		if end < 0 {
@@ -321,20 +419,27 @@ func (m *merger) block(dst, src []byte) ([]byte, error) {
 		for _, c := range line[c1+1 : c2] {
 			row = row*10 + int(c-'0')
 		}
-		if m.next < len(m.rows) && m.rows[m.next].row == row {
-			dst = append(append(dst, m.rows[m.next].line...), '\n')
-			m.next++
+		if m.have && m.cur.row == row {
+			dst = append(append(dst, m.cur.line...), '\n')
+			if m.advance(); m.err != nil {
+				return nil, m.err
+			}
 			continue
 		}
-		if m.next < len(m.rows) && m.rows[m.next].row < row {
-			return nil, fmt.Errorf("store result: classified row %d has no staged line", m.rows[m.next].row)
+		if m.have && m.cur.row < row {
+			return nil, fmt.Errorf("store result: classified row %d has no staged line", m.cur.row)
 		}
-		if !bytes.HasPrefix(line[c2+1:], []byte(created)) {
+		rest := line[c2+1:]
+		switch {
+		case bytes.HasPrefix(rest, []byte(created)):
+			dst = append(dst, line[:c2+1]...)
+			dst = append(dst, string(OutcomeUnchanged)...)
+			dst = append(dst, rest[len(created)-1:]...)
+		case m.compared && bytes.HasPrefix(rest, []byte(rejected)):
+			dst = append(dst, line...)
+		default:
 			return nil, fmt.Errorf("store result: row %d is neither in classified nor created as staged", row)
 		}
-		dst = append(dst, line[:c2+1]...)
-		dst = append(dst, string(OutcomeUnchanged)...)
-		dst = append(dst, line[c2+len(created):]...)
 		dst = append(dst, '\n')
 	}
 	return dst, nil

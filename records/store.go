@@ -41,7 +41,7 @@ type Store struct {
 	spoolDir        string
 	tracer          trace.Tracer
 	keys            *secretKeyring
-	stageFirstFiles bool
+	stageWholeFiles bool
 	// streams holds a slot per running upload Stream: streams may hold at
 	// most a quarter of the pool's connections, so that they never starve
 	// processing and the API.
@@ -70,10 +70,12 @@ type Options struct {
 	// depend on what it does; serve's crash tests stop the process with one
 	// (internal/fault).
 	QueryTracer pgx.QueryTracer
-	// StageFirstFiles stages every file, a first file too, instead of
-	// reading a first file twice without staging (applyDirect): the two
-	// ways store the same records and result, which the tests compare.
-	StageFirstFiles bool
+	// StageWholeFiles stages every row of every file, as classify reads
+	// them, instead of reading a first file twice without staging
+	// (applyDirect) or comparing a resubmission's keys first
+	// (applyCompared): the ways store the same records and result, which
+	// the tests compare.
+	StageWholeFiles bool
 }
 
 // Open connects to the database at url. It does not migrate; call Migrate first.
@@ -102,7 +104,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
-	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName), stageFirstFiles: opts.StageFirstFiles,
+	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName), stageWholeFiles: opts.StageWholeFiles,
 		keys: &secretKeyring{load: opts.SecretKeys}, streams: make(chan struct{}, max(1, cfg.MaxConns/4))}, nil
 }
 
