@@ -167,6 +167,12 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 			partner: records.Partner{UnknownEmployee: records.UnknownCreate}, merged: 3, compared: 3,
 			files: []string{generated(20000, 0), generated(20000, 100), generated(20000, 100), generated(20000, 7)},
 		},
+		// A file of more than 1 MiB whose first rows changed is staged
+		// whole (the sample), then the same again is compared, twice.
+		"a generated export, every row changed": {
+			partner: records.Partner{UnknownEmployee: records.UnknownCreate}, merged: 2, compared: 2,
+			files: []string{generated(20000, 0), generated(20000, 1), generated(20000, 1), generated(20000, 1)},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			a, ca := resubmissionFixture(t, tc.partner, records.Options{})
