@@ -692,6 +692,8 @@ func classify(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (map[string]in
 }
 
 // lookUpEmployees fills emp (employeesSQL) and returns its row count.
+// args["taken_at_onboarding"] (a first file read twice) leaves the taken
+// derived ids to onboarding (empRefsUnprobedSQL).
 func lookUpEmployees(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (int64, error) {
 	if _, err := tx.Exec(ctx, employeesDDL); err != nil {
 		return 0, fmt.Errorf("create emp: %w", err)
@@ -699,6 +701,9 @@ func lookUpEmployees(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (int64,
 	empSQL := employeesSQL
 	if refs, _ := args["emp_refs"].(bool); refs {
 		empSQL = empRefsSQL
+		if unprobed, _ := args["taken_at_onboarding"].(bool); unprobed {
+			empSQL = empRefsUnprobedSQL
+		}
 	}
 	tag, err := tx.Exec(ctx, empSQL, args)
 	if err != nil {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.opentelemetry.io/otel/attribute"
 )
 
@@ -23,7 +25,8 @@ import (
 //     hashing of contents, no COPY text, the database idle;
 //  2. the test runs as for a staged file: no key repeats, no record or
 //     closed period in the file's pay periods (or no mapped employee), no
-//     employee rejected, taken or held; the employees are onboarded;
+//     employee rejected or held; the employees are onboarded (a derived
+//     id that is taken is found here, by the unique index: empRefsUnprobedSQL);
 //  3. a second pass normalises the rows again and streams the valid ones
 //     straight into records by COPY (the backend writing records while Go
 //     normalises the next rows), composing the result lines as staging
@@ -132,7 +135,7 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 	if err := copyText(ctx, tx.Conn(), "emp_refs", "employee_ref", &refsReader{refs: refs}); err != nil {
 		return nil, fmt.Errorf("copy employee references: %w", err)
 	}
-	args["emp_refs"], args["file_rejected"] = true, false
+	args["emp_refs"], args["file_rejected"], args["taken_at_onboarding"] = true, false, true
 	ff := firstFile{periods: sc.periods, valid: valid, rejected: sc.rejected, repeats: repeatsNone, refs: int64(len(refs))}
 	pure, _, err := pureFirstFile(ctx, tx, args, ff)
 	if err != nil {
@@ -153,6 +156,10 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 // composing the result lines into lines.
 func directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan, sc *directScan, args pgx.NamedArgs, lines *resultLines) error {
 	if _, err := tx.Exec(ctx, onboardSQL(""), args); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation && pgErr.ConstraintName == "employees_employee_id_key" {
+			return errNotDirect("the id derived for an unknown employee is taken") // the staged file rejects its rows
+		}
 		return fmt.Errorf("onboard employees: %w", err)
 	}
 	rows, err := pl.Reread(ReadOptions{})
