@@ -228,10 +228,13 @@ func sampleRows(ctx context.Context, tx pgx.Tx, pl Plan, partner string) (sample
 
 // sampleSQL counts the keys ($2-$4, with content hashes $5) of partner $1
 // that have no record or one with another content hash: changedRowsSQL's
-// test, on arrays, which the planner probes the natural key's index for.
+// test, on arrays, one probe of the natural key's index per key (LATERAL
+// with LIMIT 1, which the planner cannot turn into a hash). As a plain
+// join, with the partner's statistics taken before its 1,000,000-row first
+// file, PostgreSQL hashed all of its records for the 1,024 keys: 664 ms.
 const sampleSQL = `SELECT count(*) FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[]) AS s(employee_ref, pay_period, component, content_hash)
-LEFT JOIN records r ON r.partner_id = $1
-	AND r.employee_ref = s.employee_ref AND r.pay_period = s.pay_period AND r.component = s.component
+LEFT JOIN LATERAL (SELECT r.content_hash FROM records r WHERE r.partner_id = $1
+	AND r.employee_ref = s.employee_ref AND r.pay_period = s.pay_period AND r.component = s.component LIMIT 1) r ON true
 WHERE r.content_hash IS DISTINCT FROM s.content_hash`
 
 // stageKeysDDL holds a compared file's valid rows: their number, natural
