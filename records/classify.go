@@ -350,6 +350,7 @@ type applyStatement struct {
 	sql    string
 	needs  func(counts map[string]int, seq bool) bool
 	result bool // builds the result file: only for envelopes
+	probes bool // joins classified with records by an index: probeRecords
 }
 
 func updated(c map[string]int, _ bool) bool     { return c[string(OutcomeUpdated)] > 0 }
@@ -382,14 +383,14 @@ func insertRecordsSQL(from string) string {
 // applySQL writes the effects of the classified rows, in order.
 var applySQL = []applyStatement{
 	// History: the version being replaced, before it is replaced.
-	{needs: updated, sql: `INSERT INTO record_history (record_id, version, amount, currency, hours, rate, pay_date, content_hash,
+	{needs: updated, probes: true, sql: `INSERT INTO record_history (record_id, version, amount, currency, hours, rate, pay_date, content_hash,
 		envelope_id, line, written_at, replaced_by)
 	SELECT r.id, r.version, r.amount, r.currency, r.hours, r.rate, r.pay_date, r.content_hash,
 		r.envelope_id, r.line, r.updated_at, @by::text
 	FROM records r JOIN classified c ON c.record_id = r.id
 	WHERE c.outcome = 'updated'`},
 
-	{needs: updated, sql: `UPDATE records r SET amount = c.amount, currency = c.currency, hours = c.hours, rate = c.rate,
+	{needs: updated, probes: true, sql: `UPDATE records r SET amount = c.amount, currency = c.currency, hours = c.hours, rate = c.rate,
 		pay_date = c.pay_date, content_hash = c.content_hash, version = r.version + 1,
 		last_seq = coalesce(@seq::bigint, r.last_seq), envelope_id = @env::bigint, line = nullif(c.line, 0), updated_at = now()
 	FROM classified c

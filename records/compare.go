@@ -153,6 +153,8 @@ func (s *Store) compared(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan)
 	counts := map[string]int{}
 	validAgain, rejectedAgain := 0, 0
 	if again.n > 0 {
+		// Few changed rows: classify and the updates probe the indexes of
+		// records (probeRecords).
 		probe := again.n*4 <= k.count-k.rejected
 		if counts, validAgain, rejectedAgain, err = classifyAgain(ctx, tx, pl, args, again, probe); err != nil {
 			return nil, err
@@ -389,11 +391,7 @@ func classifyAgain(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs, 
 	if src.count != again.n {
 		return nil, 0, 0, fmt.Errorf("the file read again gave %d of its %d changed rows", src.count, again.n)
 	}
-	if probe {
-		if _, err := tx.Exec(ctx, `SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off`); err != nil {
-			return nil, 0, 0, fmt.Errorf("plan for few rows: %w", err)
-		}
-	}
+	args["probe_records"] = probe
 	cctx, span := startSpan(ctx, "classify")
 	counts, err = classifyRows(cctx, tx, args, src)
 	EndSpan(span, err)
@@ -405,11 +403,6 @@ func classifyAgain(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs, 
 	}
 	if _, err := applyClassified(ctx, tx, args, counts, false, false, nil); err != nil {
 		return nil, 0, 0, err
-	}
-	if probe {
-		if _, err := tx.Exec(ctx, `SET LOCAL enable_hashjoin = DEFAULT; SET LOCAL enable_mergejoin = DEFAULT`); err != nil {
-			return nil, 0, 0, fmt.Errorf("plan for few rows: %w", err)
-		}
 	}
 	return counts, src.count - src.rejected, src.rejected, nil
 }
