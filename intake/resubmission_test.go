@@ -61,19 +61,21 @@ func (c *unchangedSkipCounter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.
 // classified; their lines come from staging's), and staged whole and
 // classified with every row (a file with a sequence number, whose
 // unchanged records' last_seq moves on). Each series of files here goes
-// to three databases that differ only in that: partner acme of database a
+// to four databases that differ only in that: partner acme of database a
 // has no file pattern; c is a staging every file whole
 // (records.Options.StageWholeFiles); b's partner takes a sequence number
-// from the same names, which no file here has out of order. Every file's
-// result file must be the same bytes, its counts the same, and the
-// records (but last_seq), exceptions and history the same row for row.
-// Database a must have compared tc.compared files on their keys (and
-// staged the others whole: a repeated key, a rejected row or employee of
-// an all-or-nothing file); c must have left the unchanged rows out
-// whenever a file had one, by merging staging's result lines with
-// classified's, unless a cell's quoting was left to the database (a
-// non-ASCII first or last character), which then joins stage with
-// classified.
+// from the same names, which no file here has out of order, and b stages
+// every file whole; d is b comparing keys first (its unchanged records'
+// last_seq moved on by one statement over the compared keys). b is the
+// reference. Every file's result file must be the same bytes, its counts
+// the same, the records (but last_seq), exceptions and history the same
+// row for row, and d's last_seq b's. Databases a and d must have compared
+// tc.compared files on their keys (and staged the others whole: a
+// repeated key, a rejected row or employee of an all-or-nothing file); c
+// must have left the unchanged rows out whenever a file had one, by
+// merging staging's result lines with classified's, unless a cell's
+// quoting was left to the database (a non-ASCII first or last character),
+// which then joins stage with classified.
 func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 	generated := func(rows, changeEvery int) string {
 		var b bytes.Buffer
@@ -179,24 +181,25 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 			c, cc := resubmissionFixture(t, tc.partner, records.Options{StageWholeFiles: true})
 			seqPartner := tc.partner
 			seqPartner.FilePattern = `^pay-(?P<seq>[0-9]+)\.csv$`
-			b, cb := resubmissionFixture(t, seqPartner, records.Options{})
+			b, cb := resubmissionFixture(t, seqPartner, records.Options{StageWholeFiles: true})
+			d, cd := resubmissionFixture(t, seqPartner, records.Options{})
 			skipped := 0
 			for i, file := range tc.files {
 				seq := i + 7
 				fileName := fmt.Sprintf("pay-%d.csv", seq)
-				var outs [3]records.Envelope
-				for j, f := range []*fixture{a, b, c} {
+				var outs [4]records.Envelope
+				for j, f := range []*fixture{a, b, c, d} {
 					_, outs[j] = f.ingest(fileName, file)
 					if tc.after[i] != nil {
 						tc.after[i](f)
 					}
 				}
-				if outs[1].Seq == nil || outs[0].Seq != nil || outs[2].Seq != nil {
-					t.Fatalf("file %d: sequence numbers %v, %v and %v, want none in a and c and one in b", i, outs[0].Seq, outs[1].Seq, outs[2].Seq)
+				if outs[1].Seq == nil || outs[3].Seq == nil || outs[0].Seq != nil || outs[2].Seq != nil {
+					t.Fatalf("file %d: sequence numbers %v, %v, %v and %v, want none in a and c and one in b and d", i, outs[0].Seq, outs[1].Seq, outs[2].Seq, outs[3].Seq)
 				}
 				rb, eb := b.result(outs[1]), resubmissionEffects(b)
-				for j, way := range map[int]string{0: "compared", 2: "without unchanged rows"} {
-					f := []*fixture{a, b, c}[j]
+				for j, way := range map[int]string{0: "compared", 2: "without unchanged rows", 3: "compared with sequence numbers"} {
+					f := []*fixture{a, b, c, d}[j]
 					if r := f.result(outs[j]); r != rb {
 						t.Errorf("file %d: result files differ:\n%s:\n%s\nclassify:\n%s", i, way, r, rb)
 					}
@@ -216,14 +219,19 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 				// In b, the file's sequence number is on every record it
 				// created, updated or found unchanged, and on no other.
 				cnt := outs[1].Counts
-				if n := b.count(`SELECT count(*) FROM records WHERE last_seq = $1`, seq); n != cnt["created"]+cnt["updated"]+cnt["unchanged"] {
-					t.Errorf("file %d: %d record(s) of b have its sequence number, want %d", i, n, cnt["created"]+cnt["updated"]+cnt["unchanged"])
+				for name, f := range map[string]*fixture{"b": b, "d": d} {
+					if n := f.count(`SELECT count(*) FROM records WHERE last_seq = $1`, seq); n != cnt["created"]+cnt["updated"]+cnt["unchanged"] {
+						t.Errorf("file %d: %d record(s) of %s have its sequence number, want %d", i, n, name, cnt["created"]+cnt["updated"]+cnt["unchanged"])
+					}
+				}
+				if lb, ld := lastSeqs(b), lastSeqs(d); lb != ld {
+					t.Errorf("file %d: the records' last_seq differ:\ncompared: %s\nclassify: %s", i, ld, lb)
 				}
 				if got := int(cc.n.Load() + cc.merged.Load()); got != skipped {
 					t.Errorf("file %d: database c left the unchanged rows out %d time(s), want %d", i, got, skipped)
 				}
 				if n := cb.n.Load() + cb.merged.Load() + cb.keys.Load(); n != 0 {
-					t.Errorf("file %d: database b (sequence numbers) left the unchanged rows out or compared keys %d time(s)", i, n)
+					t.Errorf("file %d: database b (sequence numbers, staged whole) left the unchanged rows out or compared keys %d time(s)", i, n)
 				}
 				if n := cc.keys.Load(); n != 0 {
 					t.Errorf("file %d: database c (every file staged whole) compared keys %d time(s)", i, n)
@@ -236,11 +244,24 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 			if got := int(cc.merged.Load()); got != tc.merged {
 				t.Errorf("database c merged staging's result lines for %d file(s), want %d", got, tc.merged)
 			}
-			if got := int(ca.keys.Load() - ca.keysUndone.Load()); got != tc.compared {
-				t.Errorf("database a compared %d file(s) on their keys (%d tried), want %d", got, ca.keys.Load(), tc.compared)
+			for name, cx := range map[string]*unchangedSkipCounter{"a": ca, "d": cd} {
+				if got := int(cx.keys.Load() - cx.keysUndone.Load()); got != tc.compared {
+					t.Errorf("database %s compared %d file(s) on their keys (%d tried), want %d", name, got, cx.keys.Load(), tc.compared)
+				}
 			}
 		})
 	}
+}
+
+// lastSeqs reads back every record's last_seq, in the order of the key.
+func lastSeqs(f *fixture) string {
+	f.t.Helper()
+	var v []byte
+	if err := f.store.Pool().QueryRow(f.ctx, `SELECT jsonb_agg(jsonb_build_array(employee_ref, pay_period, component, last_seq)
+		ORDER BY pay_period, employee_ref, component) FROM records`).Scan(&v); err != nil {
+		f.t.Fatal(err)
+	}
+	return string(v)
 }
 
 func equalCounts(a, b map[string]int) bool {

@@ -272,7 +272,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	defer func() { closeRows(pl.Rows) }()
 	if pl.Reread != nil && !s.stageWholeFiles {
 		counts, why, err := s.applyDirect(ctx, tx, env, pl)
-		if err == nil && why != nil && env.Seq == nil && (errors.Is(why, errFirstRowTaken) || errors.Is(why, errNotPure)) {
+		if err == nil && why != nil && (errors.Is(why, errFirstRowTaken) || errors.Is(why, errNotPure)) {
 			counts, why, err = s.applyCompared(ctx, tx, env, pl)
 		}
 		if err != nil {

@@ -44,9 +44,9 @@ import (
 // unchanged, the first outcome of its CASE that such a row can meet (an
 // invalid row is rejected by Go already, the employee checks only meet
 // keys without a record). So every row's outcome is classify's, and the
-// unchanged rows write nothing (a file without a sequence number: one with
-// a sequence number moves its unchanged records' last_seq on, and is
-// staged whole).
+// unchanged rows write nothing, but in a file with a sequence number: one
+// statement moves their records' last_seq on (confirmSeqSQL), as applySQL
+// does for the unchanged rows of a staged file.
 //
 // Everything runs in a savepoint: at the first doubt (a repeated key, a
 // rejected row or employee in an all-or-nothing file, any error) it is
@@ -158,6 +158,12 @@ func (s *Store) compared(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan)
 		probe := again.n*4 <= k.count-k.rejected
 		if counts, validAgain, rejectedAgain, err = classifyAgain(ctx, tx, pl, args, again, probe); err != nil {
 			return nil, err
+		}
+	}
+	if env.Seq != nil {
+		// A newer file confirming a record moves its sequence on.
+		if _, err := tx.Exec(ctx, confirmSeqSQL, args); err != nil {
+			return nil, fmt.Errorf("confirm records: %w", err)
 		}
 	}
 	// The rows not read again: valid ones unchanged, rejected ones as Go
@@ -338,6 +344,16 @@ const changedRowsSQL = `SELECT s.row_no FROM stage_keys s
 LEFT JOIN records r ON r.partner_id = $1
 	AND r.employee_ref = s.employee_ref AND r.pay_period = s.pay_period AND r.component = s.component
 WHERE r.content_hash IS DISTINCT FROM s.content_hash`
+
+// confirmSeqSQL moves the last_seq of the records a file with sequence
+// number @seq found unchanged (the staged keys whose record has their
+// content hash) on to @seq, as applySQL's statement for the unchanged rows
+// of classified does.
+const confirmSeqSQL = `UPDATE records r SET last_seq = @seq::bigint
+FROM stage_keys s
+WHERE r.partner_id = @partner
+	AND r.employee_ref = s.employee_ref AND r.pay_period = s.pay_period AND r.component = s.component
+	AND r.content_hash = s.content_hash AND (r.last_seq IS NULL OR r.last_seq < @seq::bigint)`
 
 // changedRows is step 2: the rows to read again, the changed ones and the
 // holes.
