@@ -113,3 +113,59 @@ func attr(s tracetest.SpanStub, key string) string {
 	}
 	return ""
 }
+
+// TestResubmissionTrace uploads a file, then its rows again with one
+// amount changed: the second file's process span says it was compared on
+// its keys (not read as a first file), with the spans README names below
+// it: stage (the keys), compare (the one changed row to read again), then
+// stage, classify and apply of that row, and result.
+func TestResubmissionTrace(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	z := newDropZone(t, zoneOpts{tracing: tp})
+	c := z.login("acme", z.partner("acme"))
+	put(t, c, "/inbox/payroll-2026-11.csv", []byte(payroll))
+	waitResult(t, c, "payroll-2026-11.result.csv")
+	put(t, c, "/inbox/payroll-2026-11-again.csv", []byte(strings.Replace(payroll, "5200,usd", "5300,usd", 1)))
+	waitResult(t, c, "payroll-2026-11-again.result.csv")
+
+	var process *tracetest.SpanStub
+	var spans tracetest.SpanStubs
+	for deadline := time.Now().Add(10 * time.Second); process == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		spans = exp.GetSpans()
+		for i, s := range spans {
+			if s.Name == "process" && attr(s, "payintake.applied") == "true" && attr(s, "payintake.direct") == "false" {
+				process = &spans[i]
+			}
+		}
+	}
+	if process == nil {
+		t.Fatalf("no process span of a file not read as a first file among %d spans", len(spans))
+	}
+	if got := attr(*process, "payintake.compared"); got != "true" {
+		t.Errorf("process payintake.compared = %q (fallback %q), want true", got, attr(*process, "payintake.compared_fallback"))
+	}
+	var names []string
+	children := map[string][]tracetest.SpanStub{}
+	for _, s := range spans {
+		if s.Parent.SpanID() == process.SpanContext.SpanID() {
+			children[s.Name] = append(children[s.Name], s)
+			names = append(names, s.Name)
+		}
+	}
+	if st := children["stage"]; len(st) != 2 || attr(st[0], "payintake.compared") != "true" || attr(st[0], "payintake.rows") != "3" || attr(st[1], "payintake.rows") != "1" {
+		t.Errorf("stage spans %v, want the 3 rows' keys then the 1 changed row: %v", st, names)
+	}
+	if cmp := children["compare"]; len(cmp) != 1 || attr(cmp[0], "payintake.rows_read_again") != "1" {
+		t.Errorf("compare spans %v, want one with 1 row to read again: %v", cmp, names)
+	}
+	for _, name := range []string{"classify", "apply", "result"} {
+		if len(children[name]) != 1 {
+			t.Errorf("%d %s spans under process, want 1: %v", len(children[name]), name, names)
+		}
+	}
+	if _, ok := children["sample"]; ok {
+		t.Errorf("a file of less than 1 MiB was sampled: %v", names)
+	}
+}
