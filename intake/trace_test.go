@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pkg/sftp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
@@ -16,13 +17,7 @@ import (
 // stages of processing are its children with their SQL statements (from
 // otelpgx, beside the crash-test tracer when that is on) below them.
 func TestUploadIsOneTrace(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	z := newDropZone(t, zoneOpts{tracing: tp})
-	c := z.login("acme", z.partner("acme"))
-	put(t, c, "/inbox/payroll-2026-11.csv", []byte(payroll))
-	waitResult(t, c, "payroll-2026-11.result.csv")
+	exp, _ := tracedUpload(t)
 
 	// The job's span ends just after the result commits: wait for it.
 	var spans tracetest.SpanStubs
@@ -105,6 +100,21 @@ func TestUploadIsOneTrace(t *testing.T) {
 	}
 }
 
+// tracedUpload uploads payroll over SFTP to a drop zone whose spans go to
+// the exporter it returns, and waits for the result; the partner's client
+// stays logged in.
+func tracedUpload(t *testing.T) (*tracetest.InMemoryExporter, *sftp.Client) {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	z := newDropZone(t, zoneOpts{tracing: tp})
+	c := z.login("acme", z.partner("acme"))
+	put(t, c, "/inbox/payroll-2026-11.csv", []byte(payroll))
+	waitResult(t, c, "payroll-2026-11.result.csv")
+	return exp, c
+}
+
 func attr(s tracetest.SpanStub, key string) string {
 	for _, a := range s.Attributes {
 		if string(a.Key) == key {
@@ -120,13 +130,7 @@ func attr(s tracetest.SpanStub, key string) string {
 // it: stage (the keys), compare (the one changed row to read again), then
 // stage, classify and apply of that row, and result.
 func TestResubmissionTrace(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	z := newDropZone(t, zoneOpts{tracing: tp})
-	c := z.login("acme", z.partner("acme"))
-	put(t, c, "/inbox/payroll-2026-11.csv", []byte(payroll))
-	waitResult(t, c, "payroll-2026-11.result.csv")
+	exp, c := tracedUpload(t)
 	put(t, c, "/inbox/payroll-2026-11-again.csv", []byte(strings.Replace(payroll, "5200,usd", "5300,usd", 1)))
 	waitResult(t, c, "payroll-2026-11-again.result.csv")
 
