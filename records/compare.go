@@ -195,10 +195,11 @@ const (
 	sampleMinBytes = 1 << 20
 )
 
-// sampleRows compares the file's first sampleRowCount valid rows with the
-// records, by index probes (sampleSQL), and returns how many it compared
-// and how many of them changed (no record, or another content hash). A file
-// whose sample changed in more than a quarter of its rows is staged whole:
+// sampleRows compares the file's first sampleRowCount valid rows (among
+// its first 8×sampleRowCount rows) with the records, by index probes
+// (sampleSQL), and returns how many it compared and how many of them
+// changed (no record, or another content hash). A file whose sample
+// changed in more than a quarter of its rows is staged whole:
 // comparing first costs a 1,000,000-row file about 4 s (the keys copied and
 // joined, BENCHMARKS.md) and saves the staging of each unchanged row, so it
 // pays up to about a third of the rows changed (a correction of every
@@ -212,7 +213,10 @@ func sampleRows(ctx context.Context, tx pgx.Tx, pl Plan, partner string) (sample
 	defer closeRows(rows)
 	var refs, periods, components []string
 	var hashes [][]byte
-	for len(refs) < sampleRowCount {
+	// At most sampleRowCount valid rows, among at most eight times as
+	// many: a file that starts with many rejected rows is not read to its
+	// end for a sample.
+	for read := 0; len(refs) < sampleRowCount && read < 8*sampleRowCount; read++ {
 		r, err := rows.Next()
 		if errors.Is(err, io.EOF) {
 			break
