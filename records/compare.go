@@ -257,6 +257,9 @@ const stageKeysDDL = `CREATE TEMP TABLE stage_keys (
 
 const stageKeysColumns = `row_no, employee_ref, pay_period, component, content_hash, key_hash`
 
+// stageKeysColumnCount is the number of stageKeysColumns.
+const stageKeysColumnCount = 6
+
 // keyRows is step 1: it encodes each valid row as a binary COPY tuple of
 // stage_keys and writes every row's result line.
 type keyRows struct {
@@ -289,7 +292,7 @@ func (k *keyRows) encode(b []byte, r *StagedRow) ([]byte, error) {
 		k.lines.addHole(r)
 		k.holes.add(r.Row)
 	}
-	b = appendInt16(b, 6)
+	b = appendInt16(b, stageKeysColumnCount)
 	b = appendBinaryInt4(b, int32(r.Row))
 	b = appendBinaryText(b, r.EmployeeRef)
 	b = appendBinaryText(b, r.PayPeriod)
