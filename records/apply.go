@@ -325,11 +325,8 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	// The file's distinct employee references, for onboarding (empRefsSQL).
 	useRefs := src.refs.list != nil
 	if useRefs {
-		if _, err := tx.Exec(ctx, empRefsDDL); err != nil {
-			return fmt.Errorf("create emp_refs: %w", err)
-		}
-		if err := copyText(ctx, tx.Conn(), "emp_refs", "employee_ref", &refsReader{refs: src.refs.list}); err != nil {
-			return fmt.Errorf("copy employee references: %w", err)
+		if err := copyEmpRefs(ctx, tx, src.refs.list); err != nil {
+			return err
 		}
 	}
 
@@ -1226,6 +1223,18 @@ func (e *empRefs) add(ref string) {
 	e.seen[ref] = struct{}{}
 	e.list = append(e.list, ref)
 	e.last = ref
+}
+
+// copyEmpRefs creates emp_refs (empRefsDDL) and copies refs, a file's
+// distinct employee references, into it.
+func copyEmpRefs(ctx context.Context, tx pgx.Tx, refs []string) error {
+	if _, err := tx.Exec(ctx, empRefsDDL); err != nil {
+		return fmt.Errorf("create emp_refs: %w", err)
+	}
+	if err := copyText(ctx, tx.Conn(), "emp_refs", "employee_ref", &refsReader{refs: refs}); err != nil {
+		return fmt.Errorf("copy employee references: %w", err)
+	}
+	return nil
 }
 
 // refsReader gives COPY the references as text format, one a line, encoded

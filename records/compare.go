@@ -435,11 +435,8 @@ func classifyAgain(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs, 
 func classifyRows(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, src *stageSource) (map[string]int, error) {
 	args["emp_refs"] = src.refs.list != nil
 	if src.refs.list != nil {
-		if _, err := tx.Exec(ctx, empRefsDDL); err != nil {
-			return nil, fmt.Errorf("create emp_refs: %w", err)
-		}
-		if err := copyText(ctx, tx.Conn(), "emp_refs", "employee_ref", &refsReader{refs: src.refs.list}); err != nil {
-			return nil, fmt.Errorf("copy employee references: %w", err)
+		if err := copyEmpRefs(ctx, tx, src.refs.list); err != nil {
+			return nil, err
 		}
 	}
 	stats := &stageStats{rows: src.count}

@@ -129,11 +129,8 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 	}
 	refs := sc.refs.list
 	sc.refs, sc.keys = empRefs{}, keyFilter{} // memory for the second pass
-	if _, err := tx.Exec(ctx, empRefsDDL); err != nil {
-		return nil, fmt.Errorf("create emp_refs: %w", err)
-	}
-	if err := copyText(ctx, tx.Conn(), "emp_refs", "employee_ref", &refsReader{refs: refs}); err != nil {
-		return nil, fmt.Errorf("copy employee references: %w", err)
+	if err := copyEmpRefs(ctx, tx, refs); err != nil {
+		return nil, err
 	}
 	args["emp_refs"], args["file_rejected"], args["taken_at_onboarding"] = true, false, true
 	ff := firstFile{periods: sc.periods, valid: valid, rejected: sc.rejected, repeats: repeatsNone, refs: int64(len(refs))}
