@@ -672,14 +672,12 @@ func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts 
 				}
 			}
 		}
-		run := func(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, sql string) error {
-			_, err := tx.Exec(ctx, sql, args)
-			return err
-		}
 		if st.probes {
-			run = probeRecords
+			err = probeRecords(actx, tx, args, sql)
+		} else {
+			_, err = tx.Exec(actx, sql, args)
 		}
-		if err := run(actx, tx, args, sql); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("apply rows: %w", err)
 		}
 	}
