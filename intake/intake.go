@@ -31,6 +31,8 @@ type Intake struct {
 	// Metrics, when set, counts every envelope processed here, whatever
 	// the door (nil: not counted).
 	Metrics *Metrics
+
+	batches chan *rowBatch // kept for the next parallel reads (rowSource); nil keeps none
 }
 
 // New returns an Intake on store.
@@ -38,7 +40,7 @@ func New(store *records.Store, log *slog.Logger) *Intake {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Intake{Store: store, Log: log}
+	return &Intake{Store: store, Log: log, batches: make(chan *rowBatch, keptBatches())}
 }
 
 // Settings turns a partner's stored conventions into normaliser settings.
@@ -204,7 +206,7 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 	if err != nil {
 		return pl, err
 	}
-	pl.Rows = newRowSource(r, records.ReadOptions{})
+	pl.Rows = newRowSource(r, records.ReadOptions{}, in.batches)
 	if sk, ok := body.(io.Seeker); ok {
 		pl.Reread = func(o records.ReadOptions) (records.RowSource, error) {
 			if _, err := sk.Seek(0, io.SeekStart); err != nil {
@@ -214,7 +216,7 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 			if err != nil {
 				return nil, err
 			}
-			return newRowSource(r, o), nil
+			return newRowSource(r, o, in.batches), nil
 		}
 	}
 	return pl, nil

@@ -33,6 +33,7 @@ type rowSource struct {
 	keysOnly bool
 	parallel bool
 	only     func(row int) bool
+	batches  chan *rowBatch // batches read before, for this read to fill again (nil: none kept)
 
 	started bool
 	closed  bool
@@ -57,8 +58,40 @@ const rowBatchRows = 512
 
 var errRowsClosed = errors.New("intake: rows read after Close")
 
-func newRowSource(r *normalize.Reader, o records.ReadOptions) *rowSource {
-	return &rowSource{r: r, keysOnly: o.KeysOnly, parallel: o.Parallel, only: o.Only}
+func newRowSource(r *normalize.Reader, o records.ReadOptions, batches chan *rowBatch) *rowSource {
+	return &rowSource{r: r, keysOnly: o.KeysOnly, parallel: o.Parallel, only: o.Only, batches: batches}
+}
+
+// keptBatches is how many batches an Intake keeps for its next reads: as
+// many as one parallel read has in flight, ~2.8 MB.
+func keptBatches() int { return rowWorkers()*2 + 3 }
+
+// newBatch takes an empty batch, one kept if there is one. A batch is 512
+// rows of ~700 bytes (360 KB); allocated anew for every read, batches were
+// ~7 MB of the ~20 MB a 10,000-row file allocated, and their garbage made
+// the collector run and the runtime hand pages back to the OS and fault
+// them in again, on the cores the database needed (BENCHMARKS.md, session
+// 17).
+func (s *rowSource) newBatch() *rowBatch {
+	select {
+	case b := <-s.batches:
+		b.done = make(chan struct{})
+		return b
+	default:
+		return &rowBatch{pend: make([]normalize.Pending, 0, rowBatchRows), rows: make([]records.StagedRow, 0, rowBatchRows),
+			done: make(chan struct{})}
+	}
+}
+
+// putBatch keeps a batch whose rows were all handed out, if there is room.
+func (s *rowSource) putBatch(b *rowBatch) {
+	clear(b.pend)
+	clear(b.rows)
+	b.pend, b.rows, b.err = b.pend[:0], b.rows[:0], nil
+	select {
+	case s.batches <- b:
+	default:
+	}
 }
 
 // readRow takes the next row the source yields from the file.
@@ -93,7 +126,7 @@ func (s *rowSource) read() {
 	defer close(s.work)
 	defer close(s.order)
 	for {
-		b := &rowBatch{pend: make([]normalize.Pending, 0, rowBatchRows), done: make(chan struct{})}
+		b := s.newBatch()
 		for len(b.pend) < rowBatchRows {
 			p, err := s.readRow()
 			if err != nil {
@@ -102,6 +135,7 @@ func (s *rowSource) read() {
 			}
 			b.pend = append(b.pend, p)
 		}
+		last := b.err != nil // b is Next's once a worker has it: not read after
 		select {
 		case s.order <- b:
 		case <-s.stop:
@@ -112,7 +146,7 @@ func (s *rowSource) read() {
 		case <-s.stop:
 			return
 		}
-		if b.err != nil {
+		if last {
 			return
 		}
 	}
@@ -122,11 +156,10 @@ func (s *rowSource) read() {
 func (s *rowSource) stage() {
 	defer s.wg.Done()
 	for b := range s.work {
-		b.rows = make([]records.StagedRow, len(b.pend))
+		b.rows = b.rows[:len(b.pend)]
 		for i, p := range b.pend {
 			b.rows[i] = s.staged(s.r.Finish(p))
 		}
-		b.pend = nil
 		close(b.done)
 	}
 }
@@ -170,6 +203,9 @@ func (s *rowSource) Next() (records.StagedRow, error) {
 			return records.StagedRow{}, errRowsClosed
 		}
 		<-b.done
+		if s.cur != nil {
+			s.putBatch(s.cur)
+		}
 		s.cur, s.next = b, 0
 	}
 }
@@ -186,7 +222,6 @@ func endOfRows(err error) error {
 // Close stops the goroutines and waits for them: the file is not read
 // once Close returns.
 func (s *rowSource) Close() error {
-	s.closed, s.cur = true, nil
 	if s.started {
 		select {
 		case <-s.stop:
@@ -195,5 +230,9 @@ func (s *rowSource) Close() error {
 		}
 		s.wg.Wait()
 	}
+	if s.cur != nil {
+		s.putBatch(s.cur) // the goroutines are done with it
+	}
+	s.closed, s.cur = true, nil
 	return nil
 }

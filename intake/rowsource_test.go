@@ -32,6 +32,7 @@ func TestRowSourceMatchesReader(t *testing.T) {
 		}
 	}
 	const header = "employee_ref,pay_period,component,amount,currency,hours,rate,pay_date\r\n"
+	batches := make(chan *rowBatch, keptBatches()) // shared, as an Intake shares it: a batch kept is read into again
 	for name, tc := range map[string]struct {
 		file    string
 		wantErr normalize.Code // the file-level error after the rows, "" for io.EOF
@@ -56,14 +57,14 @@ func TestRowSourceMatchesReader(t *testing.T) {
 				}
 			}
 			for _, parallel := range []bool{true, false} {
-				src := newRowSource(mustReader(t, tc.file), records.ReadOptions{Parallel: parallel})
+				src := newRowSource(mustReader(t, tc.file), records.ReadOptions{Parallel: parallel}, batches)
 				defer src.Close()
 				got, gotErr := readAll(src.Next)
 				checkRows(t, parallel, got, want, gotErr, wantErr, tc.wantErr)
 				if _, again := src.Next(); fmt.Sprint(again) != fmt.Sprint(gotErr) {
 					t.Errorf("parallel %v: Next after the end: %v, want %v again", parallel, again, gotErr)
 				}
-				src = newRowSource(mustReader(t, tc.file), records.ReadOptions{Parallel: parallel, Only: only})
+				src = newRowSource(mustReader(t, tc.file), records.ReadOptions{Parallel: parallel, Only: only}, batches)
 				defer src.Close()
 				got, gotErr = readAll(src.Next)
 				t.Logf("parallel %v, only some rows: %d of %d", parallel, len(got), len(want))
@@ -130,7 +131,7 @@ func TestRowSourceCloseStopsEarly(t *testing.T) {
 	for i := 1; i <= 50*rowBatchRows; i++ {
 		fmt.Fprintf(&b, "E%d,2026-11,BASE,1.00,USD\n", i)
 	}
-	src := newRowSource(mustReader(t, b.String()), records.ReadOptions{KeysOnly: true, Parallel: true})
+	src := newRowSource(mustReader(t, b.String()), records.ReadOptions{KeysOnly: true, Parallel: true}, nil)
 	for i := 1; i <= 3; i++ {
 		row, err := src.Next()
 		if err != nil {

@@ -146,7 +146,8 @@ func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
 		cfg.Metrics = NewMetrics(nil)
 	}
 	if cfg.Intake == nil {
-		cfg.Intake = &Intake{Store: cfg.Store, Log: cfg.Log, Metrics: cfg.Metrics}
+		cfg.Intake = New(cfg.Store, cfg.Log)
+		cfg.Intake.Metrics = cfg.Metrics
 	}
 	if err := os.MkdirAll(cfg.SpoolDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create spool folder: %w", err)

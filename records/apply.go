@@ -197,7 +197,7 @@ func (s *Store) spool(ctx context.Context, tx pgx.Tx, id int64) (*os.File, error
 		return nil, fmt.Errorf("spool envelope %d: %w", id, err)
 	}
 	_ = os.Remove(f.Name()) // unlinked: the space is freed whatever happens
-	w := bufio.NewWriterSize(f, readBatch)
+	w := bufio.NewWriterSize(f, fileBuffer)
 	err = copyEnvelopeBytes(ctx, tx, id, w)
 	if err == nil {
 		err = w.Flush()
@@ -297,7 +297,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	}
 	lines := newResultLines(s.spoolDir) // nil: the result is built in SQL
 	defer lines.close()
-	src := newStageSource(sctx, pl.Rows, lines, nil)
+	src := newStageSource(sctx, pl.Rows, lines, nil, s.blocks)
 	err = copyText(sctx, sp.Conn(), "stage", stageColumns, src)
 	src.close()
 	stage.SetAttributes(attribute.Int("payintake.rows", src.count), attribute.Int("payintake.rows_rejected", src.rejected))
@@ -889,6 +889,8 @@ const stageDDL = `CREATE TEMP TABLE stage (
 // normalises and encodes rows into blocks while COPY sends the previous
 // ones, so parsing in Go and inserting in PostgreSQL overlap; at most
 // stageBlocks blocks are in flight, so memory stays flat whatever the size.
+// A block COPY has sent goes to free, where the producer of this source,
+// or of the Store's next one, takes it rather than a new one.
 type stageSource struct {
 	ctx      context.Context
 	blocks   chan []byte
@@ -913,8 +915,11 @@ const (
 	stageBlocks    = 4
 )
 
-func newStageSource(ctx context.Context, rows RowSource, lines *resultLines, encode func(b []byte, r *StagedRow) ([]byte, error)) *stageSource {
-	s := &stageSource{ctx: ctx, blocks: make(chan []byte, stageBlocks), free: make(chan []byte, stageBlocks+2),
+func newStageSource(ctx context.Context, rows RowSource, lines *resultLines, encode func(b []byte, r *StagedRow) ([]byte, error), free chan []byte) *stageSource {
+	if free == nil {
+		free = make(chan []byte, stageBlocks+2)
+	}
+	s := &stageSource{ctx: ctx, blocks: make(chan []byte, stageBlocks), free: free,
 		stop: make(chan struct{}), done: make(chan struct{}), lines: lines, encode: encode}
 	if s.encode == nil {
 		s.encode = s.stageRow
@@ -926,9 +931,16 @@ func newStageSource(ctx context.Context, rows RowSource, lines *resultLines, enc
 func (s *stageSource) produce(rows RowSource) {
 	defer close(s.done)
 	defer close(s.blocks)
-	buf := make([]byte, 0, stageBlockSize+4096)
+	var buf []byte
+	select {
+	case buf = <-s.free:
+	default:
+		buf = make([]byte, 0, stageBlockSize+4096)
+	}
+	var r StagedRow // one for every row: encode takes its address, so it lives on the heap
 	for {
-		r, err := rows.Next()
+		var err error
+		r, err = rows.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -1098,6 +1110,7 @@ const (
 	keyExactMax   = 1 << 21
 	keyBuckets    = 256     // by a hash's top byte: a repeated hash is in one bucket
 	keyChunk      = 1 << 10 // hashes a chunk: the lists grow without copying
+	keyFirstChunk = 1 << 6  // hashes in a bucket's first chunk: a small file's 256 buckets take 128 KiB, not 2 MiB
 	keyFilterBits = 1 << 24
 )
 
@@ -1105,12 +1118,14 @@ func (f *keyFilter) add(h uint64) {
 	if f.bits == nil {
 		if f.n < keyExactMax {
 			b := &f.exact[h>>56]
-			if len(*b) == 0 || len((*b)[len(*b)-1]) == keyChunk {
+			if len(*b) == 0 {
+				*b = append(*b, make([]uint64, 0, keyFirstChunk))
+			} else if last := (*b)[len(*b)-1]; len(last) == cap(last) {
 				*b = append(*b, make([]uint64, 0, keyChunk))
 			}
 			last := &(*b)[len(*b)-1]
 			*last = append(*last, h)
-			if len(*last) == keyChunk {
+			if len(*last) == cap(*last) {
 				slices.Sort(*last) // while staging goes on: the merge is left
 			}
 			f.n++
@@ -1152,7 +1167,7 @@ func (f *keyFilter) candidates() []int64 {
 		var heads []int
 		for _, b := range f.exact {
 			if len(b) > 0 {
-				if last := b[len(b)-1]; len(last) < keyChunk {
+				if last := b[len(b)-1]; len(last) < cap(last) {
 					slices.Sort(last)
 				}
 			}

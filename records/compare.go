@@ -131,7 +131,7 @@ func (s *Store) compared(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan)
 	}
 
 	sctx, span := startSpan(ctx, "stage", attribute.Bool("payintake.compared", true))
-	k, err := stageKeys(sctx, tx, pl, lines)
+	k, err := stageKeys(sctx, tx, pl, lines, s.blocks)
 	if k != nil {
 		span.SetAttributes(attribute.Int("payintake.rows", k.count), attribute.Int("payintake.rows_rejected", k.rejected))
 	}
@@ -156,7 +156,7 @@ func (s *Store) compared(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan)
 		// Few changed rows: classify and the updates probe the indexes of
 		// records (probeRecords).
 		probe := again.n*4 <= k.count-k.rejected
-		if counts, validAgain, rejectedAgain, err = classifyAgain(ctx, tx, pl, args, again, probe); err != nil {
+		if counts, validAgain, rejectedAgain, err = classifyAgain(ctx, tx, pl, args, again, probe, s.blocks); err != nil {
 			return nil, err
 		}
 	}
@@ -304,7 +304,7 @@ func (k *keyRows) encode(b []byte, r *StagedRow) ([]byte, error) {
 // stageKeys is step 1: it reads the file and fills stage_keys and lines.
 // It gives up on a file that has no row, or a key that repeats (the
 // duplicates are named by classify, staged whole).
-func stageKeys(ctx context.Context, tx pgx.Tx, pl Plan, lines *resultLines) (*keyRows, error) {
+func stageKeys(ctx context.Context, tx pgx.Tx, pl Plan, lines *resultLines, free chan []byte) (*keyRows, error) {
 	if _, err := tx.Exec(ctx, stageKeysDDL); err != nil {
 		return nil, fmt.Errorf("create stage_keys: %w", err)
 	}
@@ -314,7 +314,7 @@ func stageKeys(ctx context.Context, tx pgx.Tx, pl Plan, lines *resultLines) (*ke
 	}
 	defer closeRows(rows)
 	k := &keyRows{aon: pl.AllOrNothing, lines: lines}
-	src := newStageSource(ctx, rows, lines, k.encode)
+	src := newStageSource(ctx, rows, lines, k.encode, free)
 	err = copyBinary(ctx, tx.Conn(), "stage_keys", stageKeysColumns, src)
 	src.close()
 	k.count, k.rejected = src.count, src.rejected
@@ -388,7 +388,7 @@ func changedRows(ctx context.Context, tx pgx.Tx, partner string, k *keyRows) (*r
 // the file, classifies and applies them (all but the result file), and
 // returns their outcome counts and how many of them were valid and
 // rejected.
-func classifyAgain(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs, again *rowSet, probe bool) (counts map[string]int, valid, rejected int, err error) {
+func classifyAgain(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs, again *rowSet, probe bool, free chan []byte) (counts map[string]int, valid, rejected int, err error) {
 	sctx, span := startSpan(ctx, "stage")
 	if _, err := tx.Exec(sctx, stageDDL); err != nil {
 		EndSpan(span, err)
@@ -400,7 +400,7 @@ func classifyAgain(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs, 
 		return nil, 0, 0, fmt.Errorf("read the file again: %w", err)
 	}
 	defer closeRows(rows)
-	src := newStageSource(sctx, rows, nil, nil)
+	src := newStageSource(sctx, rows, nil, nil, free)
 	err = copyText(sctx, tx.Conn(), "stage", stageColumns, src)
 	src.close()
 	span.SetAttributes(attribute.Int("payintake.rows", src.count), attribute.Int("payintake.rows_rejected", src.rejected))

@@ -99,7 +99,7 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 	}
 	defer lines.close()
 	actx, span := startSpan(ctx, "apply")
-	err = directApply(actx, tx, env, pl, sc, args, lines)
+	err = directApply(actx, tx, env, pl, sc, args, lines, s.blocks)
 	span.End()
 	if err != nil {
 		return nil, err
@@ -151,7 +151,7 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 // directApply onboards the file's employees (all new: directTest) and
 // copies its valid rows into records on a second read of the file,
 // composing the result lines into lines.
-func directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan, sc *directScan, args pgx.NamedArgs, lines *resultLines) error {
+func directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan, sc *directScan, args pgx.NamedArgs, lines *resultLines, free chan []byte) error {
 	if _, err := tx.Exec(ctx, onboardSQL(""), args); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation && pgErr.ConstraintName == "employees_employee_id_key" {
@@ -164,7 +164,7 @@ func directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan, sc *dir
 		return fmt.Errorf("read the file again: %w", err)
 	}
 	defer closeRows(rows)
-	src := newStageSource(ctx, rows, lines, newDirectRows(env, lines).encode)
+	src := newStageSource(ctx, rows, lines, newDirectRows(env, lines).encode, free)
 	err = copyBinary(ctx, tx.Conn(), "records", directColumns, src)
 	src.close()
 	if err != nil {

@@ -35,6 +35,14 @@ const chunkSize = 7400
 // the database a query.
 const readBatch = 1 << 20
 
+// fileBuffer is the buffer of a local file's reads and writes: the bytes
+// stored from a received file, the spool they are read back into, the
+// result lines. A buffer of readBatch (1 MiB) for each of them was ~2.3 MB
+// of garbage a file, whatever its size, that the garbage collector and
+// the OS's page faults paid for (BENCHMARKS.md, session 17); at 64 KiB a
+// 60 MB file takes ~900 write calls instead of ~60, a few ms.
+const fileBuffer = 64 << 10
+
 func hashFile(path string) ([]byte, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -57,7 +65,7 @@ func storeChunks(ctx context.Context, tx pgx.Tx, id int64, path string, size int
 		return fmt.Errorf("open received file: %w", err)
 	}
 	defer f.Close()
-	src := &chunkSource{id: id, r: bufio.NewReaderSize(f, readBatch), buf: make([]byte, chunkSize)}
+	src := &chunkSource{id: id, r: bufio.NewReaderSize(f, fileBuffer), buf: make([]byte, chunkSize)}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"envelope_chunks"}, []string{"envelope_id", "n", "data"}, src); err != nil {
 		return fmt.Errorf("store envelope bytes: %w", err)
 	}

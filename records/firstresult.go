@@ -65,7 +65,7 @@ func newResultLines(dir string) *resultLines {
 		return nil
 	}
 	_ = os.Remove(f.Name()) // unlinked: the space is freed whatever happens
-	return &resultLines{dir: dir, f: f, w: bufio.NewWriterSize(f, stageBlockSize)}
+	return &resultLines{dir: dir, f: f, w: bufio.NewWriterSize(f, fileBuffer)}
 }
 
 // ok tells whether every line was composed and written.
@@ -320,7 +320,7 @@ func (l *resultLines) storeMerged(ctx context.Context, tx pgx.Tx, env int64, mod
 	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
-	m := &merger{r: bufio.NewReaderSize(spool, 64<<10), compared: mode != mergeSkipped}
+	m := &merger{r: bufio.NewReaderSize(spool, fileBuffer), compared: mode != mergeSkipped}
 	if m.advance(); m.err != nil {
 		return m.err
 	}
@@ -339,7 +339,7 @@ func spoolClassified(ctx context.Context, tx pgx.Tx, w io.WriteSeeker) error {
 		return fmt.Errorf("store result: %w", err)
 	}
 	defer rows.Close()
-	bw := bufio.NewWriterSize(w, 64<<10)
+	bw := bufio.NewWriterSize(w, fileBuffer)
 	var buf []byte
 	for rows.Next() {
 		var row int32

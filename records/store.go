@@ -42,6 +42,10 @@ type Store struct {
 	tracer          trace.Tracer
 	keys            *secretKeyring
 	stageWholeFiles bool
+	// blocks are COPY buffers kept for the next file's stageSource: a new
+	// 260 KB block for every COPY was garbage the collector and the OS's
+	// page faults paid for with every file (BENCHMARKS.md, session 17).
+	blocks chan []byte
 	// streams holds a slot per running upload Stream: streams may hold at
 	// most a quarter of the pool's connections, so that they never starve
 	// processing and the API.
@@ -105,7 +109,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		tp = noop.NewTracerProvider()
 	}
 	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName), stageWholeFiles: opts.StageWholeFiles,
-		keys: &secretKeyring{load: opts.SecretKeys}, streams: make(chan struct{}, max(1, cfg.MaxConns/4))}, nil
+		keys: &secretKeyring{load: opts.SecretKeys}, streams: make(chan struct{}, max(1, cfg.MaxConns/4)),
+		blocks: make(chan []byte, stageBlocks+2)}, nil
 }
 
 // Pool gives the underlying connection pool (for the job queue and tests).
