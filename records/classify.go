@@ -43,23 +43,6 @@ const employeesSQL = employeesHead + `FROM (SELECT DISTINCT employee_ref FROM st
 // mappings instead of every row.
 const empRefsSQL = employeesHead + `FROM emp_refs u` + employeesTail
 
-// empRefsUnprobedSQL is empRefsSQL without the probe for a taken derived
-// id (tk), for a first file read twice (applyDirect), whose onboarding
-// finds a taken id instead: the unique index on employee_id refuses the
-// insert, and the file is staged, where empRefsSQL probes and the row is
-// rejected as employee_taken. Through payintake a derived id is taken only
-// by an 80-bit collision of two references' SHA-256 prefixes (an import
-// refuses an id of the derived form but a reference's own), so the probe
-// almost never finds anything, and costs a first file one index probe per
-// new employee: 1.0 of the 1.3 s of this statement for 182,062 employees
-// (BENCHMARKS.md).
-const empRefsUnprobedSQL = `INSERT INTO emp (employee_ref, derived_id, kind)
-SELECT u.employee_ref, derived_employee_id(@partner, u.employee_ref),
-	CASE pol.policy WHEN 'reject' THEN 'unknown_rejected' WHEN 'hold' THEN 'unknown_held' END
-FROM emp_refs u
-CROSS JOIN (SELECT unknown_employee AS policy FROM partners WHERE id = @partner) pol
-WHERE NOT EXISTS (SELECT 1 FROM employees em WHERE em.partner_id = @partner AND em.employee_ref = u.employee_ref)`
-
 // employeesHead and employeesTail are what employeesSQL and empRefsSQL
 // share: each unmapped reference u's derived id d and its kind.
 //

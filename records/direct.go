@@ -25,8 +25,8 @@ import (
 //     hashing of contents, no COPY text, the database idle;
 //  2. the test runs as for a staged file: no key repeats, no record or
 //     closed period in the file's pay periods (or no mapped employee), no
-//     employee rejected or held; the employees are onboarded (a derived
-//     id that is taken is found here, by the unique index: empRefsUnprobedSQL);
+//     employee rejected or held; the employees are onboarded by the
+//     statement that finds them (onboardDirect);
 //  3. a second pass normalises the rows again and streams the valid ones
 //     straight into records by COPY (the backend writing records while Go
 //     normalises the next rows), composing the result lines as staging
@@ -99,7 +99,7 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 	}
 	defer lines.close()
 	actx, span := startSpan(ctx, "apply")
-	err = directApply(actx, tx, env, pl, sc, args, lines, s.blocks)
+	err = directApply(actx, tx, env, pl, sc, lines, s.blocks)
 	span.End()
 	if err != nil {
 		return nil, err
@@ -117,8 +117,8 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 // file read twice needs (a valid row, no key candidate at all, since there
 // is no stage to confirm one on; scanDirect refused the files whose keys,
 // references or periods it could not collect), then pureFirstFile, the
-// one test of a staged file too, on emp_refs. It fills emp and returns
-// the file's counts.
+// one test of a staged file too, whose employee step onboards the file's
+// new employees here (onboardDirect). It returns the file's counts.
 func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedArgs) (map[string]int, error) {
 	valid := sc.count - sc.rejected
 	switch {
@@ -129,10 +129,7 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 	}
 	refs := sc.refs.list
 	sc.refs, sc.keys = empRefs{}, keyFilter{} // memory for the second pass
-	if err := copyEmpRefs(ctx, tx, refs); err != nil {
-		return nil, err
-	}
-	args["emp_refs"], args["file_rejected"], args["taken_at_onboarding"] = true, false, true
+	args["refs"], args["file_rejected"] = refs, false
 	ff := firstFile{periods: sc.periods, valid: valid, rejected: sc.rejected, repeats: repeatsNone, refs: int64(len(refs))}
 	pure, _, err := pureFirstFile(ctx, tx, args, ff)
 	if err != nil {
@@ -148,17 +145,10 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 	return counts, nil
 }
 
-// directApply onboards the file's employees (all new: directTest) and
-// copies its valid rows into records on a second read of the file,
-// composing the result lines into lines.
-func directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan, sc *directScan, args pgx.NamedArgs, lines *resultLines, free chan []byte) error {
-	if _, err := tx.Exec(ctx, onboardSQL(""), args); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation && pgErr.ConstraintName == "employees_employee_id_key" {
-			return errNotDirect("the id derived for an unknown employee is taken") // the staged file rejects its rows
-		}
-		return fmt.Errorf("onboard employees: %w", err)
-	}
+// directApply copies the file's valid rows into records on a second read
+// of the file (its employees onboarded by directTest), composing the
+// result lines into lines.
+func directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan, sc *directScan, lines *resultLines, free chan []byte) error {
 	rows, err := pl.Reread(ReadOptions{})
 	if err != nil {
 		return fmt.Errorf("read the file again: %w", err)
@@ -238,6 +228,48 @@ func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (*d
 		}
 	}
 }
+
+// onboardDirect is the employees step of a first file read twice, whose
+// distinct references are in memory (args["refs"]): one statement (onboardDirectSQL)
+// finds the references without a mapping and, if the partner creates
+// mappings, onboards them under their derived ids. It returns how many
+// had no mapping and how many were onboarded; the file is pure only if
+// they are the same number (directTest, pureFirstFile). Staged, the same
+// work takes five statements: emp_refs and emp created, the references
+// copied, emp filled, a test of its kinds, then onboarding from emp:
+// ~27 ms of a 10,000-row file's ~120 against ~18 (BENCHMARKS.md, session
+// 17), two temporary tables fewer (each a few files created and removed). A
+// derived id that is taken (an 80-bit collision of two references' SHA-256
+// prefixes: an import refuses ids of the derived form) is refused by the
+// unique index on employee_id: the file is staged, where employeesSQL
+// probes for it and the row is rejected as employee_taken.
+func onboardDirect(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (unmapped, onboarded int64, err error) {
+	err = tx.QueryRow(ctx, onboardDirectSQL, args).Scan(&unmapped, &onboarded)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation && pgErr.ConstraintName == "employees_employee_id_key" {
+		return 0, 0, errNotDirect("the id derived for an unknown employee is taken")
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("onboard employees: %w", err)
+	}
+	return unmapped, onboarded, nil
+}
+
+// onboardDirectSQL: u is the file's references (@refs) without a
+// mapping, looked up in the partner's mappings; they are onboarded in
+// the order onboardSQL inserts them, when the partner's
+// --unknown-employee is create.
+const onboardDirectSQL = `WITH u AS MATERIALIZED (
+	SELECT r.employee_ref FROM unnest(@refs::text[]) r(employee_ref)
+	WHERE NOT EXISTS (SELECT 1 FROM employees em WHERE em.partner_id = @partner AND em.employee_ref = r.employee_ref)),
+onboarded AS (
+	INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+	SELECT @partner, u.employee_ref, derived_employee_id(@partner, u.employee_ref), 'derived'
+	FROM u
+	WHERE (SELECT unknown_employee FROM partners WHERE id = @partner) = 'create'
+	ORDER BY u.employee_ref COLLATE "C"
+	RETURNING 1)
+SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM onboarded)`
 
 // firstRowTakenSQL tells whether partner $1 has a record, and a lock, in
 // pay period $2, and whether employee $3 is mapped.
