@@ -384,3 +384,27 @@ func TestIdentifierLimits(t *testing.T) {
 		t.Errorf("128 characters: %v", e)
 	}
 }
+
+// The table CurrencyScale reads gives, for every code of three upper-case
+// letters, what golang.org/x/text/currency gives.
+func TestCurrencyScaleTable(t *testing.T) {
+	known := 0
+	for a := 'A'; a <= 'Z'; a++ {
+		for b := 'A'; b <= 'Z'; b++ {
+			for c := 'A'; c <= 'Z'; c++ {
+				code := string([]rune{a, b, c})
+				s, ok := CurrencyScale(code)
+				ws, wok := currencyScale(code)
+				if s != ws || ok != wok {
+					t.Fatalf("CurrencyScale(%q) = %d, %v; x/text gives %d, %v", code, s, ok, ws, wok)
+				}
+				if ok {
+					known++
+				}
+			}
+		}
+	}
+	if known < 150 {
+		t.Fatalf("%d codes known, want the ISO 4217 list (~160)", known)
+	}
+}

@@ -247,6 +247,39 @@ func CurrencyScale(code string) (int, bool) {
 			return 0, false
 		}
 	}
+	if s := currencyScales()[currencyIndex(code)]; s >= 0 {
+		return int(s), true
+	}
+	return 0, false
+}
+
+// currencyIndex numbers a code of three upper-case letters from 0 (AAA)
+// to 26³-1 (ZZZ).
+func currencyIndex(code string) int {
+	return int(code[0]-'A')*26*26 + int(code[1]-'A')*26 + int(code[2]-'A')
+}
+
+// currencyScales holds currencyScale's answer for every code of three
+// upper-case letters (-1: unknown), computed at the first use: a row's
+// currency is looked up up to three times (normalised, echoed, hashed),
+// and x/text's ParseISO cost ~0.1-0.2 µs a call, ~10% of a row's
+// normalising (BENCHMARKS.md, session 17). 17,576 bytes, never written
+// after.
+var currencyScales = sync.OnceValue(func() *[26 * 26 * 26]int8 {
+	var t [26 * 26 * 26]int8
+	for i := range t {
+		code := string([]byte{'A' + byte(i/(26*26)), 'A' + byte(i/26%26), 'A' + byte(i%26)})
+		t[i] = -1
+		if s, ok := currencyScale(code); ok {
+			t[i] = int8(s)
+		}
+	}
+	return &t
+})
+
+// currencyScale is CurrencyScale computed from golang.org/x/text/currency,
+// for a code of three upper-case letters.
+func currencyScale(code string) (int, bool) {
 	if s, ok := extraCurrencies[code]; ok {
 		return s, true
 	}
