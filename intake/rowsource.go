@@ -63,7 +63,7 @@ func newRowSource(r *normalize.Reader, o records.ReadOptions, batches chan *rowB
 }
 
 // keptBatches is how many batches an Intake keeps for its next reads: as
-// many as one parallel read has in flight, ~2.8 MB.
+// many as one parallel read has in flight, ~2.5 MB.
 func keptBatches() int { return rowWorkers()*2 + 3 }
 
 // newBatch takes an empty batch, one kept if there is one. A batch is 512

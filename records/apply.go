@@ -582,7 +582,9 @@ func applyFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff first
 }
 
 // pureFirstFile tells whether the staged file is a pure first file (see
-// firstFile). empRows is emp's row count once emp is filled, -1 before.
+// firstFile). empRows is how many of its references have no mapping once
+// that is known (emp's row count; for a file read twice, args["refs"],
+// onboardDirect's count), -1 before.
 func pureFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFile) (pure bool, empRows int64, err error) {
 	if rej, _ := args["file_rejected"].(bool); rej || ff.periods.over {
 		return false, -1, nil
@@ -598,27 +600,30 @@ func pureFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstF
 	if ff.repeats != repeatsNone { // apply confirmed the key filter's candidates
 		return false, -1, nil
 	}
-	if _, ok := args["refs"].([]string); ok {
+	_, direct := args["refs"].([]string)
+	var onboarded int64
+	if direct {
 		// A first file read twice: its new employees are onboarded by
 		// the statement that finds them (onboardDirect).
-		var onboarded int64
 		empRows, onboarded, err = onboardDirect(ctx, tx, args)
 		delete(args, "refs") // 182,062 strings at 1,000,000 rows: not kept through the second pass
-		if err != nil {
-			return false, -1, err
+	} else {
+		if refs, _ := args["emp_refs"].(bool); !refs {
+			if err := ff.stats.ensure(ctx, tx); err != nil { // employeesSQL groups the staged rows
+				return false, -1, err
+			}
 		}
-		return !(recorded && empRows != ff.refs) && onboarded == empRows, empRows, nil
+		empRows, err = lookUpEmployees(ctx, tx, args)
 	}
-	if refs, _ := args["emp_refs"].(bool); !refs {
-		if err := ff.stats.ensure(ctx, tx); err != nil { // employeesSQL groups the staged rows
-			return false, -1, err
-		}
-	}
-	if empRows, err = lookUpEmployees(ctx, tx, args); err != nil {
+	if err != nil {
 		return false, -1, err
 	}
 	if recorded && empRows != ff.refs { // a mapped employee may have a record of a staged key
 		return false, empRows, nil
+	}
+	if direct {
+		// A partner that rejects or holds unknown employees onboarded none.
+		return onboarded == empRows, empRows, nil
 	}
 	var kinds bool
 	if err := tx.QueryRow(ctx, employeeKindsSQL).Scan(&kinds); err != nil {
