@@ -215,35 +215,28 @@ func (s *Store) spool(ctx context.Context, tx pgx.Tx, id int64) (*os.File, error
 
 func closeSpool(f *os.File) { _ = f.Close() }
 
-// processSettings give the processing transaction room for its temporary
+// processSettingsSQL gives the processing transaction room for its temporary
 // tables and hashes (stage and classified of a 1,000,000-row file are a few
 // hundred MB): temp_buffers keeps them in the backend's memory rather than
 // in the kernel's page cache, work_mem keeps classify's hashes in memory
 // (the result file's sort of a 1,000,000-row file still spills to a temp
 // file, see BENCHMARKS.md). Both are PostgreSQL backend memory, not
 // payintake's, and last until the transaction ends. temp_buffers can only be
-// set before the session's first temporary table; if another value was used
-// first on this connection, processing goes on with that one. jit is off:
-// compiling the classify statement cost ~0.9 s per 1,000,000-row file and
-// won back less, so without it classify is ~0.5 s faster (first submission
-// and resubmissions alike).
-var processSettings = []string{`SET LOCAL temp_buffers = '256MB'`, `SET LOCAL work_mem = '64MB'`, `SET LOCAL jit = off`}
+// set before the session's first temporary table (PostgreSQL refuses a new
+// value once the session's local buffers exist), so it is set only on a
+// session without a temporary schema; on one that has used temporary tables
+// before, processing goes on with the local buffers it already has. jit is
+// off: compiling the classify statement cost ~0.9 s per 1,000,000-row file
+// and won back less, so without it classify is ~0.5 s faster (first
+// submission and resubmissions alike). All three are one statement, one
+// round trip: a savepoint around each setting cost a 10,000-row file 12
+// round trips, ~1.5 ms (BENCHMARKS.md).
+const processSettingsSQL = `SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true),
+	CASE WHEN pg_my_temp_schema() = 0 THEN set_config('temp_buffers', '256MB', true) END`
 
 func tune(ctx context.Context, tx pgx.Tx) error {
-	for _, q := range processSettings {
-		sp, err := tx.Begin(ctx)
-		if err != nil {
-			return fmt.Errorf("savepoint: %w", err)
-		}
-		if _, err := sp.Exec(ctx, q); err != nil {
-			if rbErr := sp.Rollback(ctx); rbErr != nil {
-				return fmt.Errorf("roll back %s: %w", q, rbErr)
-			}
-			continue
-		}
-		if err := sp.Commit(ctx); err != nil {
-			return fmt.Errorf("release savepoint: %w", err)
-		}
+	if _, err := tx.Exec(ctx, processSettingsSQL); err != nil {
+		return fmt.Errorf("process settings: %w", err)
 	}
 	return nil
 }

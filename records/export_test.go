@@ -62,3 +62,6 @@ func BinaryNumericDates(rows [][2]string) ([]byte, error) {
 	}
 	return append(b, copyBinaryTrailer...), nil
 }
+
+// ProcessSettingsSQL is the processing transaction's settings statement.
+const ProcessSettingsSQL = processSettingsSQL
