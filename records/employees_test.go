@@ -97,12 +97,13 @@ func TestRecordsOfManyEmployeesNeedMappings(t *testing.T) {
 	}
 }
 
-// The employee check of a statement of few records, against many mappings,
-// probes the mappings' primary key once per distinct employee instead of
-// hashing every partner's mappings (migration 00250); a statement of about
-// as many records as there are mappings (a first file of new employees)
-// still hashes them. The plans are the trigger's own, read from
-// auto_explain's nested statements.
+// The employee check of a statement of few employees, against many
+// mappings, probes the mappings' primary key once per distinct employee
+// instead of hashing every partner's mappings (migrations 00250, 00260),
+// however many records each employee has; a statement of about as many
+// employees as there are mappings (a first file of new employees) still
+// hashes them. The plans are the trigger's own, read from auto_explain's
+// nested statements.
 func TestEmployeeCheckProbesForFewRecords(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.New(t)
@@ -138,17 +139,17 @@ func TestEmployeeCheckProbesForFewRecords(t *testing.T) {
 		SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice`); err != nil {
 		t.Fatal(err)
 	}
-	// checkPlan inserts records of n employees (two each, in period) and
-	// returns the plan of the trigger's check.
-	checkPlan := func(period string, n int) string {
+	// checkPlan inserts records of n employees (components each, in
+	// period) and returns the plan of the trigger's check.
+	checkPlan := func(period string, n, components int) string {
 		t.Helper()
 		notices = nil
 		if _, err := conn.Exec(ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash)
-			SELECT 'acme', 'E' || i, $1, c, 1, 'USD', '\x00' FROM generate_series(1, $2) i, unnest(ARRAY['BASE', 'BONUS']) c`, period, n); err != nil {
+			SELECT 'acme', 'E' || i, $1, 'C' || c, 1, 'USD', '\x00' FROM generate_series(1, $2) i, generate_series(1, $3) c`, period, n, components); err != nil {
 			t.Fatalf("records of %d mapped employees: %v", n, err)
 		}
 		for _, m := range notices {
-			if strings.Contains(m, "new_records") && strings.Contains(m, "employees e") {
+			if strings.Contains(m, "unnest") && strings.Contains(m, "employees e") {
 				return m
 			}
 		}
@@ -156,15 +157,20 @@ func TestEmployeeCheckProbesForFewRecords(t *testing.T) {
 		return ""
 	}
 	// 4,000 records of 2,000 employees against 62,000 mappings: probed.
-	if p := checkPlan("2026-10", 2000); strings.Contains(p, "Seq Scan on employees") || !strings.Contains(p, "Index Only Scan using employees_pkey") {
+	if p := checkPlan("2026-10", 2000, 2); strings.Contains(p, "Seq Scan on employees") || !strings.Contains(p, "Index Only Scan using employees_pkey") {
 		t.Errorf("the check of 4,000 records reads every mapping; want one probe per employee:\n%s", p)
+	}
+	// 30,000 records of the same 2,000 employees, more records than a
+	// quarter of the mappings: still one probe per employee.
+	if p := checkPlan("2026-09", 2000, 15); strings.Contains(p, "Seq Scan on employees") || !strings.Contains(p, "Index Only Scan using employees_pkey") {
+		t.Errorf("the check of 30,000 records of 2,000 employees reads every mapping; want one probe per employee:\n%s", p)
 	}
 	// 124,000 records of as many mappings' employees: hashed.
 	if _, err := conn.Exec(ctx, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
 		SELECT 'acme', 'E' || i, 'A-' || i, 'import' FROM generate_series(2001, 62000) i`); err != nil {
 		t.Fatal(err)
 	}
-	if p := checkPlan("2026-11", 62000); !strings.Contains(p, "Seq Scan on employees") {
+	if p := checkPlan("2026-11", 62000, 2); !strings.Contains(p, "Seq Scan on employees") {
 		t.Errorf("the check of 124,000 records, as many as there are mappings, does not hash them:\n%s", p)
 	}
 }
