@@ -30,7 +30,9 @@ import (
 //  3. a second pass normalises the rows again and streams the valid ones
 //     straight into records by COPY (the backend writing records while Go
 //     normalises the next rows), composing the result lines as staging
-//     does.
+//     does. It starts before the test's statement, so that Go encodes the
+//     first blocks while the backend onboards; a file found not pure
+//     stops it.
 //
 // Everything runs in a savepoint: at the first doubt (the file's first
 // valid row is in a pay period that is closed, or has records and the
@@ -87,19 +89,27 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 	if err != nil {
 		return nil, err
 	}
+	lines := newResultLines(s.spoolDir)
+	if lines == nil {
+		return nil, errNotDirect("no result lines")
+	}
+	defer lines.close()
+	// The second read starts now: while the backend runs the test (the
+	// onboarding statement), Go normalises and encodes the first blocks of
+	// records on the other core. A file that is not pure stops it.
+	second, err := startDirectApply(ctx, env, pl, lines, s.blocks)
+	if err != nil {
+		return nil, err
+	}
+	defer second.close()
 	cctx, span := startSpan(ctx, "classify", attribute.Bool("payintake.first_file", true))
 	counts, err := directTest(cctx, tx, sc, args)
 	span.End()
 	if err != nil {
 		return nil, err
 	}
-	lines := newResultLines(s.spoolDir)
-	if lines == nil {
-		return nil, errNotDirect("no result lines")
-	}
-	defer lines.close()
 	actx, span := startSpan(ctx, "apply")
-	err = directApply(actx, tx, env, pl, sc, lines, s.blocks)
+	err = second.apply(actx, tx, sc)
 	span.End()
 	if err != nil {
 		return nil, err
@@ -145,31 +155,56 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 	return counts, nil
 }
 
-// directApply copies the file's valid rows into records on a second read
-// of the file (its employees onboarded by directTest), composing the
+// directSecond is the second read of a file read twice: its valid rows
+// encoded for records (directRows) by a stageSource, started before the
+// pure-first-file test so that the encoding runs beside the test's
+// statement, and copied into records by apply.
+type directSecond struct {
+	rows   RowSource
+	src    *stageSource
+	lines  *resultLines
+	closed bool
+}
+
+// startDirectApply starts the second read of the file, composing the
 // result lines into lines.
-func directApply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan, sc *directScan, lines *resultLines, free chan []byte) error {
+func startDirectApply(ctx context.Context, env *Envelope, pl Plan, lines *resultLines, free chan []byte) (*directSecond, error) {
 	rows, err := pl.Reread(ReadOptions{})
 	if err != nil {
-		return fmt.Errorf("read the file again: %w", err)
+		return nil, fmt.Errorf("read the file again: %w", err)
 	}
-	defer closeRows(rows)
-	src := newStageSource(ctx, rows, lines, newDirectRows(env, lines).encode, free)
-	err = copyBinary(ctx, tx.Conn(), "records", directColumns, src)
-	src.close()
+	return &directSecond{rows: rows, lines: lines, src: newStageSource(ctx, rows, lines, newDirectRows(env, lines).encode, free)}, nil
+}
+
+// apply copies the second read's rows into records (the file's employees
+// onboarded by directTest) and checks that it read what the first did.
+func (d *directSecond) apply(ctx context.Context, tx pgx.Tx, sc *directScan) error {
+	err := copyBinary(ctx, tx.Conn(), "records", directColumns, d.src)
+	d.close()
 	if err != nil {
-		if src.err != nil {
-			err = src.err
+		if d.src.err != nil {
+			err = d.src.err
 		}
 		return fmt.Errorf("copy records: %w", err)
 	}
-	if src.count != sc.count || src.rejected != sc.rejected {
-		return fmt.Errorf("the second read gave %d rows (%d rejected), the first %d (%d)", src.count, src.rejected, sc.count, sc.rejected)
+	if d.src.count != sc.count || d.src.rejected != sc.rejected {
+		return fmt.Errorf("the second read gave %d rows (%d rejected), the first %d (%d)", d.src.count, d.src.rejected, sc.count, sc.rejected)
 	}
-	if !lines.ok() {
+	if !d.lines.ok() {
 		return errNotDirect("result lines")
 	}
 	return nil
+}
+
+// close stops the second read, if it still runs, and closes the file; a
+// second call does nothing.
+func (d *directSecond) close() {
+	if d.closed {
+		return
+	}
+	d.closed = true
+	d.src.close()
+	closeRows(d.rows)
 }
 
 // scanDirect is the first pass. It gives up after the first valid row if
