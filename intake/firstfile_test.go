@@ -22,8 +22,11 @@ import (
 // classified): a pure first file runs none. It counts too how result files
 // are stored: by a statement (INSERT INTO envelope_results, the lines
 // composed in SQL) or by a COPY of the lines staging composed in Go, and
-// the ANALYZEs of stage (which only classify needs).
-type classifyCounter struct{ n, sqlResults, goResults, analyzes, stages, records atomic.Int64 }
+// the ANALYZEs of stage (which only classify needs), and the onboarding
+// statements of a file read twice.
+type classifyCounter struct {
+	n, sqlResults, goResults, analyzes, stages, records, onboards atomic.Int64
+}
 
 func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	if strings.Contains(d.SQL, "INSERT INTO classified") {
@@ -34,6 +37,9 @@ func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pg
 	}
 	if strings.Contains(d.SQL, "ANALYZE stage") {
 		c.analyzes.Add(1)
+	}
+	if strings.HasPrefix(d.SQL, "WITH u AS MATERIALIZED") { // records' onboardDirectSQL
+		c.onboards.Add(1)
 	}
 	return ctx
 }
@@ -61,6 +67,7 @@ func (c *classifyCounter) reset() {
 	c.analyzes.Store(0)
 	c.stages.Store(0)
 	c.records.Store(0)
+	c.onboards.Store(0)
 }
 
 // messyRows are data rows (CRLF line ends) of one period: messy valid
@@ -166,6 +173,10 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		// leaves to SQL (a non-ASCII first or last character), so its
 		// result lines are composed in SQL, not while staging.
 		sqlResult bool
+		// onboards is how many onboarding statements database a runs
+		// (one per 8,192 employees while reading, the rest at the end),
+		// when not 0.
+		onboards int64
 	}{
 		"invalid rows, CRLF, non-ASCII, formula cells":              {file: firstFileHeader + messyRows("2026-11"), pure: true, sqlResult: true},
 		"invalid rows, CRLF, non-ASCII inside cells, formula cells": {file: firstFileHeader + asciiEdgeRows("2026-11"), pure: true},
@@ -192,6 +203,16 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		},
 		"new employees of a generated export in a period with records": {
 			file: generated(20000), period: "2026-03", pivot: "E00000001", unmappedInPeriod: true, pure: true,
+		},
+		// More employees than an onboarding statement takes while the
+		// first pass reads on (records' onboardBatch, 8,192): onboarded
+		// in batches, and, when one late employee is mapped in a period
+		// with records, every batch rolled back and the file staged.
+		"a generated export of 60,000 rows, employees onboarded in batches": {
+			file: generated(60000), period: "2026-03", pivot: "E00000001", pure: true, onboards: 2,
+		},
+		"new employees of a generated export of 60,000 rows in a period with records, one mapped late": {
+			mapped: []string{"E00010000"}, file: generated(60000), period: "2026-03", unmappedInPeriod: true, onboards: 2,
 		},
 		"new employees in a period with records, one mapped": {
 			partner: records.Partner{UnknownEmployee: records.UnknownReject}, mapped: mapped,
@@ -278,6 +299,9 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			}
 			if n := ca.records.Load(); (n == 1) != tc.pure { // a file whose result SQL composes is found out while copied
 				t.Errorf("database a copied into records %d time(s)", n)
+			}
+			if n := ca.onboards.Load(); tc.onboards != 0 && n != tc.onboards {
+				t.Errorf("database a ran %d onboarding statement(s); want %d", n, tc.onboards)
 			}
 			if n := cs.stages.Load(); n != 1 {
 				t.Errorf("database s staged the file %d time(s); want 1", n)

@@ -576,8 +576,8 @@ func applyFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff first
 
 // pureFirstFile tells whether the staged file is a pure first file (see
 // firstFile). empRows is how many of its references have no mapping once
-// that is known (emp's row count; for a file read twice, args["refs"],
-// onboardDirect's count), -1 before.
+// that is known (emp's row count; for a file read twice, the onboarder's
+// count, args["onboarded"]), -1 before.
 func pureFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFile) (pure bool, empRows int64, err error) {
 	if rej, _ := args["file_rejected"].(bool); rej || ff.periods.over {
 		return false, -1, nil
@@ -593,13 +593,12 @@ func pureFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstF
 	if ff.repeats != repeatsNone { // apply confirmed the key filter's candidates
 		return false, -1, nil
 	}
-	_, direct := args["refs"].([]string)
+	ob, direct := args["onboarded"].([2]int64)
 	var onboarded int64
 	if direct {
-		// A first file read twice: its new employees are onboarded by
-		// the statement that finds them (onboardDirect).
-		empRows, onboarded, err = onboardDirect(ctx, tx, args)
-		delete(args, "refs") // 182,062 strings at 1,000,000 rows: not kept through the second pass
+		// A first file read twice: its new employees were onboarded by
+		// the statements that found them, while it was read (onboarder).
+		empRows, onboarded = ob[0], ob[1]
 	} else {
 		if refs, _ := args["emp_refs"].(bool); !refs {
 			if err := ff.stats.ensure(ctx, tx); err != nil { // employeesSQL groups the staged rows

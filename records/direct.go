@@ -26,7 +26,9 @@ import (
 //  2. the test runs as for a staged file: no key repeats, no record or
 //     closed period in the file's pay periods (or no mapped employee), no
 //     employee rejected or held; the employees are onboarded by the
-//     statement that finds them (onboardDirect);
+//     statements that find them (onboardDirect): a large file's in
+//     batches while the first pass reads on (onboarder), a small file's
+//     (fewer than onboardBatch employees) in one statement at the end;
 //  3. a second pass normalises the rows again and streams the valid ones
 //     straight into records by COPY (the backend writing records while Go
 //     normalises the next rows), composing the result lines as staging
@@ -72,6 +74,7 @@ func (s *Store) applyDirect(ctx context.Context, tx pgx.Tx, env *Envelope, pl Pl
 
 // directScan is what the first pass keeps of a file.
 type directScan struct {
+	onboard         *onboarder // the file's new employees, onboarded while it is read (nil before its first valid row)
 	count, rejected int
 	keys            keyFilter
 	refs            empRefs
@@ -127,9 +130,18 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 // file read twice needs (a valid row, no key candidate at all, since there
 // is no stage to confirm one on; scanDirect refused the files whose keys,
 // references or periods it could not collect), then pureFirstFile, the
-// one test of a staged file too, whose employee step onboards the file's
-// new employees here (onboardDirect). It returns the file's counts.
+// one test of a staged file too, whose employee step takes the counts of
+// the file's new employees, onboarded while it was read (onboarder). It
+// returns the file's counts.
 func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedArgs) (map[string]int, error) {
+	if sc.onboard != nil {
+		unmapped, onboarded, err := sc.onboard.finish()
+		sc.onboard = nil
+		if err != nil {
+			return nil, err
+		}
+		args["onboarded"] = [2]int64{unmapped, onboarded}
+	}
 	valid := sc.count - sc.rejected
 	switch {
 	case valid == 0:
@@ -139,7 +151,7 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 	}
 	refs := sc.refs.list
 	sc.refs, sc.keys = empRefs{}, keyFilter{} // memory for the second pass
-	args["refs"], args["file_rejected"] = refs, false
+	args["file_rejected"] = false
 	ff := firstFile{periods: sc.periods, valid: valid, rejected: sc.rejected, repeats: repeatsNone, refs: int64(len(refs))}
 	pure, _, err := pureFirstFile(ctx, tx, args, ff)
 	if err != nil {
@@ -213,19 +225,28 @@ func (d *directSecond) close() {
 // file (rejected whole). A file of new employees in a period with records
 // (a new site's staff) is read on: directTest then finds whether every
 // employee of the file is new.
-func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (*directScan, error) {
+func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (_ *directScan, err error) {
 	rows, err := pl.Reread(ReadOptions{KeysOnly: true, Parallel: true})
 	if err != nil {
 		return nil, fmt.Errorf("read the file: %w", err)
 	}
 	defer closeRows(rows)
 	sc := &directScan{}
+	defer func() {
+		if err != nil && sc.onboard != nil {
+			_, _, _ = sc.onboard.finish() // the connection is the caller's once this returns
+		}
+	}()
+	sent := 0 // sc.refs.list[:sent] went to sc.onboard
 	for {
 		if sc.count%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		r, err := rows.Next()
 		if errors.Is(err, io.EOF) {
+			if sc.onboard != nil && sent < len(sc.refs.list) {
+				sc.onboard.batches <- sc.refs.list[sent:len(sc.refs.list):len(sc.refs.list)]
+			}
 			return sc, nil
 		}
 		if err != nil {
@@ -247,10 +268,17 @@ func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (*d
 			if locked || recorded && mapped {
 				return nil, errFirstRowTaken
 			}
+			// From here on this goroutine leaves the connection to the
+			// onboarder until finish.
+			sc.onboard = startOnboarder(ctx, tx, args["partner"])
 		}
 		sc.keys.add(keyHash(&r))
 		sc.refs.add(r.EmployeeRef)
 		sc.periods.add(r.PayPeriod)
+		if n := len(sc.refs.list); n-sent >= onboardBatch {
+			sc.onboard.batches <- sc.refs.list[sent:n:n]
+			sent = n
+		}
 		// What directTest would refuse at the end is refused now, not
 		// after reading the rest of a large file.
 		switch {
@@ -264,8 +292,58 @@ func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (*d
 	}
 }
 
-// onboardDirect is the employees step of a first file read twice, whose
-// distinct references are in memory (args["refs"]): one statement (onboardDirectSQL)
+// onboarder onboards the new employees of a file read twice while its
+// first pass reads on (scanDirect): each batch of onboardBatch references
+// first seen goes through onboardDirect, on the transaction's connection,
+// which the first pass does not use once its first valid row was looked
+// up, and the last batch when the first pass ends (finish). A file of
+// fewer than onboardBatch employees (a 10,000-row file has ~2,000) is
+// onboarded in one statement at the end, as if there were no batches: in
+// batches of 512, such a file's scan and onboarding took 41.8-44.0 ms
+// against 29.0-42.8 (BENCHMARKS.md, session 17). A 1,000,000-row file's
+// ~200,000 employees take ~1.8 s to onboard and ~0.8 s to read: onboarded
+// in batches, most of the one is spent during the other (BENCHMARKS.md,
+// session 18).
+type onboarder struct {
+	batches             chan []string
+	done                chan struct{}
+	unmapped, onboarded int64
+	err                 error
+}
+
+// onboardBatch is how many references an onboardDirect statement takes
+// while the first pass reads on.
+const onboardBatch = 8192
+
+// startOnboarder starts onboarding batches. They are slices of the first
+// pass's list of references (no copies), so the channel can hold every
+// batch of a file the first pass accepts (empRefs's limit) and the first
+// pass never waits for the backend.
+func startOnboarder(ctx context.Context, tx pgx.Tx, partner any) *onboarder {
+	o := &onboarder{batches: make(chan []string, empRefsMax/onboardBatch+2), done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		for refs := range o.batches {
+			if o.err != nil || o.onboarded < o.unmapped {
+				continue // the file is not a pure first file: nothing more to onboard
+			}
+			u, n, err := onboardDirect(ctx, tx, pgx.NamedArgs{"partner": partner, "refs": refs})
+			o.unmapped, o.onboarded, o.err = o.unmapped+u, o.onboarded+n, err
+		}
+	}()
+	return o
+}
+
+// finish waits for the batches sent and returns how many references had
+// no mapping and how many were onboarded; the connection is then free.
+func (o *onboarder) finish() (unmapped, onboarded int64, err error) {
+	close(o.batches)
+	<-o.done
+	return o.unmapped, o.onboarded, o.err
+}
+
+// onboardDirect is the employees step of a first file read twice, for a
+// batch of its distinct references (args["refs"]): one statement (onboardDirectSQL)
 // finds the references without a mapping and, if the partner creates
 // mappings, onboards them under their derived ids. It returns how many
 // had no mapping and how many were onboarded; the file is pure only if
