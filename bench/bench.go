@@ -292,6 +292,11 @@ func copyFile(src, dst string) error {
 		out.Close()
 		return fmt.Errorf("bench: copy file: %w", err)
 	}
+	// Written out before the clock starts, as the generated files are.
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return fmt.Errorf("bench: copy file: %w", err)
+	}
 	return out.Close()
 }
 
