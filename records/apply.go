@@ -593,29 +593,24 @@ func pureFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstF
 	if ff.repeats != repeatsNone { // apply confirmed the key filter's candidates
 		return false, -1, nil
 	}
-	ob, direct := args["onboarded"].([2]int64)
-	var onboarded int64
-	if direct {
+	if ob, direct := args["onboarded"].([2]int64); direct {
 		// A first file read twice: its new employees were onboarded by
 		// the statements that found them, while it was read (onboarder).
-		empRows, onboarded = ob[0], ob[1]
-	} else {
-		if refs, _ := args["emp_refs"].(bool); !refs {
-			if err := ff.stats.ensure(ctx, tx); err != nil { // employeesSQL groups the staged rows
-				return false, -1, err
-			}
-		}
-		empRows, err = lookUpEmployees(ctx, tx, args)
+		// A mapped employee may have a record of one of its keys; a
+		// partner that rejects or holds unknown employees onboarded none.
+		empRows, onboarded := ob[0], ob[1]
+		return !(recorded && empRows != ff.refs) && onboarded == empRows, empRows, nil
 	}
-	if err != nil {
+	if refs, _ := args["emp_refs"].(bool); !refs {
+		if err := ff.stats.ensure(ctx, tx); err != nil { // employeesSQL groups the staged rows
+			return false, -1, err
+		}
+	}
+	if empRows, err = lookUpEmployees(ctx, tx, args); err != nil {
 		return false, -1, err
 	}
 	if recorded && empRows != ff.refs { // a mapped employee may have a record of a staged key
 		return false, empRows, nil
-	}
-	if direct {
-		// A partner that rejects or holds unknown employees onboarded none.
-		return onboarded == empRows, empRows, nil
 	}
 	var kinds bool
 	if err := tx.QueryRow(ctx, employeeKindsSQL).Scan(&kinds); err != nil {

@@ -22,7 +22,8 @@ import (
 //  1. a first pass normalises every row and keeps what the pure-first-file
 //     test needs (the count of valid and rejected rows, the key filter, the
 //     distinct employee references, the pay periods) and nothing else: no
-//     hashing of contents, no COPY text, the database idle;
+//     hashing of contents, no COPY text, the database idle but for a large
+//     file's onboarding (step 2), which runs beside it;
 //  2. the test runs as for a staged file: no key repeats, no record or
 //     closed period in the file's pay periods (or no mapped employee), no
 //     employee rejected or held; the employees are onboarded by the
@@ -149,10 +150,10 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 	case len(sc.keys.candidates()) > 0:
 		return nil, errNotDirect("a key may repeat")
 	}
-	refs := sc.refs.list
+	refs := int64(len(sc.refs.list))
 	sc.refs, sc.keys = empRefs{}, keyFilter{} // memory for the second pass
 	args["file_rejected"] = false
-	ff := firstFile{periods: sc.periods, valid: valid, rejected: sc.rejected, repeats: repeatsNone, refs: int64(len(refs))}
+	ff := firstFile{periods: sc.periods, valid: valid, rejected: sc.rejected, repeats: repeatsNone, refs: refs}
 	pure, _, err := pureFirstFile(ctx, tx, args, ff)
 	if err != nil {
 		return nil, err
