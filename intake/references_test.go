@@ -25,6 +25,13 @@ func TestRecordReferencesAreEnforced(t *testing.T) {
 	if !isFK(err) {
 		t.Errorf("record of an unknown partner: %v, want foreign_key_violation", err)
 	}
+	// A record of a known partner and mapped employee, of an unknown envelope.
+	_, err = pool.Exec(f.ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash, envelope_id)
+		VALUES ($1, 'E1', '2026-12', 'BASE', 1, 'USD', '\x00', 999999)`, f.partner)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != pgerrcode.ForeignKeyViolation || pe.Message != `insert or update on table "records" violates its reference to envelopes` {
+		t.Errorf("insert of a record of an unknown envelope: %v, want foreign_key_violation naming envelopes", err)
+	}
 	_, err = pool.Exec(f.ctx, `UPDATE records SET envelope_id = 999999 WHERE partner_id = $1`, f.partner)
 	if !isFK(err) {
 		t.Errorf("record of an unknown envelope: %v, want foreign_key_violation", err)
