@@ -26,6 +26,7 @@ import (
 // statements of a file read twice.
 type classifyCounter struct {
 	n, sqlResults, goResults, analyzes, stages, records, onboards atomic.Int64
+	unprobed                                                      atomic.Int64 // onboarding statements that look no reference up
 }
 
 func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
@@ -38,8 +39,11 @@ func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pg
 	if strings.Contains(d.SQL, "ANALYZE stage") {
 		c.analyzes.Add(1)
 	}
-	if strings.HasPrefix(d.SQL, "WITH u AS MATERIALIZED") { // records' onboardDirectSQL
+	if strings.HasPrefix(d.SQL, "WITH u AS MATERIALIZED") { // records' onboardDirectSQL, onboardUnmappedSQL
 		c.onboards.Add(1)
+		if !strings.Contains(d.SQL, "NOT EXISTS") {
+			c.unprobed.Add(1)
+		}
 	}
 	return ctx
 }
@@ -68,6 +72,7 @@ func (c *classifyCounter) reset() {
 	c.stages.Store(0)
 	c.records.Store(0)
 	c.onboards.Store(0)
+	c.unprobed.Store(0)
 }
 
 // messyRows are data rows (CRLF line ends) of one period: messy valid
@@ -355,6 +360,65 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 				}
 			}
 			t.Logf("%s; %d result bytes", ea["envelope"], len(ra))
+		})
+	}
+}
+
+// The first file of a partner without any mapping is onboarded without
+// looking its references up (records' onboardUnmappedSQL), under the ids
+// Go derives; a partner with mappings, or a file found not pure, does
+// look them up. Read twice (a) or staged (s, whose onboarding derives the
+// ids in SQL), the file leaves the same result, records and mappings.
+func TestFirstFileOfAPartnerWithoutMappings(t *testing.T) {
+	generated := func(rows int) string {
+		var b bytes.Buffer
+		if _, err := (bench.File{Rows: rows, Offset: 1}).WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	for name, tc := range map[string]struct {
+		mapped   []string
+		file     string
+		onboards int64 // onboarding statements of a
+		unprobed bool  // whether they look no reference up
+	}{
+		"a small file":                            {file: firstFileHeader + cleanRows("2026-11"), onboards: 1, unprobed: true},
+		"non-ASCII references":                    {file: firstFileHeader + asciiEdgeRows("2026-11"), onboards: 1, unprobed: true},
+		"60,000 rows, onboarded in batches":       {file: generated(60000), onboards: 2, unprobed: true},
+		"a partner with a mapping of no file row": {mapped: []string{"OTHER"}, file: firstFileHeader + cleanRows("2026-11"), onboards: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ca, cs := &classifyCounter{}, &classifyCounter{}
+			a := tracedFixture(t, records.Partner{}, records.Options{QueryTracer: ca}, tc.mapped...)
+			s := tracedFixture(t, records.Partner{}, records.Options{QueryTracer: cs, StageWholeFiles: true}, tc.mapped...)
+			_, outA := a.ingest("pay-1.csv", tc.file)
+			_, outS := s.ingest("pay-1.csv", tc.file)
+			if n := ca.stages.Load(); n != 0 {
+				t.Errorf("database a staged the file %d time(s); want it read twice", n)
+			}
+			if n := ca.onboards.Load(); n != tc.onboards {
+				t.Errorf("database a ran %d onboarding statement(s); want %d", n, tc.onboards)
+			}
+			want := int64(0)
+			if tc.unprobed {
+				want = tc.onboards
+			}
+			if n := ca.unprobed.Load(); n != want {
+				t.Errorf("%d of database a's onboarding statements looked no reference up; want %d", n, want)
+			}
+			if outA.Counts["created"] == 0 {
+				t.Fatalf("nothing created: %v", outA.Counts)
+			}
+			if ra, rs := a.result(outA), s.result(outS); ra != rs {
+				t.Errorf("result files differ:\nread twice:\n%s\nstaged:\n%s", ra, rs)
+			}
+			ea, es := firstFileEffects(a, outA.ID), firstFileEffects(s, outS.ID)
+			for _, k := range []string{"envelope", "records", "employees", "exceptions", "history", "result chunks"} {
+				if ea[k] != es[k] {
+					t.Errorf("%s differ:\nread twice: %s\nstaged:     %s", k, ea[k], es[k])
+				}
+			}
 		})
 	}
 }

@@ -85,7 +85,7 @@ type directScan struct {
 func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (map[string]int, error) {
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID}
 	sctx, span := startSpan(ctx, "scan")
-	sc, err := scanDirect(sctx, tx, pl, args)
+	sc, err := scanDirect(sctx, tx, env.PartnerID, pl, args)
 	if sc != nil {
 		span.SetAttributes(attribute.Int("payintake.rows", sc.count), attribute.Int("payintake.rows_rejected", sc.rejected))
 	}
@@ -226,7 +226,7 @@ func (d *directSecond) close() {
 // file (rejected whole). A file of new employees in a period with records
 // (a new site's staff) is read on: directTest then finds whether every
 // employee of the file is new.
-func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (_ *directScan, err error) {
+func scanDirect(ctx context.Context, tx pgx.Tx, partner string, pl Plan, args pgx.NamedArgs) (_ *directScan, err error) {
 	rows, err := pl.Reread(ReadOptions{KeysOnly: true, Parallel: true})
 	if err != nil {
 		return nil, fmt.Errorf("read the file: %w", err)
@@ -262,8 +262,8 @@ func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (_ 
 			continue
 		}
 		if len(sc.periods.list) == 0 {
-			var recorded, locked, mapped bool
-			if err := tx.QueryRow(ctx, firstRowTakenSQL, args["partner"], r.PayPeriod, r.EmployeeRef).Scan(&recorded, &locked, &mapped); err != nil {
+			var recorded, locked, mapped, unmappedPartner bool
+			if err := tx.QueryRow(ctx, firstRowTakenSQL, partner, r.PayPeriod, r.EmployeeRef).Scan(&recorded, &locked, &mapped, &unmappedPartner); err != nil {
 				return nil, fmt.Errorf("look up the first row: %w", err)
 			}
 			if locked || recorded && mapped {
@@ -271,7 +271,7 @@ func scanDirect(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs) (_ 
 			}
 			// From here on this goroutine leaves the connection to the
 			// onboarder until finish.
-			sc.onboard = startOnboarder(ctx, tx, args["partner"])
+			sc.onboard = startOnboarder(ctx, tx, partner, unmappedPartner)
 		}
 		sc.keys.add(keyHash(&r))
 		sc.refs.add(r.EmployeeRef)
@@ -320,15 +320,24 @@ const onboardBatch = 8192
 // pass's list of references (no copies), so the channel can hold every
 // batch of a file the first pass accepts (empRefs's limit) and the first
 // pass never waits for the backend.
-func startOnboarder(ctx context.Context, tx pgx.Tx, partner any) *onboarder {
+func startOnboarder(ctx context.Context, tx pgx.Tx, partner string, unmappedPartner bool) *onboarder {
 	o := &onboarder{batches: make(chan []string, empRefsMax/onboardBatch+2), done: make(chan struct{})}
+	q := onboardDirectSQL
+	if unmappedPartner {
+		q = onboardUnmappedSQL
+	}
 	go func() {
 		defer close(o.done)
+		var ids []string
 		for refs := range o.batches {
 			if o.err != nil || o.onboarded < o.unmapped {
 				continue // the file is not a pure first file: nothing more to onboard
 			}
-			u, n, err := onboardDirect(ctx, tx, pgx.NamedArgs{"partner": partner, "refs": refs})
+			ids = ids[:0]
+			for _, ref := range refs {
+				ids = append(ids, derivedEmployeeID(partner, ref))
+			}
+			u, n, err := onboardDirect(ctx, tx, q, pgx.NamedArgs{"partner": partner, "refs": refs, "ids": ids})
 			o.unmapped, o.onboarded, o.err = o.unmapped+u, o.onboarded+n, err
 		}
 	}()
@@ -357,8 +366,8 @@ func (o *onboarder) finish() (unmapped, onboarded int64, err error) {
 // prefixes: an import refuses ids of the derived form) is refused by the
 // unique index on employee_id: the file is staged, where employeesSQL
 // probes for it and the row is rejected as employee_taken.
-func onboardDirect(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (unmapped, onboarded int64, err error) {
-	err = tx.QueryRow(ctx, onboardDirectSQL, args).Scan(&unmapped, &onboarded)
+func onboardDirect(ctx context.Context, tx pgx.Tx, q string, args pgx.NamedArgs) (unmapped, onboarded int64, err error) {
+	err = tx.QueryRow(ctx, q, args).Scan(&unmapped, &onboarded)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation && pgErr.ConstraintName == "employees_employee_id_key" {
 		return 0, 0, errNotDirect("the id derived for an unknown employee is taken")
@@ -369,16 +378,34 @@ func onboardDirect(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (unmapped
 	return unmapped, onboarded, nil
 }
 
-// onboardDirectSQL: u is the file's references (@refs) without a
-// mapping, looked up in the partner's mappings; they are onboarded in
-// the order onboardSQL inserts them, when the partner's
-// --unknown-employee is create.
+// onboardDirectSQL: u is the file's references (@refs, with their
+// derived ids @ids, derivedEmployeeID) without a mapping, looked up in the
+// partner's mappings; they are onboarded in the order onboardSQL inserts
+// them, when the partner's --unknown-employee is create.
 const onboardDirectSQL = `WITH u AS MATERIALIZED (
-	SELECT r.employee_ref FROM unnest(@refs::text[]) r(employee_ref)
+	SELECT r.employee_ref, r.employee_id FROM unnest(@refs::text[], @ids::text[]) r(employee_ref, employee_id)
 	WHERE NOT EXISTS (SELECT 1 FROM employees em WHERE em.partner_id = @partner AND em.employee_ref = r.employee_ref)),
 onboarded AS (
 	INSERT INTO employees (partner_id, employee_ref, employee_id, source)
-	SELECT @partner, u.employee_ref, derived_employee_id(@partner, u.employee_ref), 'derived'
+	SELECT @partner, u.employee_ref, u.employee_id, 'derived'
+	FROM u
+	WHERE (SELECT unknown_employee FROM partners WHERE id = @partner) = 'create'
+	ORDER BY u.employee_ref COLLATE "C"
+	RETURNING 1)
+SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM onboarded)`
+
+// onboardUnmappedSQL is onboardDirectSQL for a partner that had no mapping
+// when the file's first row was looked up: every reference of the file
+// is new (they are distinct, empRefs), so none is looked up. A mapping
+// that another transaction stores meanwhile is refused by the primary key
+// (the file is then staged, where employeesSQL looks every reference up).
+// The lookups were ~0.3-0.5 s of a 1,000,000-row first file's ~2 s of
+// onboarding (BENCHMARKS.md, session 19).
+const onboardUnmappedSQL = `WITH u AS MATERIALIZED (
+	SELECT r.employee_ref, r.employee_id FROM unnest(@refs::text[], @ids::text[]) r(employee_ref, employee_id)),
+onboarded AS (
+	INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+	SELECT @partner, u.employee_ref, u.employee_id, 'derived'
 	FROM u
 	WHERE (SELECT unknown_employee FROM partners WHERE id = @partner) = 'create'
 	ORDER BY u.employee_ref COLLATE "C"
@@ -386,10 +413,12 @@ onboarded AS (
 SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM onboarded)`
 
 // firstRowTakenSQL tells whether partner $1 has a record, and a lock, in
-// pay period $2, and whether employee $3 is mapped.
+// pay period $2, whether employee $3 is mapped, and whether the partner
+// has no mapping at all.
 const firstRowTakenSQL = `SELECT EXISTS (SELECT 1 FROM records WHERE partner_id = $1 AND pay_period = $2),
 	EXISTS (SELECT 1 FROM period_locks WHERE partner_id = $1 AND pay_period = $2),
-	EXISTS (SELECT 1 FROM employees WHERE partner_id = $1 AND employee_ref = $3)`
+	EXISTS (SELECT 1 FROM employees WHERE partner_id = $1 AND employee_ref = $3),
+	NOT EXISTS (SELECT 1 FROM employees WHERE partner_id = $1)`
 
 // directColumns are the columns the second pass copies into records.
 const directColumns = `partner_id, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,

@@ -2,10 +2,13 @@ package records
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/jackc/pgerrcode"
 	"time"
+
+	"github.com/jackc/pgerrcode"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -136,4 +139,23 @@ func (s *Store) Employees(ctx context.Context, partner string) ([]Employee, erro
 		return nil, fmt.Errorf("list employees of partner %q: %w", partner, err)
 	}
 	return es, nil
+}
+
+// derivedEmployeeID is the id given to a reference without a mapping:
+// 'emp_' and the first 20 hex digits of the SHA-256 of
+// '{partner}:{employee_ref}' in UTF-8. It is the database's
+// derived_employee_id (migration 00008), computed here so that a file's
+// onboarding sends its new employees' ids instead of the backend hashing
+// each one (~0.9 µs of backend time per employee); TestDerivedEmployeeID
+// runs both on the same references.
+func derivedEmployeeID(partner, employeeRef string) string {
+	h := sha256.New()
+	h.Write([]byte(partner))
+	h.Write([]byte{':'})
+	h.Write([]byte(employeeRef))
+	var sum [sha256.Size]byte
+	var b [4 + 20]byte
+	copy(b[:], "emp_")
+	hex.Encode(b[4:], h.Sum(sum[:0])[:10])
+	return string(b[:])
 }

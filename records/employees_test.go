@@ -175,3 +175,55 @@ func TestEmployeeCheckProbesForFewRecords(t *testing.T) {
 		t.Errorf("the check of 124,000 records, as many as there are mappings, does not hash acme's mappings alone:\n%s", p)
 	}
 }
+
+// A file's onboarding sends the derived ids Go computes
+// (derivedEmployeeID); the database's derived_employee_id (migration
+// 00008) is the rule they must equal, whatever the reference: ASCII,
+// accented and composed characters, CJK, an emoji, controls and
+// separators, a colon (the rule's own separator), a long reference.
+func TestDerivedEmployeeID(t *testing.T) {
+	ctx := context.Background()
+	st := pgtest.Store(t)
+	refs := []string{"E1", "e1", "E00000001", "Zoé", "Zoe\u0301", "Müller-Straße", "山田太郎", "🙂", "E\t4", " E5 ", "a:b", ":", "x",
+		strings.Repeat("R", 300), "\"quoted\", with comma", "=1+2", "Ω≈ç√"}
+	for _, partner := range []string{"acme", "bench-tpe86u-1000000", "Pärtner:1"} {
+		for _, ref := range refs {
+			var want string
+			if err := st.Pool().QueryRow(ctx, `SELECT derived_employee_id($1, $2)`, partner, ref).Scan(&want); err != nil {
+				t.Fatal(err)
+			}
+			if got := records.DerivedEmployeeID(partner, ref); got != want {
+				t.Errorf("derived id of %q/%q: Go %q, database %q", partner, ref, got, want)
+			}
+		}
+	}
+}
+
+// The onboarding statement of a partner without mappings looks no
+// reference up; a mapping that exists all the same (stored by another
+// transaction since) is refused by the primary key, never written twice.
+func TestOnboardUnmappedRefusesAMappedReference(t *testing.T) {
+	ctx := context.Background()
+	st := pgtest.Store(t)
+	if err := st.AddPartner(ctx, records.Partner{ID: "acme", Name: "acme", Currency: "USD"}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if u, n, err := records.OnboardUnmapped(ctx, tx, "acme", []string{"E2", "E1", "E3"}); err != nil || u != 3 || n != 3 {
+		t.Fatalf("onboard E1-E3: %d new, %d onboarded, %v; want 3, 3", u, n, err)
+	}
+	var ok bool
+	if err := tx.QueryRow(ctx, `SELECT bool_and(employee_id = derived_employee_id(partner_id, employee_ref) AND source = 'derived')
+		AND count(*) = 3 FROM employees WHERE partner_id = 'acme'`).Scan(&ok); err != nil || !ok {
+		t.Errorf("E1-E3 not onboarded under their derived ids (%v)", err)
+	}
+	_, _, err = records.OnboardUnmapped(ctx, tx, "acme", []string{"E4", "E1"})
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != pgerrcode.UniqueViolation || pe.ConstraintName != "employees_pkey" {
+		t.Errorf("onboarding E1 again: %v, want the primary key's unique_violation", err)
+	}
+}

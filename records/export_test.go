@@ -1,9 +1,12 @@
 package records
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Statements returns every named statement of the .sql files, fragments
@@ -65,3 +68,17 @@ func BinaryNumericDates(rows [][2]string) ([]byte, error) {
 
 // ProcessSettingsSQL is the processing transaction's settings statement.
 const ProcessSettingsSQL = processSettingsSQL
+
+// DerivedEmployeeID is derivedEmployeeID, for its parity test against the
+// database's derived_employee_id.
+var DerivedEmployeeID = derivedEmployeeID
+
+// OnboardUnmapped runs the onboarding statement of a file whose partner
+// had no mapping (onboardUnmappedSQL) for refs, in tx.
+func OnboardUnmapped(ctx context.Context, tx pgx.Tx, partner string, refs []string) (unmapped, onboarded int64, err error) {
+	ids := make([]string, len(refs))
+	for i, ref := range refs {
+		ids[i] = derivedEmployeeID(partner, ref)
+	}
+	return onboardDirect(ctx, tx, onboardUnmappedSQL, pgx.NamedArgs{"partner": partner, "refs": refs, "ids": ids})
+}
