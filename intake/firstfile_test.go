@@ -155,13 +155,7 @@ func cleanRows(period string) string {
 // record and whose result Go composes), s takes the staged pure path, and
 // the three must agree.
 func TestPureFirstFileMatchesClassify(t *testing.T) {
-	generated := func(rows int) string {
-		var b bytes.Buffer
-		if _, err := (bench.File{Rows: rows, Offset: 1}).WriteTo(&b); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
+	generated := func(rows int) string { return generatedFile(t, rows) }
 	mapped := []string{"E1", "E2", "E3", "E4", "E5", "E6"}
 	for name, tc := range map[string]struct {
 		partner records.Partner
@@ -370,13 +364,7 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 // look them up. Read twice (a) or staged (s, whose onboarding derives the
 // ids in SQL), the file leaves the same result, records and mappings.
 func TestFirstFileOfAPartnerWithoutMappings(t *testing.T) {
-	generated := func(rows int) string {
-		var b bytes.Buffer
-		if _, err := (bench.File{Rows: rows, Offset: 1}).WriteTo(&b); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
+	generated := func(rows int) string { return generatedFile(t, rows) }
 	for name, tc := range map[string]struct {
 		mapped   []string
 		file     string
@@ -421,6 +409,17 @@ func TestFirstFileOfAPartnerWithoutMappings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// generatedFile is a bench export of rows rows, of employees from
+// E00000001 on.
+func generatedFile(t *testing.T, rows int) string {
+	t.Helper()
+	var b bytes.Buffer
+	if _, err := (bench.File{Rows: rows, Offset: 1}).WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 // firstFileFixture is a database with partner acme (p), the employees

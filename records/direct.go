@@ -385,14 +385,7 @@ func onboardDirect(ctx context.Context, tx pgx.Tx, q string, args pgx.NamedArgs)
 const onboardDirectSQL = `WITH u AS MATERIALIZED (
 	SELECT r.employee_ref, r.employee_id FROM unnest(@refs::text[], @ids::text[]) r(employee_ref, employee_id)
 	WHERE NOT EXISTS (SELECT 1 FROM employees em WHERE em.partner_id = @partner AND em.employee_ref = r.employee_ref)),
-onboarded AS (
-	INSERT INTO employees (partner_id, employee_ref, employee_id, source)
-	SELECT @partner, u.employee_ref, u.employee_id, 'derived'
-	FROM u
-	WHERE (SELECT unknown_employee FROM partners WHERE id = @partner) = 'create'
-	ORDER BY u.employee_ref COLLATE "C"
-	RETURNING 1)
-SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM onboarded)`
+` + onboardFromU
 
 // onboardUnmappedSQL is onboardDirectSQL for a partner that had no mapping
 // when the file's first row was looked up: every reference of the file
@@ -403,7 +396,11 @@ SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM onboarded)`
 // onboarding (BENCHMARKS.md, session 19).
 const onboardUnmappedSQL = `WITH u AS MATERIALIZED (
 	SELECT r.employee_ref, r.employee_id FROM unnest(@refs::text[], @ids::text[]) r(employee_ref, employee_id)),
-onboarded AS (
+` + onboardFromU
+
+// onboardFromU onboards the references of u under their ids and counts
+// both.
+const onboardFromU = `onboarded AS (
 	INSERT INTO employees (partner_id, employee_ref, employee_id, source)
 	SELECT @partner, u.employee_ref, u.employee_id, 'derived'
 	FROM u
