@@ -85,7 +85,7 @@ type directScan struct {
 func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (map[string]int, error) {
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID}
 	sctx, span := startSpan(ctx, "scan")
-	sc, err := scanDirect(sctx, tx, env.PartnerID, pl, args)
+	sc, err := scanDirect(sctx, tx, env.PartnerID, pl)
 	if sc != nil {
 		span.SetAttributes(attribute.Int("payintake.rows", sc.count), attribute.Int("payintake.rows_rejected", sc.rejected))
 	}
@@ -226,7 +226,7 @@ func (d *directSecond) close() {
 // file (rejected whole). A file of new employees in a period with records
 // (a new site's staff) is read on: directTest then finds whether every
 // employee of the file is new.
-func scanDirect(ctx context.Context, tx pgx.Tx, partner string, pl Plan, args pgx.NamedArgs) (_ *directScan, err error) {
+func scanDirect(ctx context.Context, tx pgx.Tx, partner string, pl Plan) (_ *directScan, err error) {
 	rows, err := pl.Reread(ReadOptions{KeysOnly: true, Parallel: true})
 	if err != nil {
 		return nil, fmt.Errorf("read the file: %w", err)
@@ -333,10 +333,7 @@ func startOnboarder(ctx context.Context, tx pgx.Tx, partner string, unmappedPart
 			if o.err != nil || o.onboarded < o.unmapped {
 				continue // the file is not a pure first file: nothing more to onboard
 			}
-			ids = ids[:0]
-			for _, ref := range refs {
-				ids = append(ids, derivedEmployeeID(partner, ref))
-			}
+			ids = appendDerivedEmployeeIDs(ids[:0], partner, refs)
 			u, n, err := onboardDirect(ctx, tx, q, pgx.NamedArgs{"partner": partner, "refs": refs, "ids": ids})
 			o.unmapped, o.onboarded, o.err = o.unmapped+u, o.onboarded+n, err
 		}
@@ -353,9 +350,11 @@ func (o *onboarder) finish() (unmapped, onboarded int64, err error) {
 }
 
 // onboardDirect is the employees step of a first file read twice, for a
-// batch of its distinct references (args["refs"]): one statement (onboardDirectSQL)
-// finds the references without a mapping and, if the partner creates
-// mappings, onboards them under their derived ids. It returns how many
+// batch of its distinct references (args["refs"], their derived ids
+// args["ids"]): one statement q (onboardDirectSQL, or onboardUnmappedSQL
+// for a partner without mappings) finds the references without a mapping
+// and, if the partner creates mappings, onboards them under their derived
+// ids. It returns how many
 // had no mapping and how many were onboarded; the file is pure only if
 // they are the same number (directTest, pureFirstFile). Staged, the same
 // work takes five statements: emp_refs and emp created, the references

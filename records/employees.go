@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgerrcode"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -149,13 +148,18 @@ func (s *Store) Employees(ctx context.Context, partner string) ([]Employee, erro
 // each one (~0.9 µs of backend time per employee); TestDerivedEmployeeID
 // runs both on the same references.
 func derivedEmployeeID(partner, employeeRef string) string {
-	h := sha256.New()
-	h.Write([]byte(partner))
-	h.Write([]byte{':'})
-	h.Write([]byte(employeeRef))
-	var sum [sha256.Size]byte
+	sum := sha256.Sum256([]byte(partner + ":" + employeeRef))
 	var b [4 + 20]byte
 	copy(b[:], "emp_")
-	hex.Encode(b[4:], h.Sum(sum[:0])[:10])
+	hex.Encode(b[4:], sum[:10])
 	return string(b[:])
+}
+
+// appendDerivedEmployeeIDs appends the derived id of each of partner's
+// refs to ids.
+func appendDerivedEmployeeIDs(ids []string, partner string, refs []string) []string {
+	for _, ref := range refs {
+		ids = append(ids, derivedEmployeeID(partner, ref))
+	}
+	return ids
 }

@@ -76,9 +76,6 @@ var DerivedEmployeeID = derivedEmployeeID
 // OnboardUnmapped runs the onboarding statement of a file whose partner
 // had no mapping (onboardUnmappedSQL) for refs, in tx.
 func OnboardUnmapped(ctx context.Context, tx pgx.Tx, partner string, refs []string) (unmapped, onboarded int64, err error) {
-	ids := make([]string, len(refs))
-	for i, ref := range refs {
-		ids[i] = derivedEmployeeID(partner, ref)
-	}
+	ids := appendDerivedEmployeeIDs(nil, partner, refs)
 	return onboardDirect(ctx, tx, onboardUnmappedSQL, pgx.NamedArgs{"partner": partner, "refs": refs, "ids": ids})
 }
