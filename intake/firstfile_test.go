@@ -22,11 +22,10 @@ import (
 // classified): a pure first file runs none. It counts too how result files
 // are stored: by a statement (INSERT INTO envelope_results, the lines
 // composed in SQL) or by a COPY of the lines staging composed in Go, and
-// the ANALYZEs of stage (which only classify needs), and the onboarding
-// statements of a file read twice.
+// the ANALYZEs of stage (which only classify needs), and the employee
+// lookups of a file read twice.
 type classifyCounter struct {
-	n, sqlResults, goResults, analyzes, stages, records, onboards atomic.Int64
-	unprobed                                                      atomic.Int64 // onboarding statements that look no reference up
+	n, sqlResults, goResults, analyzes, stages, records, lookups atomic.Int64
 }
 
 func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
@@ -39,11 +38,8 @@ func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pg
 	if strings.Contains(d.SQL, "ANALYZE stage") {
 		c.analyzes.Add(1)
 	}
-	if strings.HasPrefix(d.SQL, "WITH u AS MATERIALIZED") { // records' onboardDirectSQL, onboardUnmappedSQL
-		c.onboards.Add(1)
-		if !strings.Contains(d.SQL, "NOT EXISTS") {
-			c.unprobed.Add(1)
-		}
+	if strings.HasPrefix(d.SQL, "SELECT count(*) FROM unnest(@refs") { // records' unmappedRefsSQL
+		c.lookups.Add(1)
 	}
 	return ctx
 }
@@ -71,8 +67,7 @@ func (c *classifyCounter) reset() {
 	c.analyzes.Store(0)
 	c.stages.Store(0)
 	c.records.Store(0)
-	c.onboards.Store(0)
-	c.unprobed.Store(0)
+	c.lookups.Store(0)
 }
 
 // messyRows are data rows (CRLF line ends) of one period: messy valid
@@ -172,10 +167,22 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		// leaves to SQL (a non-ASCII first or last character), so its
 		// result lines are composed in SQL, not while staging.
 		sqlResult bool
-		// onboards is how many onboarding statements database a runs
-		// (one per 8,192 employees while reading, the rest at the end),
-		// when not 0.
-		onboards int64
+		// once: database a applies the file read once although it is not
+		// a pure first file for classify (b) or the staged path (s): a
+		// mapped employee in a period with records, which the natural
+		// key's unique index shows has no record of the file's keys.
+		once bool
+		// copied: database a's read-once copy into records finds out that
+		// the file is not pure (a key repeats, a rejected row of an
+		// all-or-nothing file, too many periods, a taken derived id): the
+		// copy is rolled back.
+		copied bool
+		// lookups is how many employee lookups database a runs (one per
+		// 8,192 employees while reading, the rest at the end) for a
+		// partner that does not create mappings (read twice), when not 0.
+		// A partner that creates them (read once) runs none: the insert
+		// trigger onboards.
+		lookups int64
 	}{
 		"invalid rows, CRLF, non-ASCII, formula cells":              {file: firstFileHeader + messyRows("2026-11"), pure: true, sqlResult: true},
 		"invalid rows, CRLF, non-ASCII inside cells, formula cells": {file: firstFileHeader + asciiEdgeRows("2026-11"), pure: true},
@@ -203,22 +210,30 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		"new employees of a generated export in a period with records": {
 			file: generated(20000), period: "2026-03", pivot: "E00000001", unmappedInPeriod: true, pure: true,
 		},
-		// More employees than an onboarding statement takes while the
-		// first pass reads on (records' onboardBatch, 8,192): onboarded
-		// in batches, and, when one late employee is mapped in a period
-		// with records, every batch rolled back and the file staged.
-		"a generated export of 60,000 rows, employees onboarded in batches": {
-			file: generated(60000), period: "2026-03", pivot: "E00000001", pure: true, onboards: 2,
+		// Read once, ~10,900 employees onboarded by the insert trigger;
+		// and, when one late employee is mapped in a period with records,
+		// its rows created all the same (it has no record of their keys),
+		// where the staged path classifies the file.
+		"a generated export of 60,000 rows": {
+			file: generated(60000), period: "2026-03", pivot: "E00000001", pure: true,
 		},
 		"new employees of a generated export of 60,000 rows in a period with records, one mapped late": {
-			mapped: []string{"E00010000"}, file: generated(60000), period: "2026-03", unmappedInPeriod: true, onboards: 2,
+			mapped: []string{"E00010000"}, file: generated(60000), period: "2026-03", unmappedInPeriod: true, once: true,
+		},
+		// Read twice (a partner that holds unknown employees), more
+		// employees than an onboarding statement takes while the first
+		// pass reads on (records' lookupBatch, 8,192): looked up in
+		// batches.
+		"unknown employees held, every employee of a generated export of 60,000 rows mapped": {
+			partner: records.Partner{UnknownEmployee: records.UnknownHold}, mapped: generatedRefs(11000),
+			file: generated(60000), period: "2026-03", pivot: "E00000001", pure: true, lookups: 2,
 		},
 		"new employees in a period with records, one mapped": {
 			partner: records.Partner{UnknownEmployee: records.UnknownReject}, mapped: mapped,
 			file: firstFileHeader + cleanRows("2026-11"), unmappedInPeriod: true,
 		},
 		"a key twice": {
-			file: firstFileHeader + messyRows("2026-11") + "E1,2026-11,BASE,1.00,USD,,,\r\n",
+			file: firstFileHeader + messyRows("2026-11") + "E1,2026-11,BASE,1.00,USD,,,\r\n", copied: true,
 		},
 		"all-or-nothing, every row valid": {
 			partner: records.Partner{Mode: records.ModeAllOrNothing},
@@ -226,7 +241,7 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		},
 		"all-or-nothing, invalid rows": {
 			partner: records.Partner{Mode: records.ModeAllOrNothing},
-			file:    firstFileHeader + messyRows("2026-11"),
+			file:    firstFileHeader + messyRows("2026-11"), copied: true,
 		},
 		"unknown employees rejected, every employee mapped": {
 			partner: records.Partner{UnknownEmployee: records.UnknownReject}, mapped: mapped,
@@ -253,9 +268,9 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 				f.exec(`INSERT INTO employees (partner_id, employee_ref, employee_id, source)
 					VALUES ($1, 'OTHER', derived_employee_id($1, 'E3'), 'derived')`, f.partner)
 			},
-			file: firstFileHeader + cleanRows("2026-11"),
+			file: firstFileHeader + cleanRows("2026-11"), copied: true,
 		},
-		"33 pay periods, more than a first file collects": {file: firstFileHeader + manyPeriods(33)},
+		"33 pay periods, more than a first file collects": {file: firstFileHeader + manyPeriods(33), copied: true},
 		"the period is closed": {
 			before: func(f *fixture) {
 				if _, err := f.store.LockPeriod(f.ctx, f.partner, "2026-11", records.LockApproved, "ops"); err != nil {
@@ -292,15 +307,17 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			// a reads the file twice without staging exactly when it is a
 			// pure first file whose result lines Go composes; else it
 			// stages it, as s does.
-			direct := tc.pure && !tc.sqlResult
+			direct := (tc.pure || tc.once) && !tc.sqlResult
 			if n := ca.stages.Load(); (n == 0) != direct {
 				t.Errorf("database a staged the file %d time(s); want it read without staging %v", n, direct)
 			}
-			if n := ca.records.Load(); (n == 1) != tc.pure { // a file whose result SQL composes is found out while copied
+			// a file whose result SQL composes is found out while copied
+			if n := ca.records.Load(); (n == 1) != (tc.pure || tc.once || tc.copied) {
 				t.Errorf("database a copied into records %d time(s)", n)
 			}
-			if n := ca.onboards.Load(); tc.onboards != 0 && n != tc.onboards {
-				t.Errorf("database a ran %d onboarding statement(s); want %d", n, tc.onboards)
+			readOnce := tc.partner.UnknownEmployee == "" || tc.partner.UnknownEmployee == records.UnknownCreate
+			if n := ca.lookups.Load(); tc.lookups != 0 && n != tc.lookups || readOnce && n != 0 {
+				t.Errorf("database a ran %d employee lookup(s); want %d", n, tc.lookups)
 			}
 			if n := cs.stages.Load(); n != 1 {
 				t.Errorf("database s staged the file %d time(s); want 1", n)
@@ -358,23 +375,23 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 	}
 }
 
-// The first file of a partner without any mapping is onboarded without
-// looking its references up (records' onboardUnmappedSQL), under the ids
-// Go derives; a partner with mappings, or a file found not pure, does
-// look them up. Read twice (a) or staged (s, whose onboarding derives the
-// ids in SQL), the file leaves the same result, records and mappings.
-func TestFirstFileOfAPartnerWithoutMappings(t *testing.T) {
+// A first file of a partner that creates mappings is read once (a): no
+// employee is looked up before its records are copied in, once, and the
+// records' insert trigger onboards the new employees under their derived
+// ids; whether the partner has mappings or not, the file leaves the same
+// result, records and mappings as staged (s, whose onboarding is a
+// statement of its own).
+func TestFirstFileReadOnce(t *testing.T) {
 	generated := func(rows int) string { return generatedFile(t, rows) }
 	for name, tc := range map[string]struct {
-		mapped   []string
-		file     string
-		onboards int64 // onboarding statements of a
-		unprobed bool  // whether they look no reference up
+		mapped []string
+		file   string
 	}{
-		"a small file":                            {file: firstFileHeader + cleanRows("2026-11"), onboards: 1, unprobed: true},
-		"non-ASCII references":                    {file: firstFileHeader + asciiEdgeRows("2026-11"), onboards: 1, unprobed: true},
-		"60,000 rows, onboarded in batches":       {file: generated(60000), onboards: 2, unprobed: true},
-		"a partner with a mapping of no file row": {mapped: []string{"OTHER"}, file: firstFileHeader + cleanRows("2026-11"), onboards: 1},
+		"a small file":         {file: firstFileHeader + cleanRows("2026-11")},
+		"non-ASCII references": {file: firstFileHeader + asciiEdgeRows("2026-11")},
+		"60,000 rows":          {file: generated(60000)},
+		"a partner with a mapping of no file row": {mapped: []string{"OTHER"}, file: firstFileHeader + cleanRows("2026-11")},
+		"a partner with a mapping of a file row":  {mapped: []string{"E3"}, file: firstFileHeader + cleanRows("2026-11")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ca, cs := &classifyCounter{}, &classifyCounter{}
@@ -383,28 +400,26 @@ func TestFirstFileOfAPartnerWithoutMappings(t *testing.T) {
 			_, outA := a.ingest("pay-1.csv", tc.file)
 			_, outS := s.ingest("pay-1.csv", tc.file)
 			if n := ca.stages.Load(); n != 0 {
-				t.Errorf("database a staged the file %d time(s); want it read twice", n)
+				t.Errorf("database a staged the file %d time(s); want it read once", n)
 			}
-			if n := ca.onboards.Load(); n != tc.onboards {
-				t.Errorf("database a ran %d onboarding statement(s); want %d", n, tc.onboards)
-			}
-			want := int64(0)
-			if tc.unprobed {
-				want = tc.onboards
-			}
-			if n := ca.unprobed.Load(); n != want {
-				t.Errorf("%d of database a's onboarding statements looked no reference up; want %d", n, want)
+			if n, l := ca.records.Load(), ca.lookups.Load(); n != 1 || l != 0 {
+				t.Errorf("database a copied into records %d time(s) after %d employee lookup(s); want once after none", n, l)
 			}
 			if outA.Counts["created"] == 0 {
 				t.Fatalf("nothing created: %v", outA.Counts)
 			}
+			var onboarded int
+			if err := a.store.Pool().QueryRow(a.ctx, `SELECT count(*) FROM employees
+				WHERE partner_id = $1 AND source = 'derived' AND employee_id = derived_employee_id(partner_id, employee_ref)`, a.partner).Scan(&onboarded); err != nil || onboarded == 0 {
+				t.Errorf("database a onboarded %d employee(s) under their derived ids (%v)", onboarded, err)
+			}
 			if ra, rs := a.result(outA), s.result(outS); ra != rs {
-				t.Errorf("result files differ:\nread twice:\n%s\nstaged:\n%s", ra, rs)
+				t.Errorf("result files differ:\nread once:\n%s\nstaged:\n%s", ra, rs)
 			}
 			ea, es := firstFileEffects(a, outA.ID), firstFileEffects(s, outS.ID)
 			for _, k := range []string{"envelope", "records", "employees", "exceptions", "history", "result chunks"} {
 				if ea[k] != es[k] {
-					t.Errorf("%s differ:\nread twice: %s\nstaged:     %s", k, ea[k], es[k])
+					t.Errorf("%s differ:\nread once: %s\nstaged:    %s", k, ea[k], es[k])
 				}
 			}
 		})
@@ -420,6 +435,16 @@ func generatedFile(t *testing.T, rows int) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// generatedRefs are the employee references E00000001 to n, as
+// bench.File writes them (a generated file of r rows has ~r/5.5).
+func generatedRefs(n int) []string {
+	refs := make([]string, n)
+	for i := range refs {
+		refs[i] = fmt.Sprintf("E%08d", i+1)
+	}
+	return refs
 }
 
 // firstFileFixture is a database with partner acme (p), the employees

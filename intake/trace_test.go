@@ -63,15 +63,21 @@ func TestUploadIsOneTrace(t *testing.T) {
 			children[s.Name] = s
 		}
 	}
-	// A first file is read twice without staging: scan instead of stage.
-	const first = "scan"
+	// A first file of a partner that creates mappings is read once
+	// without staging: its rows counted as they are copied into records.
+	const first = "apply"
 	if got := attr(*process, "payintake.direct"); got != "true" {
 		t.Errorf("process payintake.direct = %q, want true (a partner's first file): %v", got, names)
 	}
-	if _, ok := children["stage"]; ok {
-		t.Errorf("a first file was staged: %v", names)
+	if got := attr(children[first], "payintake.read_once"); got != "true" {
+		t.Errorf("%s payintake.read_once = %q, want true: %v", first, got, names)
 	}
-	for _, stage := range []string{first, "classify", "apply", "result"} {
+	for _, stage := range []string{"stage", "scan", "classify"} {
+		if _, ok := children[stage]; ok {
+			t.Errorf("a first file read once has a %s span: %v", stage, names)
+		}
+	}
+	for _, stage := range []string{first, "result"} {
 		st, ok := children[stage]
 		if !ok {
 			t.Errorf("no %s span under process: %v", stage, names)

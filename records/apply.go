@@ -265,7 +265,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	defer func() { closeRows(pl.Rows) }()
 	if pl.Reread != nil && !s.stageWholeFiles {
 		counts, why, err := s.applyDirect(ctx, tx, env, pl)
-		if err == nil && why != nil && (errors.Is(why, errFirstRowTaken) || errors.Is(why, errNotPure)) {
+		if err == nil && why != nil && (errors.Is(why, errFirstRowTaken) || errors.Is(why, errNotPure) || errors.Is(why, errKeyTaken)) {
 			counts, why, err = s.applyCompared(ctx, tx, env, pl)
 		}
 		if err != nil {
@@ -576,8 +576,8 @@ func applyFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff first
 
 // pureFirstFile tells whether the staged file is a pure first file (see
 // firstFile). empRows is how many of its references have no mapping once
-// that is known (emp's row count; for a file read twice, the onboarder's
-// count, args["onboarded"]), -1 before.
+// that is known (emp's row count; for a file read twice, mappingLookup's
+// count, args["unmapped"]), -1 before.
 func pureFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFile) (pure bool, empRows int64, err error) {
 	if rej, _ := args["file_rejected"].(bool); rej || ff.periods.over {
 		return false, -1, nil
@@ -593,13 +593,13 @@ func pureFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstF
 	if ff.repeats != repeatsNone { // apply confirmed the key filter's candidates
 		return false, -1, nil
 	}
-	if ob, direct := args["onboarded"].([2]int64); direct {
-		// A first file read twice: its new employees were onboarded by
-		// the statements that found them, while it was read (onboarder).
-		// A mapped employee may have a record of one of its keys; a
-		// partner that rejects or holds unknown employees onboarded none.
-		empRows, onboarded := ob[0], ob[1]
-		return !(recorded && empRows != ff.refs) && onboarded == empRows, empRows, nil
+	if unmapped, direct := args["unmapped"].(int64); direct {
+		// A first file read twice: its partner rejects or holds unknown
+		// employees, and its employees were looked up while it was read
+		// (mappingLookup). Pure only if every one is mapped, and then
+		// only if its periods have no record (a mapped employee may have
+		// a record of one of its keys).
+		return !recorded && unmapped == 0, unmapped, nil
 	}
 	if refs, _ := args["emp_refs"].(bool); !refs {
 		if err := ff.stats.ensure(ctx, tx); err != nil { // employeesSQL groups the staged rows

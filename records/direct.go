@@ -12,41 +12,43 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 )
 
-// A pure first file read twice, without staging. A pure first file (see
+// A pure first file, read without staging. A pure first file (see
 // firstFile) writes every valid row as a new record, so staging it is
 // work done twice: its rows were copied into stage (2.2 s of backend CPU
 // at 1,000,000 rows, with Go's normalising on the other core) and then
-// inserted from stage into records (5 s). Read twice instead, the file
-// needs neither stage nor the INSERT ... SELECT:
+// inserted from stage into records (5 s). Read directly instead, the file
+// needs neither stage nor the INSERT ... SELECT. The file is read up to
+// its first valid row, which is looked up (lookUpFirstRow: a resubmission
+// is found there and compared instead, applyCompared); then:
 //
-//  1. a first pass normalises every row and keeps what the pure-first-file
-//     test needs (the count of valid and rejected rows, the key filter, the
-//     distinct employee references, the pay periods) and nothing else: no
-//     hashing of contents, no COPY text, the database idle but for a large
-//     file's onboarding (step 2), which runs beside it;
-//  2. the test runs as for a staged file: no key repeats, no record or
-//     closed period in the file's pay periods (or no mapped employee), no
-//     employee rejected or held; the employees are onboarded by the
-//     statements that find them (onboardDirect): a large file's in
-//     batches while the first pass reads on (onboarder), a small file's
-//     (fewer than onboardBatch employees) in one statement at the end;
-//  3. a second pass normalises the rows again and streams the valid ones
-//     straight into records by COPY (the backend writing records while Go
-//     normalises the next rows), composing the result lines as staging
-//     does. It starts before the test's statement, so that Go encodes the
-//     first blocks while the backend onboards; a file found not pure
-//     stops it.
+//   - a partner that creates mappings for unknown employees (the default)
+//     has the file read once (directOnce): the rows are normalised and
+//     their valid ones streamed straight into records by COPY, the result
+//     lines composed as staging does; the records' insert trigger onboards
+//     their new employees at the end of the statement, and the natural
+//     key's unique index refuses a key that repeats or has a record;
+//   - a partner that rejects or holds unknown employees has it read
+//     twice: a first pass keeps what the pure-first-file test needs (the
+//     count of valid and rejected rows, the key filter, the distinct
+//     employee references, the pay periods; no hashing of contents, no
+//     COPY text), its employees looked up while it reads on
+//     (mappingLookup); the test runs as for a staged file (no key
+//     repeats, no record or closed period in the file's pay periods, every
+//     employee mapped); a second pass then copies the rows as above. It
+//     starts before the test's statement, so that Go encodes the first
+//     blocks meanwhile; a file found not pure stops it.
 //
 // Everything runs in a savepoint: at the first doubt (the file's first
 // valid row is in a pay period that is closed, or has records and the
 // row's employee is mapped, which is every resubmission, found after one
-// row; a mapped employee in a period with records; a repeated key
-// candidate; too many periods or references to collect; a row or a cell
-// Go cannot compose; any error), the savepoint is rolled back and the
-// file is staged and classified as usual, from a new read of it. What the
-// database checks on every insert it checks here too: the unique natural
-// key, every record's employee mapped, its partner and envelope present.
-// The records and the result file are the same either way
+// row; a key refused; a closed period; an unknown employee of a partner
+// that does not create mappings; too many periods or references to
+// collect; a row or a cell Go cannot compose; any error), the savepoint
+// is rolled back and the file is compared or staged and classified as
+// usual, from a new read of it. What the database checks on every insert
+// it checks here too: the unique natural key, every record's employee
+// mapped, its partner and envelope present. The records, mappings and
+// result file are the same either way
 // (intake.TestPureFirstFileMatchesClassify).
 
 // errNotDirect is why a file is not applied directly; the file is staged.
@@ -60,6 +62,7 @@ func (e errNotDirect) Error() string { return "not a direct first file: " + stri
 const (
 	errFirstRowTaken = errNotDirect("the first row's pay period is closed, or has records and its employee is mapped")
 	errNotPure       = errNotDirect("not a pure first file (a closed period, a mapped employee in a period with records, or an employee rejected, taken or held)")
+	errKeyTaken      = errNotDirect("a key of the file repeats or has a record")
 )
 
 // applyDirect applies a file as a pure first file read twice, if it is
@@ -75,7 +78,7 @@ func (s *Store) applyDirect(ctx context.Context, tx pgx.Tx, env *Envelope, pl Pl
 
 // directScan is what the first pass keeps of a file.
 type directScan struct {
-	onboard         *onboarder // the file's new employees, onboarded while it is read (nil before its first valid row)
+	lookup          *mappingLookup // the file's employees, looked up while it is read (nil before its first valid row)
 	count, rejected int
 	keys            keyFilter
 	refs            empRefs
@@ -83,6 +86,13 @@ type directScan struct {
 }
 
 func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (map[string]int, error) {
+	first, err := lookUpFirstRow(ctx, tx, env.PartnerID, pl)
+	if err != nil {
+		return nil, err
+	}
+	if first.creates {
+		return s.directOnce(ctx, tx, env, pl)
+	}
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID}
 	sctx, span := startSpan(ctx, "scan")
 	sc, err := scanDirect(sctx, tx, env.PartnerID, pl)
@@ -99,8 +109,8 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 	}
 	defer lines.close()
 	// The second read starts now: while the backend runs the test (the
-	// onboarding statement), Go normalises and encodes the first blocks of
-	// records on the other core. A file that is not pure stops it.
+	// last employees' lookup), Go normalises and encodes the first blocks
+	// of records on the other core. A file that is not pure stops it.
 	second, err := startDirectApply(ctx, env, pl, lines, s.blocks)
 	if err != nil {
 		return nil, err
@@ -127,21 +137,91 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 	return counts, nil
 }
 
+// directOnce applies a first file of a partner that creates mappings
+// for unknown employees, read once: its valid rows are copied into
+// records as they are read, and the insert trigger onboards the employees
+// they name without a mapping, at the end of the same statement (migration
+// 00280; asked for by payintake.onboard). The file's first pass, which
+// collected those employees for statements run before the records, is
+// not needed: what it tested is found while the rows are copied or right
+// after. A key that repeats or already has a record is refused by the
+// natural key's unique index (errKeyTaken: the file is then compared on
+// its keys), a taken derived id or a mapping stored meanwhile by the
+// employees' (the file is staged), a rejected row of an all-or-nothing
+// file or too many pay periods by the encoder, and a closed pay period
+// by the statement after the copy. A 10,000-row first file of new
+// employees took ~14 ms less, a 1,000,000-row one ~1 s less
+// (BENCHMARKS.md, issue 15, session 20).
+func (s *Store) directOnce(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (map[string]int, error) {
+	lines := newResultLines(s.spoolDir)
+	if lines == nil {
+		return nil, errNotDirect("no result lines")
+	}
+	defer lines.close()
+	second, err := startDirectApply(ctx, env, pl, lines, s.blocks)
+	if err != nil {
+		return nil, err
+	}
+	defer second.close()
+	if _, err := tx.Exec(ctx, onboardOnceSQL, env.PartnerID); err != nil {
+		return nil, fmt.Errorf("onboard employees: %w", err)
+	}
+	actx, span := startSpan(ctx, "apply", attribute.Bool("payintake.read_once", true))
+	err = second.copy(actx, tx)
+	span.SetAttributes(attribute.Int("payintake.rows", second.src.count), attribute.Int("payintake.rows_rejected", second.src.rejected))
+	span.End() // a file that is not a direct first file is not an error
+	if err != nil {
+		return nil, err
+	}
+	var locked bool
+	if err := tx.QueryRow(ctx, onceDoneSQL, env.PartnerID, second.enc.periods.list).Scan(&locked, nil); err != nil {
+		return nil, fmt.Errorf("look up the file's pay periods: %w", err)
+	}
+	if locked {
+		return nil, errNotPure
+	}
+	valid := second.src.count - second.src.rejected
+	if valid == 0 {
+		return nil, errNotDirect("no valid row")
+	}
+	counts := map[string]int{string(OutcomeCreated): valid}
+	if second.src.rejected > 0 {
+		counts[string(OutcomeRejected)] = second.src.rejected
+	}
+	rctx, span := startSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
+	err = lines.store(rctx, tx, env.ID)
+	EndSpan(span, err)
+	if err != nil {
+		return nil, err
+	}
+	return counts, nil
+}
+
+// onboardOnceSQL asks the records' insert trigger to onboard partner $1's
+// unknown employees (directOnce), until onceDoneSQL or the end of the
+// transaction (or of the savepoint, if it is rolled back).
+const onboardOnceSQL = `SELECT set_config('payintake.onboard', $1, true)`
+
+// onceDoneSQL tells whether partner $1 has closed any of pay periods $2,
+// and asks the trigger to onboard no more.
+const onceDoneSQL = `SELECT EXISTS (SELECT 1 FROM period_locks WHERE partner_id = $1 AND pay_period = ANY ($2::text[])),
+	set_config('payintake.onboard', '', true)`
+
 // directTest is the pure-first-file test of a scanned file: what only a
 // file read twice needs (a valid row, no key candidate at all, since there
 // is no stage to confirm one on; scanDirect refused the files whose keys,
 // references or periods it could not collect), then pureFirstFile, the
-// one test of a staged file too, whose employee step takes the counts of
-// the file's new employees, onboarded while it was read (onboarder). It
-// returns the file's counts.
+// one test of a staged file too, whose employee step takes the count of
+// the file's unmapped employees, looked up while it was read
+// (mappingLookup). It returns the file's counts.
 func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedArgs) (map[string]int, error) {
-	if sc.onboard != nil {
-		unmapped, onboarded, err := sc.onboard.finish()
-		sc.onboard = nil
+	if sc.lookup != nil {
+		unmapped, err := sc.lookup.finish()
+		sc.lookup = nil
 		if err != nil {
 			return nil, err
 		}
-		args["onboarded"] = [2]int64{unmapped, onboarded}
+		args["unmapped"] = unmapped
 	}
 	valid := sc.count - sc.rejected
 	switch {
@@ -175,6 +255,7 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 type directSecond struct {
 	rows   RowSource
 	src    *stageSource
+	enc    *directRows
 	lines  *resultLines
 	closed bool
 }
@@ -186,11 +267,13 @@ func startDirectApply(ctx context.Context, env *Envelope, pl Plan, lines *result
 	if err != nil {
 		return nil, fmt.Errorf("read the file again: %w", err)
 	}
-	return &directSecond{rows: rows, lines: lines, src: newStageSource(ctx, rows, lines, newDirectRows(env, lines).encode, free)}, nil
+	enc := newDirectRows(env, lines)
+	enc.allOrNothing = pl.AllOrNothing
+	return &directSecond{rows: rows, lines: lines, enc: enc, src: newStageSource(ctx, rows, lines, enc.encode, free)}, nil
 }
 
 // apply copies the second read's rows into records (the file's employees
-// onboarded by directTest) and checks that it read what the first did.
+// looked up by directTest) and checks that it read what the first did.
 func (d *directSecond) apply(ctx context.Context, tx pgx.Tx, sc *directScan) error {
 	err := copyBinary(ctx, tx.Conn(), "records", directColumns, d.src)
 	d.close()
@@ -207,6 +290,35 @@ func (d *directSecond) apply(ctx context.Context, tx pgx.Tx, sc *directScan) err
 		return errNotDirect("result lines")
 	}
 	return nil
+}
+
+// copy copies the read's rows into records, for directOnce: a unique key
+// refused is a reason not to read the file once (see directOnce), not a
+// failure.
+func (d *directSecond) copy(ctx context.Context, tx pgx.Tx) error {
+	err := copyBinary(ctx, tx.Conn(), "records", directColumns, d.src)
+	d.close()
+	if err == nil {
+		if !d.lines.ok() {
+			return errNotDirect("result lines")
+		}
+		return nil
+	}
+	if d.src.err != nil {
+		return d.src.err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation {
+		switch pgErr.ConstraintName {
+		case "records_natural_key":
+			return errKeyTaken
+		case "employees_employee_id_key":
+			return errNotDirect("the id derived for an unknown employee is taken")
+		case "employees_pkey":
+			return errNotDirect("an employee of the file was mapped meanwhile")
+		}
+	}
+	return fmt.Errorf("copy records: %w", err)
 }
 
 // close stops the second read, if it still runs, and closes the file; a
@@ -234,19 +346,19 @@ func scanDirect(ctx context.Context, tx pgx.Tx, partner string, pl Plan) (_ *dir
 	defer closeRows(rows)
 	sc := &directScan{}
 	defer func() {
-		if err != nil && sc.onboard != nil {
-			_, _, _ = sc.onboard.finish() // the connection is the caller's once this returns
+		if err != nil && sc.lookup != nil {
+			_, _ = sc.lookup.finish() // the connection is the caller's once this returns
 		}
 	}()
-	sent := 0 // sc.refs.list[:sent] went to sc.onboard
+	sent := 0 // sc.refs.list[:sent] went to sc.lookup
 	for {
 		if sc.count%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		r, err := rows.Next()
 		if errors.Is(err, io.EOF) {
-			if sc.onboard != nil && sent < len(sc.refs.list) {
-				sc.onboard.batches <- sc.refs.list[sent:len(sc.refs.list):len(sc.refs.list)]
+			if sc.lookup != nil && sent < len(sc.refs.list) {
+				sc.lookup.batches <- sc.refs.list[sent:len(sc.refs.list):len(sc.refs.list)]
 			}
 			return sc, nil
 		}
@@ -262,22 +374,16 @@ func scanDirect(ctx context.Context, tx pgx.Tx, partner string, pl Plan) (_ *dir
 			continue
 		}
 		if len(sc.periods.list) == 0 {
-			var recorded, locked, mapped, unmappedPartner bool
-			if err := tx.QueryRow(ctx, firstRowTakenSQL, partner, r.PayPeriod, r.EmployeeRef).Scan(&recorded, &locked, &mapped, &unmappedPartner); err != nil {
-				return nil, fmt.Errorf("look up the first row: %w", err)
-			}
-			if locked || recorded && mapped {
-				return nil, errFirstRowTaken
-			}
-			// From here on this goroutine leaves the connection to the
-			// onboarder until finish.
-			sc.onboard = startOnboarder(ctx, tx, partner, unmappedPartner)
+			// The first valid row was looked up (lookUpFirstRow). From
+			// here on this goroutine leaves the connection to the
+			// lookup until finish.
+			sc.lookup = startMappingLookup(ctx, tx, partner)
 		}
 		sc.keys.add(keyHash(&r))
 		sc.refs.add(r.EmployeeRef)
 		sc.periods.add(r.PayPeriod)
-		if n := len(sc.refs.list); n-sent >= onboardBatch {
-			sc.onboard.batches <- sc.refs.list[sent:n:n]
+		if n := len(sc.refs.list); n-sent >= lookupBatch {
+			sc.lookup.batches <- sc.refs.list[sent:n:n]
 			sent = n
 		}
 		// What directTest would refuse at the end is refused now, not
@@ -293,128 +399,111 @@ func scanDirect(ctx context.Context, tx pgx.Tx, partner string, pl Plan) (_ *dir
 	}
 }
 
-// onboarder onboards the new employees of a file read twice while its
-// first pass reads on (scanDirect): each batch of onboardBatch references
-// first seen goes through onboardDirect, on the transaction's connection,
-// which the first pass does not use once its first valid row was looked
-// up, and the last batch when the first pass ends (finish). A file of
-// fewer than onboardBatch employees (a 10,000-row file has ~2,000) is
-// onboarded in one statement at the end, as if there were no batches: in
-// batches of 512, such a file's scan and onboarding took 41.8-44.0 ms
-// against 29.0-42.8 (BENCHMARKS.md, session 17). A 1,000,000-row file's
-// ~200,000 employees take ~1.8 s to onboard and ~0.8 s to read: onboarded
-// in batches, most of the one is spent during the other (BENCHMARKS.md,
-// session 18).
-type onboarder struct {
-	batches             chan []string
-	done                chan struct{}
-	unmapped, onboarded int64
-	err                 error
+// mappingLookup looks up the employees of a file read twice (a partner
+// that does not create mappings: one that does reads a first file once,
+// directOnce) while its first pass reads on (scanDirect): each batch of
+// lookupBatch references first seen goes through countUnmapped, on the
+// transaction's connection, which the first pass does not use once its
+// first valid row was looked up, and the last batch when the first pass
+// ends (finish). A file of fewer than lookupBatch employees (a 10,000-row
+// file has ~2,000) is looked up in one statement at the end: in batches of
+// 512, such a file's scan and onboarding took 41.8-44.0 ms against
+// 29.0-42.8 (BENCHMARKS.md, session 17).
+type mappingLookup struct {
+	batches  chan []string
+	done     chan struct{}
+	unmapped int64
+	err      error
 }
 
-// onboardBatch is how many references an onboardDirect statement takes
+// lookupBatch is how many references a countUnmapped statement takes
 // while the first pass reads on.
-const onboardBatch = 8192
+const lookupBatch = 8192
 
-// startOnboarder starts onboarding batches. They are slices of the first
-// pass's list of references (no copies), so the channel can hold every
-// batch of a file the first pass accepts (empRefs's limit) and the first
-// pass never waits for the backend.
-func startOnboarder(ctx context.Context, tx pgx.Tx, partner string, unmappedPartner bool) *onboarder {
-	o := &onboarder{batches: make(chan []string, empRefsMax/onboardBatch+2), done: make(chan struct{})}
-	q := onboardDirectSQL
-	if unmappedPartner {
-		q = onboardUnmappedSQL
-	}
+// startMappingLookup starts looking batches up. They are slices of the
+// first pass's list of references (no copies), so the channel can hold
+// every batch of a file the first pass accepts (empRefs's limit) and the
+// first pass never waits for the backend.
+func startMappingLookup(ctx context.Context, tx pgx.Tx, partner string) *mappingLookup {
+	o := &mappingLookup{batches: make(chan []string, empRefsMax/lookupBatch+2), done: make(chan struct{})}
 	go func() {
 		defer close(o.done)
-		var ids []string
 		for refs := range o.batches {
-			if o.err != nil || o.onboarded < o.unmapped {
-				continue // the file is not a pure first file: nothing more to onboard
+			if o.err != nil || o.unmapped > 0 {
+				continue // the file is not a pure first file: nothing more to look up
 			}
-			ids = appendDerivedEmployeeIDs(ids[:0], partner, refs)
-			u, n, err := onboardDirect(ctx, tx, q, pgx.NamedArgs{"partner": partner, "refs": refs, "ids": ids})
-			o.unmapped, o.onboarded, o.err = o.unmapped+u, o.onboarded+n, err
+			var n int64
+			if o.err = tx.QueryRow(ctx, unmappedRefsSQL, pgx.NamedArgs{"partner": partner, "refs": refs}).Scan(&n); o.err != nil {
+				o.err = fmt.Errorf("look up employees: %w", o.err)
+			}
+			o.unmapped += n
 		}
 	}()
 	return o
 }
 
 // finish waits for the batches sent and returns how many references had
-// no mapping and how many were onboarded; the connection is then free.
-func (o *onboarder) finish() (unmapped, onboarded int64, err error) {
+// no mapping; the connection is then free.
+func (o *mappingLookup) finish() (unmapped int64, err error) {
 	close(o.batches)
 	<-o.done
-	return o.unmapped, o.onboarded, o.err
+	return o.unmapped, o.err
 }
 
-// onboardDirect is the employees step of a first file read twice, for a
-// batch of its distinct references (args["refs"], their derived ids
-// args["ids"]): one statement q (onboardDirectSQL, or onboardUnmappedSQL
-// for a partner without mappings) finds the references without a mapping
-// and, if the partner creates mappings, onboards them under their derived
-// ids. It returns how many
-// had no mapping and how many were onboarded; the file is pure only if
-// they are the same number (directTest, pureFirstFile). Staged, the same
-// work takes five statements: emp_refs and emp created, the references
-// copied, emp filled, a test of its kinds, then onboarding from emp:
-// ~27 ms of a 10,000-row file's ~120 against ~18 (BENCHMARKS.md, session
-// 17), two temporary tables fewer (each a few files created and removed). A
-// derived id that is taken (an 80-bit collision of two references' SHA-256
-// prefixes: an import refuses ids of the derived form) is refused by the
-// unique index on employee_id: the file is staged, where employeesSQL
-// probes for it and the row is rejected as employee_taken.
-func onboardDirect(ctx context.Context, tx pgx.Tx, q string, args pgx.NamedArgs) (unmapped, onboarded int64, err error) {
-	err = tx.QueryRow(ctx, q, args).Scan(&unmapped, &onboarded)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation && pgErr.ConstraintName == "employees_employee_id_key" {
-		return 0, 0, errNotDirect("the id derived for an unknown employee is taken")
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("onboard employees: %w", err)
-	}
-	return unmapped, onboarded, nil
-}
-
-// onboardDirectSQL: u is the file's references (@refs, with their
-// derived ids @ids, derivedEmployeeID) without a mapping, looked up in the
-// partner's mappings; they are onboarded in the order onboardSQL inserts
-// them, when the partner's --unknown-employee is create.
-const onboardDirectSQL = `WITH u AS MATERIALIZED (
-	SELECT r.employee_ref, r.employee_id FROM unnest(@refs::text[], @ids::text[]) r(employee_ref, employee_id)
-	WHERE NOT EXISTS (SELECT 1 FROM employees em WHERE em.partner_id = @partner AND em.employee_ref = r.employee_ref)),
-` + onboardFromU
-
-// onboardUnmappedSQL is onboardDirectSQL for a partner that had no mapping
-// when the file's first row was looked up: every reference of the file
-// is new (they are distinct, empRefs), so none is looked up. A mapping
-// that another transaction stores meanwhile is refused by the primary key
-// (the file is then staged, where employeesSQL looks every reference up).
-// The lookups were ~0.3-0.5 s of a 1,000,000-row first file's ~2 s of
-// onboarding (BENCHMARKS.md, session 19).
-const onboardUnmappedSQL = `WITH u AS MATERIALIZED (
-	SELECT r.employee_ref, r.employee_id FROM unnest(@refs::text[], @ids::text[]) r(employee_ref, employee_id)),
-` + onboardFromU
-
-// onboardFromU onboards the references of u under their ids and counts
-// both.
-const onboardFromU = `onboarded AS (
-	INSERT INTO employees (partner_id, employee_ref, employee_id, source)
-	SELECT @partner, u.employee_ref, u.employee_id, 'derived'
-	FROM u
-	WHERE (SELECT unknown_employee FROM partners WHERE id = @partner) = 'create'
-	ORDER BY u.employee_ref COLLATE "C"
-	RETURNING 1)
-SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM onboarded)`
+// unmappedRefsSQL counts the references (@refs) that partner @partner has
+// not mapped. A file read twice is pure only if there is none: its partner
+// rejects or holds unknown employees (directTest, pureFirstFile).
+const unmappedRefsSQL = `SELECT count(*) FROM unnest(@refs::text[]) r(employee_ref)
+	WHERE NOT EXISTS (SELECT 1 FROM employees em WHERE em.partner_id = @partner AND em.employee_ref = r.employee_ref)`
 
 // firstRowTakenSQL tells whether partner $1 has a record, and a lock, in
 // pay period $2, whether employee $3 is mapped, and whether the partner
-// has no mapping at all.
+// creates mappings for unknown employees.
 const firstRowTakenSQL = `SELECT EXISTS (SELECT 1 FROM records WHERE partner_id = $1 AND pay_period = $2),
 	EXISTS (SELECT 1 FROM period_locks WHERE partner_id = $1 AND pay_period = $2),
 	EXISTS (SELECT 1 FROM employees WHERE partner_id = $1 AND employee_ref = $3),
-	NOT EXISTS (SELECT 1 FROM employees WHERE partner_id = $1)`
+	coalesce((SELECT unknown_employee = 'create' FROM partners WHERE id = $1), false)`
+
+// firstRow is what lookUpFirstRow found of a file's first valid row.
+type firstRow struct {
+	creates bool // the partner creates mappings for unknown employees
+}
+
+// lookUpFirstRow reads a file up to its first valid row and looks that
+// row up (firstRowTakenSQL). The file is not read on directly if there is
+// no valid row, if a row before it is rejected in an all-or-nothing file,
+// or (errFirstRowTaken) if the row's pay period is closed, or has records
+// and the row's employee is mapped (any resubmission).
+func lookUpFirstRow(ctx context.Context, tx pgx.Tx, partner string, pl Plan) (first firstRow, err error) {
+	rows, err := pl.Reread(ReadOptions{KeysOnly: true})
+	if err != nil {
+		return first, fmt.Errorf("read the file: %w", err)
+	}
+	defer closeRows(rows)
+	for {
+		r, err := rows.Next()
+		if errors.Is(err, io.EOF) {
+			return first, errNotDirect("no valid row")
+		}
+		if err != nil {
+			return first, err
+		}
+		if r.Code != "" {
+			if pl.AllOrNothing {
+				return first, errNotDirect("a rejected row in an all-or-nothing file")
+			}
+			continue
+		}
+		var recorded, locked, mapped bool
+		if err := tx.QueryRow(ctx, firstRowTakenSQL, partner, r.PayPeriod, r.EmployeeRef).Scan(&recorded, &locked, &mapped, &first.creates); err != nil {
+			return first, fmt.Errorf("look up the first row: %w", err)
+		}
+		if locked || recorded && mapped {
+			return first, errFirstRowTaken
+		}
+		return first, nil
+	}
+}
 
 // directColumns are the columns the second pass copies into records.
 const directColumns = `partner_id, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
@@ -424,10 +513,12 @@ const directColumns = `partner_id, employee_ref, pay_period, component, amount, 
 // binary COPY for records (copybinary.go), and every row's result line
 // (resultLines).
 type directRows struct {
-	lines *resultLines
-	head  []byte // the field count and partner_id
-	tail  []byte // last_seq and envelope_id
-	cells []byte
+	lines        *resultLines
+	head         []byte // the field count and partner_id
+	tail         []byte // last_seq and envelope_id
+	cells        []byte
+	allOrNothing bool      // a rejected row stops the file (read once, directOnce)
+	periods      periodSet // the valid rows' pay periods
 }
 
 // directColumnCount is the number of directColumns.
@@ -447,6 +538,9 @@ func newDirectRows(env *Envelope, lines *resultLines) *directRows {
 
 func (d *directRows) encode(b []byte, r *StagedRow) ([]byte, error) {
 	if r.Code != "" {
+		if d.allOrNothing {
+			return b, errNotDirect("a rejected row in an all-or-nothing file")
+		}
 		d.lines.addRejected(r)
 		if !d.lines.ok() {
 			return b, errNotDirect("a result line Go cannot compose")
@@ -461,6 +555,9 @@ func (d *directRows) encode(b []byte, r *StagedRow) ([]byte, error) {
 	d.lines.addCreated(r, cells)
 	if !d.lines.ok() {
 		return b, errNotDirect("a result line Go cannot write")
+	}
+	if d.periods.add(r.PayPeriod); d.periods.over {
+		return b, errNotDirect("too many pay periods")
 	}
 	mark := len(b)
 	b = append(b, d.head...)

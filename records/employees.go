@@ -2,8 +2,6 @@ package records
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -138,28 +136,4 @@ func (s *Store) Employees(ctx context.Context, partner string) ([]Employee, erro
 		return nil, fmt.Errorf("list employees of partner %q: %w", partner, err)
 	}
 	return es, nil
-}
-
-// derivedEmployeeID is the id given to a reference without a mapping:
-// 'emp_' and the first 20 hex digits of the SHA-256 of
-// '{partner}:{employee_ref}' in UTF-8. It is the database's
-// derived_employee_id (migration 00008), computed here so that a file's
-// onboarding sends its new employees' ids instead of the backend hashing
-// each one (~0.9 µs of backend time per employee); TestDerivedEmployeeID
-// runs both on the same references.
-func derivedEmployeeID(partner, employeeRef string) string {
-	sum := sha256.Sum256([]byte(partner + ":" + employeeRef))
-	var b [4 + 20]byte
-	copy(b[:], "emp_")
-	hex.Encode(b[4:], sum[:10])
-	return string(b[:])
-}
-
-// appendDerivedEmployeeIDs appends the derived id of each of partner's
-// refs to ids.
-func appendDerivedEmployeeIDs(ids []string, partner string, refs []string) []string {
-	for _, ref := range refs {
-		ids = append(ids, derivedEmployeeID(partner, ref))
-	}
-	return ids
 }

@@ -3,6 +3,8 @@ package records_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -176,54 +178,99 @@ func TestEmployeeCheckProbesForFewRecords(t *testing.T) {
 	}
 }
 
-// A file's onboarding sends the derived ids Go computes
-// (derivedEmployeeID); the database's derived_employee_id (migration
-// 00008) is the rule they must equal, whatever the reference: ASCII,
-// accented and composed characters, CJK, an emoji, controls and
-// separators, a colon (the rule's own separator), a long reference.
-func TestDerivedEmployeeID(t *testing.T) {
+// The records' insert trigger onboards the employees a statement's records
+// name without a mapping only when the transaction asks for it
+// (payintake.onboard, as a first file read once does), only for that
+// partner as the statement's only one, and only if the partner creates
+// mappings: under the derived id (migration 00008's rule), with the
+// mappings there were left as they are, for a few employees (probed) and
+// for many (hashed). Any other insert of a record without a mapping is
+// refused, as before (migration 00280).
+func TestInsertTriggerOnboardsWhenAsked(t *testing.T) {
 	ctx := context.Background()
 	st := pgtest.Store(t)
-	refs := []string{"E1", "e1", "E00000001", "Zoé", "Zoe\u0301", "Müller-Straße", "山田太郎", "🙂", "E\t4", " E5 ", "a:b", ":", "x",
-		strings.Repeat("R", 300), "\"quoted\", with comma", "=1+2", "Ω≈ç√"}
-	for _, partner := range []string{"acme", "bench-tpe86u-1000000", "Pärtner:1"} {
-		for _, ref := range refs {
-			var want string
-			if err := st.Pool().QueryRow(ctx, `SELECT derived_employee_id($1, $2)`, partner, ref).Scan(&want); err != nil {
-				t.Fatal(err)
-			}
-			if got := records.DerivedEmployeeID(partner, ref); got != want {
-				t.Errorf("derived id of %q/%q: Go %q, database %q", partner, ref, got, want)
-			}
+	for _, p := range []records.Partner{{ID: "acme"}, {ID: "strict", UnknownEmployee: records.UnknownReject}, {ID: "other"}} {
+		p.Name, p.Currency = p.ID, "USD"
+		if err := st.AddPartner(ctx, p); err != nil {
+			t.Fatal(err)
 		}
 	}
-}
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+		VALUES ('acme', 'E3', 'W-3', 'import'), ('strict', 'S1', 'W-S1', 'import')`); err != nil {
+		t.Fatal(err)
+	}
+	// insert inserts one record of each (partner, ref) in a transaction
+	// that asks the trigger to onboard for partner onboard ("": does not
+	// ask), and returns the error and the mappings of the refs then.
+	insert := func(onboard string, partners, refs []string) (error, map[string]string) {
+		t.Helper()
+		tx, err := st.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, `SELECT set_config('payintake.onboard', $1, true)`, onboard); err != nil {
+			t.Fatal(err)
+		}
+		_, insErr := tx.Exec(ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash)
+			SELECT p, r, '2026-11', 'BASE', 1, 'USD', '\x00' FROM unnest($1::text[], $2::text[]) u(p, r)`, partners, refs)
+		got := map[string]string{}
+		if insErr != nil {
+			return insErr, got
+		}
+		rows, err := tx.Query(ctx, `SELECT e.partner_id || '/' || e.employee_ref,
+				e.employee_id || CASE WHEN e.employee_id = derived_employee_id(e.partner_id, e.employee_ref) THEN ' (derived)' ELSE '' END || ' ' || e.source
+			FROM employees e JOIN unnest($1::text[], $2::text[]) u(p, r) ON e.partner_id = u.p AND e.employee_ref = u.r`, partners, refs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k, v string
+			if err := rows.Scan(&k, &v); err != nil {
+				t.Fatal(err)
+			}
+			got[k] = v
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return nil, got
+	}
+	refused := func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == pgerrcode.ForeignKeyViolation && strings.Contains(pe.Message, "has no employee mapping")
+	}
+	acme := func(n int) []string { return slices.Repeat([]string{"acme"}, n) }
 
-// The onboarding statement of a partner without mappings looks no
-// reference up; a mapping that exists all the same (stored by another
-// transaction since) is refused by the primary key, never written twice.
-func TestOnboardUnmappedRefusesAMappedReference(t *testing.T) {
-	ctx := context.Background()
-	st := pgtest.Store(t)
-	if err := st.AddPartner(ctx, records.Partner{ID: "acme", Name: "acme", Currency: "USD"}); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := st.Pool().Begin(ctx)
+	err, got := insert("acme", acme(3), []string{"E1", "E2", "E3"})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("asked for acme: %v", err)
 	}
-	defer tx.Rollback(ctx)
-	if u, n, err := records.OnboardUnmapped(ctx, tx, "acme", []string{"E2", "E1", "E3"}); err != nil || u != 3 || n != 3 {
-		t.Fatalf("onboard E1-E3: %d new, %d onboarded, %v; want 3, 3", u, n, err)
+	for ref, want := range map[string]string{"acme/E1": "(derived) derived", "acme/E2": "(derived) derived", "acme/E3": "W-3 import"} {
+		if !strings.HasSuffix(got[ref], want) {
+			t.Errorf("mapping of %s: %q; want ...%q", ref, got[ref], want)
+		}
 	}
-	var ok bool
-	if err := tx.QueryRow(ctx, `SELECT bool_and(employee_id = derived_employee_id(partner_id, employee_ref) AND source = 'derived')
-		AND count(*) = 3 FROM employees WHERE partner_id = 'acme'`).Scan(&ok); err != nil || !ok {
-		t.Errorf("E1-E3 not onboarded under their derived ids (%v)", err)
+	// Many references for the mappings there are: the hashed form.
+	many := make([]string, 5000)
+	for i := range many {
+		many[i] = fmt.Sprintf("M%d", i)
 	}
-	_, _, err = records.OnboardUnmapped(ctx, tx, "acme", []string{"E4", "E1"})
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != pgerrcode.UniqueViolation || pe.ConstraintName != "employees_pkey" {
-		t.Errorf("onboarding E1 again: %v, want the primary key's unique_violation", err)
+	if err, got := insert("acme", acme(len(many)), many); err != nil || len(got) != len(many) || !strings.HasSuffix(got["acme/M4999"], "(derived) derived") {
+		t.Errorf("asked for acme, 5,000 references: %v, %d mappings (M4999: %q)", err, len(got), got["acme/M4999"])
+	}
+	for name, tc := range map[string]struct {
+		onboard        string
+		partners, refs []string
+	}{
+		"not asked":                                    {"", acme(2), []string{"E1", "E3"}},
+		"asked for another partner":                    {"other", acme(2), []string{"E1", "E3"}},
+		"asked, a second partner in the statement":     {"acme", []string{"acme", "other"}, []string{"E1", "O1"}},
+		"asked, the partner rejects unknown employees": {"strict", []string{"strict", "strict"}, []string{"S1", "S2"}},
+	} {
+		if err, _ := insert(tc.onboard, tc.partners, tc.refs); !refused(err) {
+			t.Errorf("%s: %v; want the record without a mapping refused", name, err)
+		}
 	}
 }

@@ -1,12 +1,9 @@
 package records
 
 import (
-	"context"
 	"fmt"
 	"io/fs"
 	"strings"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Statements returns every named statement of the .sql files, fragments
@@ -68,14 +65,3 @@ func BinaryNumericDates(rows [][2]string) ([]byte, error) {
 
 // ProcessSettingsSQL is the processing transaction's settings statement.
 const ProcessSettingsSQL = processSettingsSQL
-
-// DerivedEmployeeID is derivedEmployeeID, for its parity test against the
-// database's derived_employee_id.
-var DerivedEmployeeID = derivedEmployeeID
-
-// OnboardUnmapped runs the onboarding statement of a file whose partner
-// had no mapping (onboardUnmappedSQL) for refs, in tx.
-func OnboardUnmapped(ctx context.Context, tx pgx.Tx, partner string, refs []string) (unmapped, onboarded int64, err error) {
-	ids := appendDerivedEmployeeIDs(nil, partner, refs)
-	return onboardDirect(ctx, tx, onboardUnmappedSQL, pgx.NamedArgs{"partner": partner, "refs": refs, "ids": ids})
-}
