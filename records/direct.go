@@ -103,19 +103,14 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 	if err != nil {
 		return nil, err
 	}
-	lines := newResultLines(s.spoolDir)
-	if lines == nil {
-		return nil, errNotDirect("no result lines")
-	}
-	defer lines.close()
 	// The second read starts now: while the backend runs the test (the
 	// last employees' lookup), Go normalises and encodes the first blocks
 	// of records on the other core. A file that is not pure stops it.
-	second, err := startDirectApply(ctx, env, pl, lines, s.blocks)
+	second, err := s.startDirectApply(ctx, env, pl)
 	if err != nil {
 		return nil, err
 	}
-	defer second.close()
+	defer second.release()
 	cctx, span := startSpan(ctx, "classify", attribute.Bool("payintake.first_file", true))
 	counts, err := directTest(cctx, tx, sc, args)
 	span.End()
@@ -129,7 +124,7 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 		return nil, err
 	}
 	rctx, span := startSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
-	err = lines.store(rctx, tx, env.ID)
+	err = second.lines.store(rctx, tx, env.ID)
 	EndSpan(span, err)
 	if err != nil {
 		return nil, err
@@ -150,19 +145,14 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 // employees' (the file is staged), a rejected row of an all-or-nothing
 // file or too many pay periods by the encoder, and a closed pay period
 // by the statement after the copy. A 10,000-row first file of new
-// employees took ~14 ms less, a 1,000,000-row one ~1 s less
-// (BENCHMARKS.md, issue 15, session 20).
+// employees is ready ~20 ms sooner, a 1,000,000-row one 0.7-1.9 s sooner,
+// with ~1.6 s less of Go's CPU (BENCHMARKS.md, issue 15, session 20).
 func (s *Store) directOnce(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (map[string]int, error) {
-	lines := newResultLines(s.spoolDir)
-	if lines == nil {
-		return nil, errNotDirect("no result lines")
-	}
-	defer lines.close()
-	second, err := startDirectApply(ctx, env, pl, lines, s.blocks)
+	second, err := s.startDirectApply(ctx, env, pl)
 	if err != nil {
 		return nil, err
 	}
-	defer second.close()
+	defer second.release()
 	if _, err := tx.Exec(ctx, onboardOnceSQL, env.PartnerID); err != nil {
 		return nil, fmt.Errorf("onboard employees: %w", err)
 	}
@@ -189,7 +179,7 @@ func (s *Store) directOnce(ctx context.Context, tx pgx.Tx, env *Envelope, pl Pla
 		counts[string(OutcomeRejected)] = second.src.rejected
 	}
 	rctx, span := startSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
-	err = lines.store(rctx, tx, env.ID)
+	err = second.lines.store(rctx, tx, env.ID)
 	EndSpan(span, err)
 	if err != nil {
 		return nil, err
@@ -260,16 +250,21 @@ type directSecond struct {
 	closed bool
 }
 
-// startDirectApply starts the second read of the file, composing the
-// result lines into lines.
-func startDirectApply(ctx context.Context, env *Envelope, pl Plan, lines *resultLines, free chan []byte) (*directSecond, error) {
+// startDirectApply starts the read of the file whose rows go into
+// records, composing the result lines; release frees what it holds.
+func (s *Store) startDirectApply(ctx context.Context, env *Envelope, pl Plan) (*directSecond, error) {
+	lines := newResultLines(s.spoolDir)
+	if lines == nil {
+		return nil, errNotDirect("no result lines")
+	}
 	rows, err := pl.Reread(ReadOptions{})
 	if err != nil {
+		lines.close()
 		return nil, fmt.Errorf("read the file again: %w", err)
 	}
 	enc := newDirectRows(env, lines)
 	enc.allOrNothing = pl.AllOrNothing
-	return &directSecond{rows: rows, lines: lines, enc: enc, src: newStageSource(ctx, rows, lines, enc.encode, free)}, nil
+	return &directSecond{rows: rows, lines: lines, enc: enc, src: newStageSource(ctx, rows, lines, enc.encode, s.blocks)}, nil
 }
 
 // apply copies the second read's rows into records (the file's employees
@@ -319,6 +314,13 @@ func (d *directSecond) copy(ctx context.Context, tx pgx.Tx) error {
 		}
 	}
 	return fmt.Errorf("copy records: %w", err)
+}
+
+// release stops the read, if it still runs, and frees the result lines
+// (once stored, or not wanted).
+func (d *directSecond) release() {
+	d.close()
+	d.lines.close()
 }
 
 // close stops the second read, if it still runs, and closes the file; a
