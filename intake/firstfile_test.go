@@ -232,6 +232,17 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			partner: records.Partner{UnknownEmployee: records.UnknownReject}, mapped: mapped,
 			file: firstFileHeader + cleanRows("2026-11"), unmappedInPeriod: true,
 		},
+		// Read once until the natural key refuses E6's BONUS, recorded
+		// by an earlier file with another amount: compared on its keys
+		// instead, E6's row updated, the others created.
+		"new employees in a period with records, a later key recorded already": {
+			before: func(f *fixture) {
+				if _, out := f.ingest("pay-0.csv", "employee_ref,pay_period,component,amount,currency\nE6,2026-11,BONUS,61.00,USD\n"); out.Counts["created"] != 1 {
+					f.t.Fatalf("earlier file: %v", out.Counts)
+				}
+			},
+			file: firstFileHeader + cleanRows("2026-11"), unmappedInPeriod: true, copied: true,
+		},
 		"a key twice": {
 			file: firstFileHeader + messyRows("2026-11") + "E1,2026-11,BASE,1.00,USD,,,\r\n", copied: true,
 		},
@@ -301,6 +312,7 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			for i, f := range []*fixture{a, b, s} {
 				if tc.before != nil {
 					tc.before(f)
+					[]*classifyCounter{ca, cb, cs}[i].reset() // the file's statements alone
 				}
 				_, outs[i] = f.ingest("pay-7.csv", tc.file)
 			}
