@@ -72,7 +72,7 @@ const (
 // read the file twice (errNotDirect) or a file the staging will reject (a
 // *normalize.ParseError) is logged: the file is staged all the same.
 func (s *Store) applyDirect(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (counts map[string]int, why, err error) {
-	return s.attempt(ctx, tx, env, "direct", "a first file could not be read twice; it is staged instead",
+	return s.attempt(ctx, tx, env, "direct", "a first file could not be read without staging; it is staged instead",
 		func(tx pgx.Tx) (map[string]int, error) { return s.direct(ctx, tx, env, pl) })
 }
 

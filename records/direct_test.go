@@ -15,8 +15,8 @@ import (
 	"github.com/payintake/payintake/records"
 )
 
-// TestDirectFailureIsStagedAndLogged fails the second read of a first
-// file read twice with an error that is no reason of the file's own (a
+// TestDirectFailureIsStagedAndLogged fails the read of a first file
+// whose rows go into records with an error that is no reason of the file's own (a
 // read error): the records copied so far are rolled back, the file is
 // staged from a third read and every row created once, and the failure
 // is logged for the operator (without tracing, nothing else shows it).
@@ -71,7 +71,7 @@ func TestDirectFailureIsStagedAndLogged(t *testing.T) {
 			t.Errorf("record of %s: %+v, %v", r.EmployeeRef, got, err)
 		}
 	}
-	if !strings.Contains(logs.String(), "could not be read twice") || !strings.Contains(logs.String(), failed.Error()) {
+	if !strings.Contains(logs.String(), "could not be read without staging") || !strings.Contains(logs.String(), failed.Error()) {
 		t.Errorf("no warning of the failed direct apply in the log:\n%s", logs.String())
 	}
 }
