@@ -123,10 +123,7 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 	if err != nil {
 		return nil, err
 	}
-	rctx, span := startSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
-	err = second.lines.store(rctx, tx, env.ID)
-	EndSpan(span, err)
-	if err != nil {
+	if err := second.storeResult(ctx, tx, env.ID); err != nil {
 		return nil, err
 	}
 	return counts, nil
@@ -174,14 +171,8 @@ func (s *Store) directOnce(ctx context.Context, tx pgx.Tx, env *Envelope, pl Pla
 	if valid == 0 {
 		return nil, errNotDirect("no valid row")
 	}
-	counts := map[string]int{string(OutcomeCreated): valid}
-	if second.src.rejected > 0 {
-		counts[string(OutcomeRejected)] = second.src.rejected
-	}
-	rctx, span := startSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
-	err = second.lines.store(rctx, tx, env.ID)
-	EndSpan(span, err)
-	if err != nil {
+	counts := directCounts(valid, second.src.rejected)
+	if err := second.storeResult(ctx, tx, env.ID); err != nil {
 		return nil, err
 	}
 	return counts, nil
@@ -231,11 +222,17 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 	if !pure {
 		return nil, errNotPure
 	}
+	return directCounts(valid, sc.rejected), nil
+}
+
+// directCounts are the outcome counts of a first file applied directly:
+// every valid row created, the others rejected.
+func directCounts(valid, rejected int) map[string]int {
 	counts := map[string]int{string(OutcomeCreated): valid}
-	if sc.rejected > 0 {
-		counts[string(OutcomeRejected)] = sc.rejected
+	if rejected > 0 {
+		counts[string(OutcomeRejected)] = rejected
 	}
-	return counts, nil
+	return counts
 }
 
 // directSecond is the second read of a file read twice: its valid rows
@@ -314,6 +311,15 @@ func (d *directSecond) copy(ctx context.Context, tx pgx.Tx) error {
 		}
 	}
 	return fmt.Errorf("copy records: %w", err)
+}
+
+// storeResult stores the result lines the read composed as envelope env's
+// result file.
+func (d *directSecond) storeResult(ctx context.Context, tx pgx.Tx, env int64) error {
+	ctx, span := startSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
+	err := d.lines.store(ctx, tx, env)
+	EndSpan(span, err)
+	return err
 }
 
 // release stops the read, if it still runs, and frees the result lines
