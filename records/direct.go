@@ -86,11 +86,11 @@ type directScan struct {
 }
 
 func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (map[string]int, error) {
-	first, err := lookUpFirstRow(ctx, tx, env.PartnerID, pl)
+	creates, err := lookUpFirstRow(ctx, tx, env.PartnerID, pl)
 	if err != nil {
 		return nil, err
 	}
-	if first.creates {
+	if creates {
 		return s.directOnce(ctx, tx, env, pl)
 	}
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID}
@@ -410,7 +410,7 @@ func scanDirect(ctx context.Context, tx pgx.Tx, partner string, pl Plan) (_ *dir
 // mappingLookup looks up the employees of a file read twice (a partner
 // that does not create mappings: one that does reads a first file once,
 // directOnce) while its first pass reads on (scanDirect): each batch of
-// lookupBatch references first seen goes through countUnmapped, on the
+// lookupBatch references first seen goes through unmappedRefsSQL, on the
 // transaction's connection, which the first pass does not use once its
 // first valid row was looked up, and the last batch when the first pass
 // ends (finish). A file of fewer than lookupBatch employees (a 10,000-row
@@ -424,7 +424,7 @@ type mappingLookup struct {
 	err      error
 }
 
-// lookupBatch is how many references a countUnmapped statement takes
+// lookupBatch is how many references an unmappedRefsSQL statement takes
 // while the first pass reads on.
 const lookupBatch = 8192
 
@@ -472,44 +472,40 @@ const firstRowTakenSQL = `SELECT EXISTS (SELECT 1 FROM records WHERE partner_id 
 	EXISTS (SELECT 1 FROM employees WHERE partner_id = $1 AND employee_ref = $3),
 	coalesce((SELECT unknown_employee = 'create' FROM partners WHERE id = $1), false)`
 
-// firstRow is what lookUpFirstRow found of a file's first valid row.
-type firstRow struct {
-	creates bool // the partner creates mappings for unknown employees
-}
-
 // lookUpFirstRow reads a file up to its first valid row and looks that
-// row up (firstRowTakenSQL). The file is not read on directly if there is
+// row up (firstRowTakenSQL); it tells whether the partner creates mappings
+// for unknown employees. The file is not read on directly if there is
 // no valid row, if a row before it is rejected in an all-or-nothing file,
 // or (errFirstRowTaken) if the row's pay period is closed, or has records
 // and the row's employee is mapped (any resubmission).
-func lookUpFirstRow(ctx context.Context, tx pgx.Tx, partner string, pl Plan) (first firstRow, err error) {
+func lookUpFirstRow(ctx context.Context, tx pgx.Tx, partner string, pl Plan) (creates bool, err error) {
 	rows, err := pl.Reread(ReadOptions{KeysOnly: true})
 	if err != nil {
-		return first, fmt.Errorf("read the file: %w", err)
+		return false, fmt.Errorf("read the file: %w", err)
 	}
 	defer closeRows(rows)
 	for {
 		r, err := rows.Next()
 		if errors.Is(err, io.EOF) {
-			return first, errNotDirect("no valid row")
+			return false, errNotDirect("no valid row")
 		}
 		if err != nil {
-			return first, err
+			return false, err
 		}
 		if r.Code != "" {
 			if pl.AllOrNothing {
-				return first, errNotDirect("a rejected row in an all-or-nothing file")
+				return false, errNotDirect("a rejected row in an all-or-nothing file")
 			}
 			continue
 		}
 		var recorded, locked, mapped bool
-		if err := tx.QueryRow(ctx, firstRowTakenSQL, partner, r.PayPeriod, r.EmployeeRef).Scan(&recorded, &locked, &mapped, &first.creates); err != nil {
-			return first, fmt.Errorf("look up the first row: %w", err)
+		if err := tx.QueryRow(ctx, firstRowTakenSQL, partner, r.PayPeriod, r.EmployeeRef).Scan(&recorded, &locked, &mapped, &creates); err != nil {
+			return false, fmt.Errorf("look up the first row: %w", err)
 		}
 		if locked || recorded && mapped {
-			return first, errFirstRowTaken
+			return false, errFirstRowTaken
 		}
-		return first, nil
+		return creates, nil
 	}
 }
 
