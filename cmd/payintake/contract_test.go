@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -15,14 +14,7 @@ import (
 // classification statement gives rows, and every file-level rejection.
 func TestContractNamesEveryResultCode(t *testing.T) {
 	root := filepath.Join("..", "..")
-	read := func(rel string) string {
-		t.Helper()
-		b, err := os.ReadFile(filepath.Join(root, rel))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
+	read := func(rel string) string { t.Helper(); return repoFile(t, rel) }
 	codes := map[string]string{} // code → where it comes from
 	add := func(where string, re *regexp.Regexp, src string) {
 		t.Helper()

@@ -16,15 +16,7 @@ import (
 // there. A new package or dependency without its line fails here.
 func TestReadmeMapsEveryPackageAndDependency(t *testing.T) {
 	root := filepath.Join("..", "..")
-	read := func(rel string) string {
-		t.Helper()
-		b, err := os.ReadFile(filepath.Join(root, rel))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	readme, contributing := read("README.md"), read("CONTRIBUTING.md")
+	readme, contributing := repoFile(t, "README.md"), repoFile(t, "CONTRIBUTING.md")
 	section := func(doc, heading string) string {
 		t.Helper()
 		i := strings.Index(doc, "\n## "+heading)
@@ -79,7 +71,7 @@ func TestReadmeMapsEveryPackageAndDependency(t *testing.T) {
 	}
 
 	var direct []string
-	sc := bufio.NewScanner(strings.NewReader(read("go.mod")))
+	sc := bufio.NewScanner(strings.NewReader(repoFile(t, "go.mod")))
 	inRequire := false
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -103,4 +95,15 @@ func TestReadmeMapsEveryPackageAndDependency(t *testing.T) {
 		}
 	}
 	t.Logf("%d packages and %d direct dependencies, each in the README", len(pkgs), len(direct))
+}
+
+// repoFile is the text of a file of the repository, by its path from the
+// repository's root.
+func repoFile(t testing.TB, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
