@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/payintake/payintake/backoff"
+	"github.com/payintake/payintake/internal/egress"
 	"github.com/payintake/payintake/records"
 )
 
@@ -33,8 +34,8 @@ const (
 type Config struct {
 	Log     *slog.Logger
 	Metrics *Metrics
-	// Client sends the POSTs (default: keep-alive, no redirects followed);
-	// each request is bounded by Timeout.
+	// Client sends the POSTs (default: egress.NewClient, which never
+	// follows a redirect); each request is bounded by Timeout.
 	Client *http.Client
 	Rand   backoff.Rand     // default: math/rand/v2 Float64
 	Now    func() time.Time // default: time.Now
@@ -64,8 +65,7 @@ func New(st *records.Store, cfg Config) *Notifier {
 		cfg.Metrics = NewMetrics(nil)
 	}
 	if cfg.Client == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		cfg.Client = &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		cfg.Client = egress.NewClient()
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
@@ -231,7 +231,12 @@ func (n *Notifier) post(c claimed, req *http.Request) result {
 	case backoff.Retryable(resp.StatusCode):
 		return n.retry(c, resp.StatusCode, resp.Header.Get("Retry-After"), answer(resp.StatusCode, body))
 	default:
-		return result{state: StateFailed, status: resp.StatusCode, err: answer(resp.StatusCode, body)}
+		// Any other status, 3xx included: the client follows no redirect.
+		msg := answer(resp.StatusCode, body)
+		if r := egress.Redirect(resp.StatusCode, resp.Header); r != "" {
+			msg = fmt.Sprintf("HTTP %d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), r)
+		}
+		return result{state: StateFailed, status: resp.StatusCode, err: msg}
 	}
 }
 

@@ -127,11 +127,11 @@ func newClient(d *net.Dialer) *http.Client {
 
 // Redirect describes a 3xx answer for a log or a dead letter's detail:
 // "redirect to LOCATION not followed" ("" for any other status).
-func Redirect(resp *http.Response) string {
-	if resp.StatusCode < 300 || resp.StatusCode > 399 {
+func Redirect(status int, h http.Header) string {
+	if status < 300 || status > 399 {
 		return ""
 	}
-	loc := resp.Header.Get("Location")
+	loc := h.Get("Location")
 	if loc == "" {
 		loc = "(no Location)"
 	}

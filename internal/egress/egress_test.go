@@ -300,8 +300,8 @@ func TestClientNeverFollowsRedirects(t *testing.T) {
 			t.Fatalf("%d: %v", code, err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != code || !strings.Contains(Redirect(resp), other.URL+"/stolen") {
-			t.Errorf("%d: answer %d, %q", code, resp.StatusCode, Redirect(resp))
+		if resp.StatusCode != code || !strings.Contains(Redirect(resp.StatusCode, resp.Header), other.URL+"/stolen") {
+			t.Errorf("%d: answer %d, %q", code, resp.StatusCode, Redirect(resp.StatusCode, resp.Header))
 		}
 	}
 	if n := elsewhere.Load(); n != 0 {
