@@ -156,8 +156,9 @@ func urlChar(c byte) bool {
 // normalised (scheme and host in lower case), or an error wrapping
 // ErrBadURL that says what is wrong.
 func ParseURL(raw string) (string, error) {
+	shown := raw // the URL as the message quotes it: a password is masked
 	bad := func(why string) (string, error) {
-		return "", fmt.Errorf("%w: %q %s; give an absolute http:// or https:// URL such as https://vendor.example/batches", ErrBadURL, raw, why)
+		return "", fmt.Errorf("%w: %q %s; give an absolute http:// or https:// URL such as https://vendor.example/batches", ErrBadURL, shown, why)
 	}
 	if raw == "" {
 		return bad("is empty")
@@ -187,6 +188,7 @@ func ParseURL(raw string) (string, error) {
 	case u.Opaque != "" || u.Host == "":
 		return bad("has no host (it must start with http:// or https:// and a host name)")
 	case u.User != nil:
+		shown = u.Redacted()
 		return bad("holds a user name or password (user@host): payintake sends none in URLs")
 	case u.Fragment != "" || strings.HasSuffix(raw, "#"):
 		return bad("has a #fragment, which is never sent")

@@ -79,6 +79,9 @@ func TestParseURL(t *testing.T) {
 		if !errors.Is(err, ErrBadURL) || !strings.Contains(err.Error(), why) {
 			t.Errorf("ParseURL(%q) = %q, %v; want an ErrBadURL saying %q", raw, got, err, why)
 		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("ParseURL(%q): the message shows the password: %v", raw, err)
+		}
 	}
 }
 
