@@ -1951,6 +1951,12 @@ CREATE INDEX notify_events_due ON public.notify_events USING btree (next_attempt
 CREATE INDEX notify_events_partner ON public.notify_events USING btree (partner_id, id);
 
 --
+-- Name: notify_events_partner_due; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX notify_events_partner_due ON public.notify_events USING btree (partner_id, next_attempt_at, id) WHERE (state = 'pending'::text);
+
+--
 -- Name: review_audit_exception; Type: INDEX; Schema: public; Owner: -
 --
 
