@@ -750,10 +750,11 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 		return nil, fmt.Errorf("create classified: %w", err)
 	}
 	// Statistics of a large emp, so the planner hashes it and classify
-	// keeps the staged rows' order: without them it hashed the 1,000,000
-	// staged rows instead, wrote classified in emp's order, and the records
-	// then went into their natural key's index in random order (1-2 s more
-	// each). A small file's plan does not suffer, and is spared the ANALYZE.
+	// keeps the staged rows' order: without them it hashes the staged rows
+	// instead, writes classified in emp's order, and the records then go
+	// into their natural key's index in random order (1-2 s more at
+	// 1,000,000 rows). A small file's plan does not suffer, and is spared
+	// the ANALYZE.
 	joins := classifyJoins(0)
 	if empRows > 0 {
 		joins |= joinEmp
