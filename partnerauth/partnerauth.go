@@ -49,12 +49,20 @@ func New(st *records.Store, opts ...Option) *Checker {
 	return c
 }
 
+// The doors a partner's credentials are used at, as AllowedFrom counts and
+// audits them.
+const (
+	DoorSFTP    = records.ViaSFTP
+	DoorHTTP    = records.ViaHTTP
+	DoorWebhook = records.ViaWebhook
+)
+
 // ReasonAddressNotAllowed is the refusal of a client address outside the
 // partner's allowlist.
 const ReasonAddressNotAllowed = "address_not_allowed"
 
 // AllowedFrom reports whether partner's credentials, just checked at door
-// (records.ViaSFTP, ViaHTTP, ViaWebhook), may be used from the client
+// (DoorSFTP, DoorHTTP, DoorWebhook), may be used from the client
 // address addr (payintake partner set --allow-from). A refusal is written
 // to the audit trail, naming the address, and counted; the door answers it
 // as it answers bad credentials, and logs it. An error: it could not be

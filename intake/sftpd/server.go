@@ -377,7 +377,7 @@ func (s *Server) serverConfig(ctx context.Context, st *authState) *ssh.ServerCon
 				return nil, err
 			}
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			allowed, err := s.cfg.Auth.AllowedFrom(cctx, c.User(), records.ViaSFTP, st.addr)
+			allowed, err := s.cfg.Auth.AllowedFrom(cctx, c.User(), partnerauth.DoorSFTP, st.addr)
 			cancel()
 			if err != nil {
 				s.log.Error("check partner's allowed addresses", "partner", c.User(), "remote", st.ip, "err", err)
