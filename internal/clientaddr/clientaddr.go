@@ -58,6 +58,19 @@ func Parse(list string, header Header) (Proxies, error) {
 	default:
 		return Proxies{}, fmt.Errorf("proxy header %q: use %s or %s", header, XForwardedFor, Forwarded)
 	}
+	nets, err := ParsePrefixes(list)
+	if err != nil {
+		return Proxies{}, fmt.Errorf("trusted proxies: %w", err)
+	}
+	p.nets = nets
+	return p, nil
+}
+
+// ParsePrefixes reads a comma-separated list of addresses and CIDR ranges
+// ("10.0.0.0/8, 192.0.2.7, 2001:db8::/32"; empty: none); an address alone
+// is a range of one.
+func ParsePrefixes(list string) ([]netip.Prefix, error) {
+	var nets []netip.Prefix
 	for s := range strings.SplitSeq(list, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
@@ -66,21 +79,22 @@ func Parse(list string, header Header) (Proxies, error) {
 		if !strings.Contains(s, "/") {
 			a, err := netip.ParseAddr(s)
 			if err != nil {
-				return Proxies{}, fmt.Errorf("trusted proxy %q: give an IP address or a CIDR range such as 10.0.0.0/8", s)
+				return nil, fmt.Errorf("%q: give an IP address or a CIDR range such as 10.0.0.0/8", s)
 			}
-			p.nets = append(p.nets, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			a = a.Unmap()
+			nets = append(nets, netip.PrefixFrom(a, a.BitLen()))
 			continue
 		}
 		n, err := netip.ParsePrefix(s)
 		if err != nil {
-			return Proxies{}, fmt.Errorf("trusted proxy %q: give an IP address or a CIDR range such as 10.0.0.0/8", s)
+			return nil, fmt.Errorf("%q: give an IP address or a CIDR range such as 10.0.0.0/8", s)
 		}
 		if n != n.Masked() {
-			return Proxies{}, fmt.Errorf("trusted proxy %q has host bits set: did you mean %s?", s, n.Masked())
+			return nil, fmt.Errorf("%q has host bits set: did you mean %s?", s, n.Masked())
 		}
-		p.nets = append(p.nets, n)
+		nets = append(nets, n)
 	}
-	return p, nil
+	return nets, nil
 }
 
 // Trusted reports whether a is one of the proxies.
