@@ -19,6 +19,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/payintake/payintake/internal/clientaddr"
 )
 
 // RequestIDHeader carries the request id: a sane one sent by the client is
@@ -122,8 +124,11 @@ func Middleware(next http.Handler, m *HTTPMetrics, log *slog.Logger, tp trace.Tr
 			attrs := append([]slog.Attr{
 				slog.String("request_id", req.id), slog.String("method", r.Method), slog.String("route", route),
 				slog.String("path", r.URL.Path), slog.Int("status", status), slog.Duration("duration", took),
-				slog.Int64("bytes", sw.bytes),
+				slog.Int64("bytes", sw.bytes), slog.String("client", clientaddr.From(r).String()),
 			}, notes...)
+			if p := clientaddr.Proxy(r); p.IsValid() {
+				attrs = append(attrs, slog.String("proxy", p.String()))
+			}
 			log.LogAttrs(ctx, level, "http request", attrs...)
 		}()
 		next.ServeHTTP(sw, r)
