@@ -222,7 +222,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *demo {
-		if err := setupDemo(ctx, e, dataDir, sftpLn.Addr(), httpLn.Addr(), hostKey.PublicKey(), stdout); err != nil {
+		scheme := "http"
+		if certs != nil {
+			scheme = "https"
+		}
+		if err := setupDemo(ctx, e, dataDir, sftpLn.Addr(), httpLn.Addr(), scheme, hostKey.PublicKey(), stdout); err != nil {
 			sftpLn.Close()
 			httpLn.Close()
 			_ = queue.Stop(context.Background())
@@ -375,7 +379,7 @@ type demo struct {
 	dir      string // DATA_DIR/demo
 	sftpAddr net.Addr
 	httpAddr net.Addr
-	httpURL  string // http://127.0.0.1:PORT
+	httpURL  string // http://127.0.0.1:PORT (https:// with --tls-cert)
 	hostKey  ssh.PublicKey
 	out      io.Writer
 	cli      string // how a printed line runs payintake on this server's database (demoCLI)
@@ -403,8 +407,8 @@ func demoSteps() []demoStep {
 }
 
 // setupDemo runs the demo steps in order and prints what each one offers.
-func setupDemo(ctx context.Context, e *env, dataDir string, sftpAddr, httpAddr net.Addr, hostKey ssh.PublicKey, stdout io.Writer) error {
-	d := &demo{e: e, dir: filepath.Join(dataDir, "demo"), sftpAddr: sftpAddr, httpAddr: httpAddr, httpURL: "http://" + loopback(httpAddr.String()),
+func setupDemo(ctx context.Context, e *env, dataDir string, sftpAddr, httpAddr net.Addr, scheme string, hostKey ssh.PublicKey, stdout io.Writer) error {
+	d := &demo{e: e, dir: filepath.Join(dataDir, "demo"), sftpAddr: sftpAddr, httpAddr: httpAddr, httpURL: scheme + "://" + loopback(httpAddr.String()),
 		hostKey: hostKey, out: stdout, cli: demoCLI(e.g, dataDir)}
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", d.dir, err)

@@ -145,6 +145,7 @@ func TestServeTLSReload(t *testing.T) {
 		"--workers", "0", "--demo", "--tls-cert", cert, "--tls-key", key)
 	addr := waitFor(t, stderr, regexp.MustCompile(`msg="http listening" addr=(\S+) tls=true`))
 	password := waitFor(t, stdout, regexp.MustCompile(`password \(shown once\): (\S+)`))
+	waitFor(t, stdout, regexp.MustCompile(`(?m)^  (https://`+regexp.QuoteMeta(addr)+`/review/)$`))
 
 	old := dialTLS(t, addr, roots)
 	if st, err := old.get("/healthz"); err != nil || st != http.StatusOK || old.peer() != "one" {
