@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -89,13 +90,9 @@ func (k *keepAlive) get(path string) (int, error) {
 		return 0, err
 	}
 	defer res.Body.Close()
-	_, err = bufio.NewReader(res.Body).WriteTo(devNull{})
+	_, err = io.Copy(io.Discard, res.Body)
 	return res.StatusCode, err
 }
-
-type devNull struct{}
-
-func (devNull) Write(p []byte) (int, error) { return len(p), nil }
 
 func curl(t *testing.T, args ...string) string {
 	t.Helper()

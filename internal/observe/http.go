@@ -100,7 +100,8 @@ func Middleware(next http.Handler, m *HTTPMetrics, log *slog.Logger, tp trace.Tr
 			}
 			span.SetName(method + " " + route)
 			span.SetAttributes(attribute.String("http.request.method", method), attribute.String("http.route", route),
-				attribute.Int("http.response.status_code", status), attribute.String("payintake.request_id", req.id))
+				attribute.Int("http.response.status_code", status), attribute.String("payintake.request_id", req.id),
+				attribute.String("client.address", clientaddr.From(r).String()))
 			if status >= 500 {
 				span.SetStatus(codes.Error, http.StatusText(status))
 			}
