@@ -267,12 +267,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *httpIdleTimeout}
 	if certs != nil {
 		httpSrv.TLSConfig = certs.config()
-		// Caught from now on: a SIGHUP never kills a serve with TLS.
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-		wg.Go(func() { reloadOnHangup(runCtx, hup, certs, log) })
 	}
+	// Caught from now on, with or without TLS, so that a reload
+	// (systemctl reload) never kills serve.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	wg.Go(func() { reloadOnHangup(runCtx, hup, certs, log) })
 	wg.Go(func() {
 		log.Info("http listening", "addr", httpLn.Addr().String(), "tls", certs != nil, "trusted_proxies", proxies.String())
 		var err error
@@ -336,14 +337,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // reloadOnHangup reads --tls-cert and --tls-key again on each SIGHUP (from
 // hup) until ctx ends; a pair that cannot be loaded is logged and the old
-// one served on.
+// one served on. Without TLS (certs nil) there is nothing to read again.
 func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, certs *certFiles, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			if leaf, err := certs.load(); err != nil {
+			if certs == nil {
+				log.Info("SIGHUP: nothing to reload (no --tls-cert)")
+			} else if leaf, err := certs.load(); err != nil {
 				log.Error("tls certificate not reloaded: the one loaded before is served on", "err", err)
 			} else {
 				log.Info("tls certificate reloaded", "subject", leaf.Subject.String(), "not_after", leaf.NotAfter)

@@ -220,4 +220,14 @@ func TestServeBehindProxyHTTP(t *testing.T) {
 	}
 	waitFor(t, stderr, regexp.MustCompile(`(route=/review/login .*client=198\.51\.100\.4 proxy=127\.0\.0\.2:\d+)`))
 	waitFor(t, stderr, regexp.MustCompile(`(?m)(route=/review/login .*client=127\.0\.0\.1)$`))
+
+	// systemctl reload (ExecReload sends SIGHUP) does not stop a serve
+	// without TLS.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, stderr, regexp.MustCompile(`msg="SIGHUP: (nothing to reload)`))
+	if out := curl(t, "http://"+addr+"/healthz"); out != "ok\n" {
+		t.Errorf("after SIGHUP: %q", out)
+	}
 }
