@@ -376,6 +376,11 @@ func (s *Server) serverConfig(ctx context.Context, st *authState) *ssh.ServerCon
 			if err := check(c.User(), fp); err != nil {
 				return nil, err
 			}
+			// The allowlist is checked once the key is proven, not when it
+			// is offered: a public key is no secret, and a refusal writes
+			// an audit row, which only a holder of the private key may
+			// cause. (Such a holder can tell, from a verbose client, that
+			// the key was accepted before the login failed.)
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			allowed, err := s.cfg.Auth.AllowedFrom(cctx, c.User(), partnerauth.DoorSFTP, st.addr)
 			cancel()
