@@ -24,6 +24,7 @@ import (
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/intake/httpapi"
 	"github.com/payintake/payintake/intake/sftpd"
+	"github.com/payintake/payintake/internal/httpbody"
 	"github.com/payintake/payintake/notify"
 	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/records"
@@ -51,6 +52,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	orphanAfter := fs.Duration("orphan-after", intake.DefaultOrphanAfter, "a received file left unprocessed by a stopped process is queued again after this long")
 	readTimeout := fs.Duration("http-read-timeout", 5*time.Minute, "longest time to read one HTTP request, body included (a 64 MiB submission needs about 220 KB/s)")
 	writeTimeout := fs.Duration("http-write-timeout", 5*time.Minute, "longest time to write one HTTP response")
+	bodyTimeout := fs.Duration("http-body-timeout", httpbody.DefaultTimeout, "a submission, leg replay or review body must arrive within this long plus its size at --http-body-min-rate, or its connection is closed (408)")
+	bodyMinRate := fs.String("http-body-min-rate", "32KiB", "slowest rate, per second, at which a request body may arrive once --http-body-timeout has passed (bytes, or with KiB, MiB)")
 	httpIdleTimeout := fs.Duration("http-idle-timeout", 2*time.Minute, "an idle keep-alive HTTP connection is closed after this long")
 	metricsAddr := fs.String("metrics-addr", os.Getenv("PAYINTAKE_METRICS_ADDR"), "serve /metrics on this address only, not on --http-addr (PAYINTAKE_METRICS_ADDR; empty: on --http-addr)")
 	metricsTokenFile := fs.String("metrics-token-file", os.Getenv("PAYINTAKE_METRICS_TOKEN_FILE"), "/metrics requires \"Authorization: Bearer TOKEN\" with the token in this file (PAYINTAKE_METRICS_TOKEN_FILE; empty: no token)")
@@ -76,6 +79,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *idleTimeout < time.Second || *maxSessions < 1 || *resumeWindow < time.Minute {
 		return usagef("--sftp-idle-timeout must be at least 1s, --sftp-max-sessions at least 1 and --sftp-resume-window at least 1m")
 	}
+	minRate, err := parseSize(*bodyMinRate)
+	if err != nil || minRate <= 0 {
+		return usagef("--http-body-min-rate %q: give a positive byte count such as 32KiB", *bodyMinRate)
+	}
+	bodyLimits := httpbody.Limits{Timeout: *bodyTimeout, MinRate: minRate, Ceiling: *readTimeout}
 	maxFileSize, err := parseSize(*maxSize)
 	if err != nil {
 		return usagef("--max-file-size %q: %v", *maxSize, err)
@@ -164,8 +172,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Other HTTP handlers are mounted here, one line each, on mux. Metrics of
 	// their own go on reg (never the global default registry).
-	httpapi.Mount(ctx, mux, e.intake, partnerauth.New(e.store), dataDir, httpapi.WithEnqueue(queue.Enqueue)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
-	review.Mount(mux, e.store, log)
+	httpapi.Mount(ctx, mux, e.intake, partnerauth.New(e.store), dataDir, httpapi.WithEnqueue(queue.Enqueue), httpapi.WithBodyLimits(bodyLimits)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
+	review.Mount(mux, e.store, log).Body = bodyLimits
 	if *demo {
 		mountDemoVendor(mux)
 	}
@@ -230,8 +238,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		wg.Go(func() { notifier.Run(runCtx) })
 	}
 	// Every read has a deadline: headers within 10 s, a whole request within
-	// --http-read-timeout (webhook bodies and login forms within 10 s, set
-	// by their handlers), and idle connections are closed.
+	// --http-read-timeout, a body within --http-body-timeout at
+	// --http-body-min-rate (webhook bodies and login forms within 10 s),
+	// all set by the handlers that read them (internal/httpbody); a request
+	// refused before its body is read is answered at once and its
+	// connection closed; idle connections are closed.
 	httpSrv := &http.Server{Handler: observeHTTP(mux, reg, log, e.tracing), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *httpIdleTimeout}
 	wg.Go(func() {
