@@ -191,13 +191,23 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("sftp accept: %w", err)
 			}
-			return fmt.Errorf("sftp accept: %w", err)
+			// Descriptors run out (EMFILE, ENFILE), a connection aborted
+			// before it was taken, a timeout: none is the end of the
+			// server. Back off (as net/http does) and accept again once
+			// connections have gone.
+			if backoff == 0 {
+				s.log.Warn("sftp accept failed; retrying with backoff", "err", err)
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			continue
 		}
 		backoff = 0
 		s.mu.Lock()
