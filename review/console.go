@@ -217,7 +217,6 @@ func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 	// connection is dropped, so stalled logins hold nothing for long.
 	r.Body = httpbody.Reader(w, r, httpbody.Limits{Max: 16 << 10, Timeout: s.LoginReadTimeout})
 	if err := r.ParseForm(); err != nil {
-		w.Header().Set("Connection", "close")
 		s.consoleError(w, r, http.StatusBadRequest, "The login form did not arrive whole: open the login page and try again.")
 		return
 	}

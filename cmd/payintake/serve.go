@@ -254,7 +254,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// all set by the handlers that read them (internal/httpbody); a request
 	// refused before its body is read is answered at once and its
 	// connection closed; idle connections are closed.
-	httpSrv := &http.Server{Handler: observeHTTP(mux, reg, log, e.tracing), ReadHeaderTimeout: 10 * time.Second,
+	httpSrv := &http.Server{Handler: observeHTTP(httpbody.Guard(mux), reg, log, e.tracing), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *httpIdleTimeout}
 	wg.Go(func() {
 		log.Info("http listening", "addr", httpLn.Addr().String())
@@ -270,7 +270,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		_ = httpSrv.Shutdown(shut)
 	})
 	if metricsLn != nil {
-		metricsSrv := &http.Server{Handler: metricsMux, ReadHeaderTimeout: 10 * time.Second,
+		metricsSrv := &http.Server{Handler: httpbody.Guard(metricsMux), ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: *httpIdleTimeout}
 		wg.Go(func() {
 			log.Info("metrics listening", "addr", metricsLn.Addr().String(), "token", metricsToken != "")

@@ -210,7 +210,7 @@ func (a *API) Register(mux *http.ServeMux) {
 		}
 		allow[rt.path] = append(allow[rt.path], rt.method)
 	}
-	mux.HandleFunc("/v1/", a.observed(route{path: "/v1/"}, func(_ *API, w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/v1/", httpbody.Guard(a.observed(route{path: "/v1/"}, func(_ *API, w http.ResponseWriter, r *http.Request) {
 		if _, p := paths.Handler(r); p != "" {
 			w.Header().Set("Allow", strings.Join(allow[p], ", "))
 			writeProblem(w, newProblem(http.StatusMethodNotAllowed, "method_not_allowed",
@@ -219,7 +219,7 @@ func (a *API) Register(mux *http.ServeMux) {
 		}
 		writeProblem(w, newProblem(http.StatusNotFound, "not_found",
 			fmt.Sprintf("there is no %s; the API is described at /v1/openapi.json", r.URL.Path)))
-	}))
+	})))
 }
 
 // Handler returns a new mux with only the API on it.

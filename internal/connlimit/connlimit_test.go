@@ -1,7 +1,9 @@
 package connlimit
 
 import (
+	"errors"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -35,23 +37,32 @@ func TestListenerCaps(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	// refused: the server end closed the connection at once (a read ends
-	// with an error, not the test's own deadline).
-	refused := func(c net.Conn) bool {
+	// refused: the server end reset the connection at once (the dial, or
+	// a read, ends with an error that is not the test's own deadline).
+	refused := func(local string) bool {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+		c, err := d.Dial("tcp", inner.Addr().String())
+		if errors.Is(err, syscall.ECONNRESET) {
+			return true
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		_, err := c.Read(make([]byte, 1))
+		_, err = c.Read(make([]byte, 1))
 		ne, timeout := err.(net.Error)
 		return err != nil && !(timeout && ne.Timeout())
 	}
 	dial("127.0.0.1")
 	dial("127.0.0.1")
 	first, second := <-accepted, <-accepted
-	if c := dial("127.0.0.1"); !refused(c) {
+	if !refused("127.0.0.1") {
 		t.Fatal("a third connection from one address was kept (PerAddr 2)")
 	}
 	dial("127.0.0.2")
 	<-accepted
-	if c := dial("127.0.0.3"); !refused(c) {
+	if !refused("127.0.0.3") {
 		t.Fatal("a fourth connection in all was kept (Max 3)")
 	}
 	if ln.Refused() != 2 || ln.Open() != 3 {
