@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"golang.org/x/text/cases"
 )
 
 // The reasons a body is refused; an *Error wraps one of them.
@@ -95,6 +96,7 @@ func Unmarshal(body []byte, v any) error {
 // exactly one JSON value.
 func checkNames(body []byte) error {
 	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	fold := cases.Fold()            // Unicode case folding, as encoding/json's matching (K and the Kelvin sign K alike)
 	var objects []map[string]string // per open object: folded name → first spelling (nil for an array)
 	for {
 		kind, n := dec.StackIndex(dec.StackDepth())
@@ -112,7 +114,7 @@ func checkNames(body []byte) error {
 		switch k := tok.Kind(); {
 		case kind == '{' && n%2 == 0 && k == '"':
 			name := tok.String()
-			folded := strings.ToLower(name)
+			folded := fold.String(name)
 			seen := objects[len(objects)-1]
 			if first, ok := seen[folded]; ok {
 				return &Error{Member: path(dec.StackPointer()), Other: first, Err: ErrDuplicate}

@@ -32,8 +32,9 @@ func TestUnmarshalRefuses(t *testing.T) {
 		{`{"b":{"c":1,"C":2}}`, "b.C", "c", ErrDuplicate},
 		{`{"rows":[{"row":1},{"row":2,"amount":"1","AMOUNT":"2"}]}`, "rows[1].AMOUNT", "amount", ErrDuplicate},
 		{`{"rows":[{"row":1}],"ROWS":[{"row":2}]}`, "ROWS", "rows", ErrDuplicate},
-		{`{"fil\u0065":"1","file":"2"}`, "file", "file", ErrDuplicate}, // the same name, escaped
-		{`{"DRY_RUN":true}`, "DRY_RUN", "", ErrUnknown},                // names are matched exactly
+		{`{"fil\u0065":"1","file":"2"}`, "file", "file", ErrDuplicate},         // the same name, escaped
+		{`{"file":"a","\u212Aey":1,"key":2}`, "key", "\u212Aey", ErrDuplicate}, // the Kelvin sign folds to k
+		{`{"DRY_RUN":true}`, "DRY_RUN", "", ErrUnknown},                        // names are matched exactly
 		{`{"rows":[{"row":1,"amout":"1"}]}`, "rows[0].amout", "", ErrUnknown},
 		{`{"dry_run":"yes"}`, "dry_run", "", ErrType},
 		{`not json`, "", "", ErrMalformed},
