@@ -65,6 +65,11 @@ func ReadAll(w http.ResponseWriter, r *http.Request, l Limits) ([]byte, error) {
 // set now, and moved on as bytes arrive. A handler that reads a body calls
 // it once, before reading.
 func Reader(w http.ResponseWriter, r *http.Request, l Limits) io.ReadCloser {
+	if l.Max > 0 && r.ContentLength > l.Max {
+		// Declared too large: refused before a byte is read (the handler
+		// answers 413 at once, Guard closes the connection).
+		return refused{&http.MaxBytesError{Limit: l.Max}}
+	}
 	if l.Timeout <= 0 {
 		l.Timeout = DefaultTimeout
 	}
@@ -75,6 +80,12 @@ func Reader(w http.ResponseWriter, r *http.Request, l Limits) io.ReadCloser {
 	}
 	return b
 }
+
+// refused is a body that is not read: every Read fails with err.
+type refused struct{ err error }
+
+func (r refused) Read([]byte) (int, error) { return 0, r.err }
+func (r refused) Close() error             { return nil }
 
 type bodyReader struct {
 	rc       *http.ResponseController

@@ -2,6 +2,7 @@ package httpbody
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -108,5 +109,29 @@ func TestReaderDeadline(t *testing.T) {
 	}
 	if d := time.Since(start); d < lim.Timeout {
 		t.Errorf("steady body took %v; the case needs longer than Timeout %v", d, lim.Timeout)
+	}
+}
+
+// A body declared larger than Max is refused before it is read: 413 at
+// once, the connection closed, although the body never comes.
+func TestReaderRefusesDeclaredTooLarge(t *testing.T) {
+	srv := httptest.NewServer(Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := ReadAll(w, r, Limits{Max: 1000})
+		var mbe *http.MaxBytesError
+		if !errors.As(err, &mbe) {
+			t.Errorf("read: %v; want *http.MaxBytesError", err)
+		}
+		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+	})))
+	defer srv.Close()
+	start := time.Now()
+	_, br := stalled(t, srv.Listener.Addr().String(), "/")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if _, err := br.ReadByte(); resp.StatusCode != http.StatusRequestEntityTooLarge || err != io.EOF || time.Since(start) > 5*time.Second {
+		t.Errorf("answer %d, then %v, after %v; want 413 and the connection closed at once", resp.StatusCode, err, time.Since(start))
 	}
 }
