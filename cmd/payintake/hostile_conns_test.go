@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -149,4 +152,43 @@ func descriptorExhaustion(t *testing.T, afterStart bool) {
 	}
 	t.Logf("SUMMARY serve --nofile=%d (set after start: %v, SFTP accept backed off on EMFILE: %v), %d stalled sockets on HTTP and %d on SFTP: still up; refused at the caps: %v HTTP, %v SFTP (%d reset before the dial returned); /healthz again %v and an SFTP login %v after they went",
 		nofile, afterStart, backedOff, stalled, stalled, refusedHTTP, refusedSFTP, resets, httpBack.Round(time.Millisecond), sftpBack.Round(time.Millisecond))
+}
+
+// Stalled unauthenticated bodies against a running serve (whose
+// --http-read-timeout is 5 minutes): on /v1/submissions, a replay, the
+// review bulk endpoint, /metrics with a token required and a path no route
+// takes, each is answered at once and its connection closed. Before, each
+// held its connection for the 5 minutes.
+func TestHostileStalledBodiesServe(t *testing.T) {
+	url := pgtest.New(t)
+	tokenFile := filepath.Join(t.TempDir(), "metrics.token")
+	if err := os.WriteFile(tokenFile, []byte("0123456789abcdef0123"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, url, t.TempDir(), nil, "--workers", "1", "--metrics-token-file", tokenFile)
+	var report []string
+	for _, path := range []string{"/v1/submissions?name=a.csv", "/v1/submissions/1/replays", "/v1/review/bulk/approve", "/metrics", "/nowhere"} {
+		c, err := net.Dial("tcp", srv.httpAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: k\r\nContent-Length: 100000\r\n\r\n{\"rows\":", path)
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second)) // the test's own bound
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			c.Close()
+			t.Fatalf("%s: no answer: %v", path, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_, err = br.ReadByte()
+		took := time.Since(start)
+		c.Close()
+		report = append(report, fmt.Sprintf("%s %d in %v", path, resp.StatusCode, took.Round(time.Millisecond)))
+		if resp.StatusCode < 400 || err != io.EOF || took > 3*time.Second {
+			t.Errorf("%s: %d, then %v, after %v; want a refusal and the connection closed at once", path, resp.StatusCode, err, took)
+		}
+	}
+	t.Logf("SUMMARY stalled unauthenticated bodies against serve (--http-read-timeout 5m): %s; each connection closed", strings.Join(report, "; "))
 }
