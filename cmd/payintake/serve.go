@@ -28,6 +28,8 @@ import (
 	"github.com/payintake/payintake/intake/httpapi"
 	"github.com/payintake/payintake/intake/sftpd"
 	"github.com/payintake/payintake/internal/clientaddr"
+	"github.com/payintake/payintake/internal/connlimit"
+	"github.com/payintake/payintake/internal/httpbody"
 	"github.com/payintake/payintake/notify"
 	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/records"
@@ -48,13 +50,19 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	workers := fs.Int("workers", 4, "files processed at once by this process (0: only receive; another serve processes)")
 	maxConns := fs.Int("db-max-conns", 20, "database connections at most (at least 2 per worker plus 2)")
 	maxSize := fs.String("max-file-size", "1GiB", "largest file accepted over SFTP (bytes, or with KiB, MiB, GiB)")
-	idleTimeout := fs.Duration("sftp-idle-timeout", sftpd.DefaultIdleTimeout, "an SFTP connection with no traffic for this long is closed (uploads left open can be resumed)")
+	idleTimeout := fs.Duration("sftp-idle-timeout", sftpd.DefaultIdleTimeout, "an SFTP connection with no SFTP request or data for this long is closed, SSH keepalives notwithstanding (uploads left open can be resumed)")
 	maxSessions := fs.Int("sftp-max-sessions", sftpd.DefaultMaxSessions, "SFTP connections one partner may have logged in to this process at once")
 	resumeWindow := fs.Duration("sftp-resume-window", sftpd.DefaultResumeWindow, "an SFTP upload cut off (or temp-named, never renamed) can be resumed this long after its last write")
 	jobTimeout := fs.Duration("job-timeout", intake.DefaultJobTimeout, "longest processing of one file; then it is cancelled and retried")
 	orphanAfter := fs.Duration("orphan-after", intake.DefaultOrphanAfter, "a received file left unprocessed by a stopped process is queued again after this long")
 	readTimeout := fs.Duration("http-read-timeout", 5*time.Minute, "longest time to read one HTTP request, body included (a 64 MiB submission needs about 220 KB/s)")
 	writeTimeout := fs.Duration("http-write-timeout", 5*time.Minute, "longest time to write one HTTP response")
+	bodyTimeout := fs.Duration("http-body-timeout", httpbody.DefaultTimeout, "a submission, leg replay or review body must arrive within this long plus its size at --http-body-min-rate, or its connection is closed (408)")
+	bodyMinRate := fs.String("http-body-min-rate", "32KiB", "slowest rate, per second, at which a request body may arrive once --http-body-timeout has passed (bytes, or with KiB, MiB)")
+	httpMaxConns := fs.Int("http-max-conns", defaultHTTPMaxConns, "HTTP connections open at once, in all; more are closed as soon as accepted (lowered to fit the descriptor limit)")
+	httpPerAddr := fs.Int("http-max-conns-per-addr", defaultHTTPPerAddr, "HTTP connections open at once from one client address")
+	sftpMaxConns := fs.Int("sftp-max-conns", defaultSFTPMaxConns, "SFTP connections open at once, in all (logged in or not); more are closed as soon as accepted (lowered to fit the descriptor limit)")
+	sftpPerAddr := fs.Int("sftp-max-conns-per-addr", defaultSFTPPerAddr, "SFTP connections open at once from one client address")
 	httpIdleTimeout := fs.Duration("http-idle-timeout", 2*time.Minute, "an idle keep-alive HTTP connection is closed after this long")
 	metricsAddr := fs.String("metrics-addr", os.Getenv("PAYINTAKE_METRICS_ADDR"), "serve /metrics on this address only, not on --http-addr (PAYINTAKE_METRICS_ADDR; empty: on --http-addr)")
 	metricsTokenFile := fs.String("metrics-token-file", os.Getenv("PAYINTAKE_METRICS_TOKEN_FILE"), "/metrics requires \"Authorization: Bearer TOKEN\" with the token in this file (PAYINTAKE_METRICS_TOKEN_FILE; empty: no token)")
@@ -98,6 +106,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	minRate, err := parseSize(*bodyMinRate)
+	if err != nil || minRate <= 0 {
+		return usagef("--http-body-min-rate %q: give a positive byte count such as 32KiB", *bodyMinRate)
+	}
+	if *httpMaxConns < 1 || *httpPerAddr < 1 || *sftpMaxConns < 1 || *sftpPerAddr < 1 {
+		return usagef("--http-max-conns, --sftp-max-conns and their -per-addr must be at least 1")
+	}
+	bodyLimits := httpbody.Limits{Timeout: *bodyTimeout, MinRate: minRate, Ceiling: *readTimeout}
 	maxFileSize, err := parseSize(*maxSize)
 	if err != nil {
 		return usagef("--max-file-size %q: %v", *maxSize, err)
@@ -190,8 +206,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Other HTTP handlers are mounted here, one line each, on mux. Metrics of
 	// their own go on reg (never the global default registry).
-	httpapi.Mount(ctx, mux, e.intake, creds, dataDir, httpapi.WithEnqueue(queue.Enqueue)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
-	review.Mount(mux, e.store, log)
+	httpapi.Mount(ctx, mux, e.intake, creds, dataDir, httpapi.WithEnqueue(queue.Enqueue), httpapi.WithBodyLimits(bodyLimits)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
+	review.Mount(mux, e.store, log).Body = bodyLimits
 	if *demo {
 		mountDemoVendor(mux)
 	}
@@ -207,6 +223,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		sftpLn.Close()
 		return fmt.Errorf("listen on --http-addr %s: %w", *httpAddr, err)
 	}
+	httpCap, sftpCap := connCaps(connlimit.Limits{Max: *httpMaxConns, PerAddr: *httpPerAddr},
+		connlimit.Limits{Max: *sftpMaxConns, PerAddr: *sftpPerAddr}, *maxConns, log)
+	// The SFTP caps wrap the PROXY listener, so a connection through a
+	// trusted proxy counts under its client's address, not the proxy's:
+	// its header is read as it is accepted (HAProxy sends it at once; a
+	// trusted proxy that does not is cut after clientaddr.HeaderTimeout).
+	httpLn, sftpLn = capConns(httpLn, httpCap, "http", reg), capConns(sftpLn, sftpCap, "sftp", reg)
 	var metricsLn net.Listener
 	if metricsMux != nil {
 		if metricsLn, err = net.Listen("tcp", *metricsAddr); err != nil {
@@ -262,11 +285,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		wg.Go(func() { notifier.Run(runCtx) })
 	}
 	// Every read has a deadline: headers within 10 s, a whole request within
-	// --http-read-timeout (webhook bodies and login forms within 10 s, set
-	// by their handlers), and idle connections are closed.
+	// --http-read-timeout, a body within --http-body-timeout at
+	// --http-body-min-rate (webhook bodies and login forms within 10 s),
+	// all set by the handlers that read them (internal/httpbody); a request
+	// refused before its body is read is answered at once and its
+	// connection closed; idle connections are closed.
 	// The client's address and scheme are settled first (clientaddr), so
 	// that the request's log line, limits and cookies all see the client.
-	httpSrv := &http.Server{Handler: proxies.Middleware(observeHTTP(mux, reg, log, e.tracing)), ReadHeaderTimeout: 10 * time.Second,
+	httpSrv := &http.Server{Handler: proxies.Middleware(observeHTTP(httpbody.Guard(mux), reg, log, e.tracing)), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *httpIdleTimeout}
 	if certs != nil {
 		httpSrv.TLSConfig = certs.config()
@@ -297,7 +323,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		_ = httpSrv.Shutdown(shut)
 	})
 	if metricsLn != nil {
-		metricsSrv := &http.Server{Handler: metricsMux, ReadHeaderTimeout: 10 * time.Second,
+		metricsSrv := &http.Server{Handler: httpbody.Guard(metricsMux), ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: *httpIdleTimeout}
 		wg.Go(func() {
 			log.Info("metrics listening", "addr", metricsLn.Addr().String(), "token", metricsToken != "")

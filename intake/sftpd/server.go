@@ -200,13 +200,23 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("sftp accept: %w", err)
 			}
-			return fmt.Errorf("sftp accept: %w", err)
+			// Descriptors run out (EMFILE, ENFILE), a connection aborted
+			// before it was taken, a timeout: none is the end of the
+			// server. Back off (as net/http does) and accept again once
+			// connections have gone.
+			if backoff == 0 {
+				s.log.Warn("sftp accept failed; retrying with backoff", "err", err)
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			continue
 		}
 		backoff = 0
 		s.mu.Lock()
@@ -487,10 +497,10 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 			s.releaseSession(st.session)
 		}
 	}()
-	ic := &idleConn{Conn: bc}
+	ic := &idleConn{}
 	ic.touch()
 	_ = c.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	sconn, chans, reqs, err := ssh.NewServerConn(ic, s.serverConfig(ctx, st))
+	sconn, chans, reqs, err := ssh.NewServerConn(bc, s.serverConfig(ctx, st))
 	if err != nil {
 		st.mu.Lock()
 		failed, offered, last, user, unavailable, capped := st.failures, st.offered, st.lastErr, st.user, st.unavailable, st.capped
@@ -617,7 +627,7 @@ func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, 
 	fs := newPartnerFS(ctx, s, partner, log)
 	fs.conn = ic
 	h := sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs}
-	rs := sftp.NewRequestServer(ch, h, sftp.WithStartDirectory("/"+dirInbox))
+	rs := sftp.NewRequestServer(ic.channel(ch), h, sftp.WithStartDirectory("/"+dirInbox))
 	log.Info("sftp session started")
 	err := rs.Serve()
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -628,29 +638,39 @@ func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, 
 	_ = rs.Close()
 }
 
-// idleConn notes when bytes last went either way on a connection, and how
-// many operations the server is working on for it (storing a file before
-// answering its close): a connection is idle only when both are quiet.
+// idleConn notes when SFTP bytes last went either way on a connection's
+// sessions, and how many operations the server is working on for it
+// (storing a file before answering its close): a connection is idle only
+// when both are quiet. Only the SFTP channels' data counts: SSH traffic of
+// its own (keepalive requests, window adjustments, channel requests) keeps
+// the TCP connection up, not the session.
 type idleConn struct {
-	net.Conn
 	last atomic.Int64 // unix nanoseconds
 	busy atomic.Int32
 }
 
 func (c *idleConn) touch() { c.last.Store(time.Now().UnixNano()) }
 
-func (c *idleConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+// channel is ch, noting its data as activity.
+func (c *idleConn) channel(ch ssh.Channel) io.ReadWriteCloser { return activeChannel{ch, c} }
+
+type activeChannel struct {
+	ssh.Channel
+	ic *idleConn
+}
+
+func (a activeChannel) Read(p []byte) (int, error) {
+	n, err := a.Channel.Read(p)
 	if n > 0 {
-		c.touch()
+		a.ic.touch()
 	}
 	return n, err
 }
 
-func (c *idleConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
+func (a activeChannel) Write(p []byte) (int, error) {
+	n, err := a.Channel.Write(p)
 	if n > 0 {
-		c.touch()
+		a.ic.touch()
 	}
 	return n, err
 }
