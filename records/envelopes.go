@@ -84,6 +84,10 @@ type Incoming struct {
 	// stream's transaction instead of storing the bytes from Path, and ends
 	// the stream either way. It needs SHA256.
 	Stream *Stream
+	// Upload, when set, is the unfinished upload (sftp_uploads) these bytes
+	// finish: it is dropped in the envelope's transaction, so the file is
+	// either received or still resumable, never both nor neither.
+	Upload int64
 }
 
 // AfterInsert runs inside the transaction that records a new envelope, so work
@@ -161,6 +165,11 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 			if _, err := tx.Exec(ctx, sqlInsertEnvelopeClientTime,
 				env.ID, *mtime); err != nil {
 				return fmt.Errorf("record the file's time: %w", err)
+			}
+		}
+		if in.Upload != 0 {
+			if _, err := tx.Exec(ctx, sqlDropUpload, in.Upload); err != nil {
+				return fmt.Errorf("drop the finished upload: %w", err)
 			}
 		}
 		var claimed bool

@@ -99,8 +99,12 @@ type Server struct {
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 
-	// imu guards inbox: per partner, per name, the files not received yet.
-	// Lock order: imu before a pending's mu.
+	// id names this server (process) as the writer of the uploads it
+	// writes (records.Upload leases).
+	id string
+
+	// imu guards inbox: per partner, per name, the files being written on
+	// this server. Lock order: imu before a pending's mu.
 	imu   sync.Mutex
 	inbox map[string]map[string]*pending
 
@@ -152,8 +156,11 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.SpoolDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create spool folder: %w", err)
 	}
+	host, _ := os.Hostname()
+	tag := make([]byte, 6)
+	_, _ = rand.Read(tag)
 	return &Server{
-		cfg: cfg, log: cfg.Log, m: cfg.Metrics,
+		cfg: cfg, log: cfg.Log, m: cfg.Metrics, id: fmt.Sprintf("%s/%d/%x", host, os.Getpid(), tag),
 		limiter: &loginLimiter{base: cfg.LoginDelay, max: cfg.MaxLoginDelay, window: loginFailureWindow,
 			m: map[string]*failures{}},
 		gate:     newLoginGate(cfg.Now, func(reason string) { cfg.Metrics.loginsClosed.WithLabelValues(reason).Inc() }),
@@ -184,6 +191,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stop()
 	defer s.shutdown()
 	go s.sweepEvery(ctx, min(s.cfg.ResumeWindow/4, time.Minute))
+	go every(ctx, uploadLease/3, func(time.Time) bool { s.renewLeases(ctx); return true })
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -219,7 +227,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // sweepEvery discards expired unfinished uploads until ctx is done.
 func (s *Server) sweepEvery(ctx context.Context, d time.Duration) {
-	every(ctx, d, func(now time.Time) bool { s.sweep(now); return true })
+	every(ctx, d, func(now time.Time) bool { s.sweep(ctx, now); return true })
 }
 
 // every calls f every d (at least 10ms) until ctx is done or f returns false.
@@ -238,8 +246,8 @@ func every(ctx context.Context, d time.Duration, f func(now time.Time) bool) {
 	}
 }
 
-// shutdown closes every connection and drops the unfinished uploads' spool
-// files (a restarted server cannot resume them).
+// shutdown closes every connection (each upload open stores what it has
+// for a resume, on any server) and drops what is left in the spool.
 func (s *Server) shutdown() {
 	defer func() {
 		s.imu.Lock()
