@@ -51,6 +51,9 @@ type dropZone struct {
 	// enqueued holds the envelope ids given a processing job, in order:
 	// the signal that a worker will (or will never) see an envelope.
 	enqueued *ids
+	// stop ends the server as a replica's stop does: its listener and
+	// every connection closed.
+	stop func()
 }
 
 // ids is a list of envelope ids, safe for concurrent use.
@@ -204,7 +207,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 			t.Errorf("stop queue: %v", err)
 		}
 	})
-	return &dropZone{t: t, ctx: ctx, url: url, store: st, srv: srv, addr: ln.Addr().String(), hostKey: hk.PublicKey(), spool: spool, logs: logs, reg: reg, queue: q, enqueued: enqueued}
+	return &dropZone{t: t, ctx: ctx, url: url, store: st, srv: srv, addr: ln.Addr().String(), hostKey: hk.PublicKey(), spool: spool, logs: logs, reg: reg, queue: q, enqueued: enqueued, stop: cancel}
 }
 
 func nowOf(c *testClock) func() time.Time {
