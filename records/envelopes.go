@@ -219,7 +219,7 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 	if st != nil {
 		err = st.commit(ctx, record)
 	} else {
-		err = pgx.BeginFunc(ctx, s.pool, record)
+		err = s.inTxWithin(ctx, record)
 	}
 	if err != nil {
 		return Envelope{}, err

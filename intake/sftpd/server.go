@@ -98,6 +98,12 @@ type Server struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+	// Drain's state: the listener Serve takes connections from, whether a
+	// drain has begun, and the logged-in connections (by their raw
+	// connection), whose open uploads it waits for.
+	ln       net.Listener
+	draining bool
+	live     map[net.Conn]*idleConn
 
 	// id names this server (process) as the writer of the uploads it
 	// writes (records.Upload leases).
@@ -165,6 +171,7 @@ func New(cfg Config) (*Server, error) {
 			m: map[string]*failures{}},
 		gate:     newLoginGate(cfg.Now, func(reason string) { cfg.Metrics.loginsClosed.WithLabelValues(reason).Inc() }),
 		conns:    map[net.Conn]struct{}{},
+		live:     map[net.Conn]*idleConn{},
 		inbox:    map[string]map[string]*pending{},
 		sessions: map[string]int{},
 	}, nil
@@ -190,6 +197,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer s.shutdown()
+	s.mu.Lock()
+	s.ln = ln
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		ln.Close()
+	}
 	go s.sweepEvery(ctx, min(s.cfg.ResumeWindow/4, time.Minute))
 	go every(ctx, uploadLease/3, func(time.Time) bool { s.renewLeases(ctx); return true })
 	var backoff time.Duration
@@ -197,6 +211,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
+				return nil
+			}
+			s.mu.Lock()
+			draining := s.draining
+			s.mu.Unlock()
+			if draining {
+				// Connections still open end by themselves (Drain) or at
+				// the end of ctx.
+				<-ctx.Done()
 				return nil
 			}
 			var ne net.Error
@@ -223,6 +246,44 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			s.handleConn(ctx, c)
 		}()
 	}
+}
+
+// drainQuiet is how long a connection with no upload open must have sent
+// and received nothing before a drain closes it: the answer to an upload's
+// close goes out just after the upload is stored.
+const drainQuiet = 250 * time.Millisecond
+
+// Drain stops taking connections and waits, until every connection has
+// ended or ctx is done, for the uploads in flight to end: a connection is
+// closed once no upload is open on it, no close is being stored, and it
+// has been quiet for drainQuiet (connections still logging in are closed
+// at once). The client of a
+// connection closed between two files sees it closed and connects again,
+// to another server. Serve's ctx then closes what is left (uploads still
+// open are stored, to be resumed on any server).
+func (s *Server) Drain(ctx context.Context) {
+	s.mu.Lock()
+	s.draining = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	s.mu.Unlock()
+	s.log.Info("draining: no new connections; waiting for the uploads in flight")
+	idleNow := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for c := range s.conns {
+			if ic := s.live[c]; ic == nil || (ic.uploads.Load() == 0 && ic.busy.Load() == 0 &&
+				time.Since(time.Unix(0, ic.last.Load())) > drainQuiet) {
+				c.Close()
+			}
+		}
+		return len(s.conns) == 0
+	}
+	if idleNow() {
+		return
+	}
+	every(ctx, 20*time.Millisecond, func(time.Time) bool { return !idleNow() })
 }
 
 // sweepEvery discards expired unfinished uploads until ctx is done.
@@ -496,6 +557,14 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 	log.Info("logged in", "client", string(sconn.ClientVersion()))
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.mu.Lock()
+	s.live[c] = ic
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.live, c)
+		s.mu.Unlock()
+	}()
 	go s.closeWhenIdle(connCtx, ic, sconn, log)
 	go ssh.DiscardRequests(reqs)
 	var wg sync.WaitGroup
@@ -604,6 +673,9 @@ type idleConn struct {
 	net.Conn
 	last atomic.Int64 // unix nanoseconds
 	busy atomic.Int32
+	// uploads counts the upload handles open on the connection (a drain
+	// waits for them).
+	uploads atomic.Int32
 }
 
 func (c *idleConn) touch() { c.last.Store(time.Now().UnixNano()) }

@@ -503,6 +503,10 @@ func (fs *partnerFS) Filewrite(r *sftp.Request) (io.WriterAt, error) {
 	fs.mu.Lock()
 	fs.open++
 	fs.mu.Unlock()
+	if fs.conn != nil {
+		fs.conn.uploads.Add(1)
+		u.counted = true
+	}
 	fs.log.Debug("upload opened", "file", name, "resume_at", u.base, "append", flags.Append, "truncate", flags.Trunc)
 	return u, nil
 }
@@ -542,6 +546,8 @@ type upload struct {
 	append  bool
 	base    int64 // the file's size at open
 	started time.Time
+
+	counted bool // in its connection's uploads
 
 	mu          sync.Mutex
 	failed      error // a write failed or was refused: the upload is not received
@@ -721,6 +727,10 @@ func (u *upload) Close() error {
 	fs.mu.Lock()
 	fs.open--
 	fs.mu.Unlock()
+	if u.counted {
+		// Once the close's answer is decided (stored or received).
+		defer fs.conn.uploads.Add(-1)
+	}
 	p := u.p
 	if p == nil {
 		return nil
@@ -814,6 +824,9 @@ func (fs *partnerFS) receive(p *pending) error {
 		fs.keep(p)
 		fs.srv.m.uploads.WithLabelValues("failed").Inc()
 		fs.log.Error("receive upload", "file", name, "bytes", size, "err", err)
+		if errors.Is(err, records.ErrCommitUnknown) {
+			return failure(fmt.Sprintf("the database did not confirm the upload of %s in time, so it may not have been received: send it again (a file received already is recognised as such, never applied twice)", name))
+		}
 		return failure(fmt.Sprintf("the upload of %s could not be recorded (server error); nothing was received: send it again", name))
 	}
 	fs.srv.end(p)
