@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // DefaultCommitTimeout bounds the commit that records an envelope: a
@@ -22,48 +23,65 @@ const DefaultCommitTimeout = 10 * time.Second
 // (a replay) if it did commit, and records it now if it did not.
 var ErrCommitUnknown = errors.New("the database did not confirm the commit in time: its outcome is unknown")
 
-var sqlTakeXactID = query("TakeXactID")
+var sqlCommitCheck = query("CommitCheck")
 
-// commitWithin commits tx, waiting at most the store's commit timeout.
-func (s *Store) commitWithin(ctx context.Context, tx pgx.Tx) error {
+// commitWithin commits tx (recording what), waiting at most the store's
+// commit timeout.
+func (s *Store) commitWithin(ctx context.Context, tx pgx.Tx, what string) error {
 	cctx, cancel := context.WithTimeout(ctx, s.commitTimeout)
 	defer cancel()
 	err := tx.Commit(cctx)
 	// A cancelled wait for a standby answers "committed" with a warning:
 	// past the deadline, the outcome is unknown whatever the answer.
 	if cctx.Err() != nil && ctx.Err() == nil {
-		return fmt.Errorf("record envelope: commit: %w (waited %s)", ErrCommitUnknown, s.commitTimeout)
+		return fmt.Errorf("%s: commit: %w (waited %s)", what, ErrCommitUnknown, s.commitTimeout)
 	}
 	if err != nil {
-		return fmt.Errorf("record envelope: commit: %w", err)
+		return fmt.Errorf("%s: commit: %w", what, err)
 	}
 	return nil
 }
 
 // inTxWithin runs f in a transaction committed within the commit timeout.
-func (s *Store) inTxWithin(ctx context.Context, f func(pgx.Tx) error) error {
+func (s *Store) inTxWithin(ctx context.Context, what string, f func(pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("record envelope: begin: %w", err)
+		return fmt.Errorf("%s: begin: %w", what, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // after a commit, a no-op
 	if err := f(tx); err != nil {
 		return err
 	}
-	return s.commitWithin(ctx, tx)
+	return s.commitWithin(ctx, tx, what)
 }
 
-// CanCommit commits a transaction that has a transaction id (so its commit
-// is written and waits for synchronous standbys, as an envelope's does),
-// within ctx: what a readiness check needs to know, where a read or an
-// empty transaction would succeed on a database that cannot commit.
+// execWithin runs one statement on its own (its commit bounded by the
+// commit timeout, as inTxWithin's).
+func (s *Store) execWithin(ctx context.Context, what, sql string, args ...any) (pgconn.CommandTag, error) {
+	cctx, cancel := context.WithTimeout(ctx, s.commitTimeout)
+	defer cancel()
+	tag, err := s.pool.Exec(cctx, sql, args...)
+	if cctx.Err() != nil && ctx.Err() == nil {
+		return tag, fmt.Errorf("%s: %w (waited %s)", what, ErrCommitUnknown, s.commitTimeout)
+	}
+	if err != nil {
+		return tag, fmt.Errorf("%s: %w", what, err)
+	}
+	return tag, nil
+}
+
+// CanCommit commits a transaction that writes (a transactional WAL message,
+// which touches no table: its commit is flushed and waits for synchronous
+// standbys, as an envelope's does), within ctx: what a readiness check
+// needs to know, where a read, an empty transaction or one that only took
+// a transaction id would succeed on a database that cannot commit.
 func (s *Store) CanCommit(ctx context.Context) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("check commit: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // after a commit, a no-op
-	if _, err := tx.Exec(ctx, sqlTakeXactID); err != nil {
+	if _, err := tx.Exec(ctx, sqlCommitCheck); err != nil {
 		return fmt.Errorf("check commit: %w", err)
 	}
 	err = tx.Commit(ctx)

@@ -219,7 +219,7 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 	if st != nil {
 		err = st.commit(ctx, record)
 	} else {
-		err = s.inTxWithin(ctx, record)
+		err = s.inTxWithin(ctx, "record envelope", record)
 	}
 	if err != nil {
 		return Envelope{}, err
@@ -230,12 +230,9 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 // MarkIncomplete records an upload that was cut off before a clean close, for
 // audit. It takes no submission key and is never processed.
 func (s *Store) MarkIncomplete(ctx context.Context, partner, fileName, source string, received int64) error {
-	_, err := s.pool.Exec(ctx, sqlMarkIncomplete,
+	_, err := s.execWithin(ctx, fmt.Sprintf("record incomplete upload %q", fileName), sqlMarkIncomplete,
 		partner, fileName, SubmissionKey(fileName), make([]byte, 32), received, source)
-	if err != nil {
-		return fmt.Errorf("record incomplete upload %q: %w", fileName, err)
-	}
-	return nil
+	return err
 }
 
 // Envelope reads one envelope, or ErrNotFound.

@@ -5,5 +5,5 @@ SELECT pg_advisory_xact_lock(7310, hashtext($1));
 SELECT pg_try_advisory_xact_lock(7310, hashtext($1));
 
 
--- name: TakeXactID
-SELECT pg_current_xact_id();
+-- name: CommitCheck
+SELECT pg_logical_emit_message(true, 'payintake', 'commit check');

@@ -215,7 +215,7 @@ func (st *Stream) commit(ctx context.Context, record func(pgx.Tx) error) error {
 	if err := record(st.tx); err != nil {
 		return err
 	}
-	if err := st.s.commitWithin(ctx, st.tx); err != nil {
+	if err := st.s.commitWithin(ctx, st.tx, "record envelope"); err != nil {
 		return err
 	}
 	st.committed = true

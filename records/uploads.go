@@ -89,7 +89,7 @@ func scanUpload(row pgx.Row) (Upload, error) {
 // its cut). ErrTooManyUploads when the partner already has max others.
 func (s *Store) StartUpload(ctx context.Context, partner, name, writer string, lease time.Duration, hash []byte, max int) (Upload, error) {
 	var u Upload
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTxWithin(ctx, "record new upload", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, sqlDropUploadNamed, partner, name); err != nil {
 			return fmt.Errorf("replace unfinished upload: %w", err)
 		}
@@ -111,7 +111,12 @@ func (s *Store) StartUpload(ctx context.Context, partner, name, writer string, l
 // name for lease: ErrNotFound if there is none, ErrUploadBusy while another
 // writer's lease runs.
 func (s *Store) ClaimUpload(ctx context.Context, partner, name, writer string, lease time.Duration) (Upload, error) {
-	u, err := scanUpload(s.pool.QueryRow(ctx, sqlClaimUpload, partner, name, writer, lease.Milliseconds()))
+	var u Upload
+	err := s.inTxWithin(ctx, "take up unfinished upload", func(tx pgx.Tx) error {
+		var err error
+		u, err = scanUpload(tx.QueryRow(ctx, sqlClaimUpload, partner, name, writer, lease.Milliseconds()))
+		return err
+	})
 	if !errors.Is(err, ErrNotFound) {
 		return u, err
 	}
@@ -166,7 +171,7 @@ type UploadState struct {
 // upload is no longer st.Writer's (replaced, discarded, or its lease expired
 // and another writer took it); nothing is stored.
 func (s *Store) SaveUpload(ctx context.Context, st UploadState) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.inTxWithin(ctx, "save unfinished upload", func(tx pgx.Tx) error {
 		var stored int64
 		var next int32
 		err := tx.QueryRow(ctx, sqlLockOwnUpload, st.ID, st.Writer).Scan(&stored, &next)
@@ -203,18 +208,14 @@ func (s *Store) SaveUpload(ctx context.Context, st UploadState) error {
 
 // ReleaseUpload ends writer's lease on the upload (its bytes unchanged).
 func (s *Store) ReleaseUpload(ctx context.Context, id int64, writer string) error {
-	if _, err := s.pool.Exec(ctx, sqlReleaseUpload, id, writer); err != nil {
-		return fmt.Errorf("release unfinished upload: %w", err)
-	}
-	return nil
+	_, err := s.execWithin(ctx, "release unfinished upload", sqlReleaseUpload, id, writer)
+	return err
 }
 
 // RenewUploads extends the leases of every upload writer writes.
 func (s *Store) RenewUploads(ctx context.Context, writer string, lease time.Duration) error {
-	if _, err := s.pool.Exec(ctx, sqlRenewUploads, writer, lease.Milliseconds()); err != nil {
-		return fmt.Errorf("renew unfinished uploads' leases: %w", err)
-	}
-	return nil
+	_, err := s.execWithin(ctx, "renew unfinished uploads' leases", sqlRenewUploads, writer, lease.Milliseconds())
+	return err
 }
 
 // CopyUploadBytes writes the stored bytes of the upload to w.
@@ -228,7 +229,7 @@ func (s *Store) CopyUploadBytes(ctx context.Context, id int64, w io.Writer) erro
 // writer writes it.
 func (s *Store) RenameUpload(ctx context.Context, partner, from, to, writer string, lease time.Duration) (Upload, error) {
 	var u Upload
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTxWithin(ctx, "rename unfinished upload", func(tx pgx.Tx) error {
 		var id int64
 		var busy bool
 		err := tx.QueryRow(ctx, sqlLockUploadNamed, partner, from, writer).Scan(&id, &busy)
@@ -254,7 +255,7 @@ func (s *Store) RenameUpload(ctx context.Context, partner, from, to, writer stri
 // another writer than writer writes it (ErrUploadBusy). ErrNotFound: none.
 func (s *Store) DiscardUpload(ctx context.Context, partner, name, writer string) (Upload, error) {
 	var u Upload
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTxWithin(ctx, "discard unfinished upload", func(tx pgx.Tx) error {
 		var busy bool
 		err := tx.QueryRow(ctx, sqlLockUploadNamed, partner, name, writer).Scan(&u.ID, &busy)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -274,18 +275,16 @@ func (s *Store) DiscardUpload(ctx context.Context, partner, name, writer string)
 
 // DropUpload drops the unfinished upload id (whoever writes it).
 func (s *Store) DropUpload(ctx context.Context, id int64) error {
-	if _, err := s.pool.Exec(ctx, sqlDropUpload, id); err != nil {
-		return fmt.Errorf("drop unfinished upload: %w", err)
-	}
-	return nil
+	_, err := s.execWithin(ctx, "drop unfinished upload", sqlDropUpload, id)
+	return err
 }
 
 // SetUploadModTime sets the time the client gave the partner's unfinished
 // upload called name, or ErrNotFound.
 func (s *Store) SetUploadModTime(ctx context.Context, partner, name string, mtime time.Time) error {
-	tag, err := s.pool.Exec(ctx, sqlSetUploadModTime, partner, name, mtime)
+	tag, err := s.execWithin(ctx, "set time of unfinished upload", sqlSetUploadModTime, partner, name, mtime)
 	if err != nil {
-		return fmt.Errorf("set time of unfinished upload: %w", err)
+		return err
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("unfinished upload: %w", ErrNotFound)

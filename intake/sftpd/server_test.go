@@ -119,7 +119,8 @@ type zoneOpts struct {
 	idle        time.Duration // Config.IdleTimeout
 	maxSessions int           // Config.MaxSessions
 	tracing     trace.TracerProvider
-	clock       *testClock // Config.Now; nil: the real clock
+	clock       *testClock    // Config.Now; nil: the real clock
+	commit      time.Duration // records.Options.CommitTimeout
 }
 
 // testClock is the real clock plus a lead the test gives it (Advance), so
@@ -136,7 +137,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	if url == "" {
 		url = pgtest.New(t)
 	}
-	st, err := records.Open(ctx, url, records.Options{MaxConns: 20, TracerProvider: o.tracing})
+	st, err := records.Open(ctx, url, records.Options{MaxConns: 20, TracerProvider: o.tracing, CommitTimeout: o.commit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -217,7 +217,7 @@ func (fs *partnerFS) newPending(name string, u *upload) (*pending, error) {
 	}
 	if err != nil {
 		fs.log.Error("record new upload", "file", name, "err", err)
-		return nil, failure("the server cannot take uploads right now: try again later")
+		return nil, failure("the server cannot take uploads right now (the database did not answer in time): try again later")
 	}
 	f, err := os.CreateTemp(srv.cfg.SpoolDir, "upload-*")
 	if err != nil {
@@ -821,12 +821,15 @@ func (fs *partnerFS) receive(p *pending) error {
 	})
 	env := res.Received
 	if err != nil {
-		fs.keep(p)
 		fs.srv.m.uploads.WithLabelValues("failed").Inc()
 		fs.log.Error("receive upload", "file", name, "bytes", size, "err", err)
 		if errors.Is(err, records.ErrCommitUnknown) {
+			// Received or not, unknown: the database is not committing,
+			// so nothing more is stored (a resend is decided by its key).
+			fs.srv.end(p)
 			return failure(fmt.Sprintf("the database did not confirm the upload of %s in time, so it may not have been received: send it again (a file received already is recognised as such, never applied twice)", name))
 		}
+		fs.keep(p)
 		return failure(fmt.Sprintf("the upload of %s could not be recorded (server error); nothing was received: send it again", name))
 	}
 	fs.srv.end(p)
