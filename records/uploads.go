@@ -88,6 +88,19 @@ func scanUpload(row pgx.Row) (Upload, error) {
 // (that handle goes on, on its own: received at its clean close, dropped at
 // its cut). ErrTooManyUploads when the partner already has max others.
 func (s *Store) StartUpload(ctx context.Context, partner, name, writer string, lease time.Duration, hash []byte, max int) (Upload, error) {
+	// Started at the same moment elsewhere, the name's row appears between
+	// this transaction's delete and insert (the unique constraint decides):
+	// then the later start replaces it, as if they came one after the other.
+	for range 10 {
+		u, err := s.startUpload(ctx, partner, name, writer, lease, hash, max)
+		if !errors.Is(err, ErrNotFound) {
+			return u, err
+		}
+	}
+	return Upload{}, fmt.Errorf("record new upload %q: started elsewhere again and again", name)
+}
+
+func (s *Store) startUpload(ctx context.Context, partner, name, writer string, lease time.Duration, hash []byte, max int) (Upload, error) {
 	var u Upload
 	err := s.inTxWithin(ctx, "record new upload", func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, sqlDropUploadNamed, partner, name); err != nil {

@@ -7,6 +7,7 @@ SELECT count(*) FROM sftp_uploads WHERE partner_id = $1;
 -- name: InsertUpload
 INSERT INTO sftp_uploads (partner_id, name, sha256_state, writer, writer_until)
 VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')
+ON CONFLICT (partner_id, name) DO NOTHING
 RETURNING {{upload_columns}};
 
 -- name: ClaimUpload

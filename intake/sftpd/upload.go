@@ -217,7 +217,7 @@ func (fs *partnerFS) newPending(name string, u *upload) (*pending, error) {
 	}
 	if err != nil {
 		fs.log.Error("record new upload", "file", name, "err", err)
-		return nil, failure("the server cannot take uploads right now (the database did not answer in time): try again later")
+		return nil, failure(fmt.Sprintf("the upload of %s cannot be taken now (the database is unavailable); nothing was received: send it again later", name))
 	}
 	f, err := os.CreateTemp(srv.cfg.SpoolDir, "upload-*")
 	if err != nil {
