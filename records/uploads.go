@@ -147,8 +147,14 @@ func (s *Store) UploadNamed(ctx context.Context, partner, name string) (Upload, 
 // Uploads lists the partner's unfinished uploads, by name, at most limit.
 func (s *Store) Uploads(ctx context.Context, partner string, limit int) ([]Upload, error) {
 	rows, err := s.pool.Query(ctx, sqlUploads, partner, limit)
+	return scanUploads(rows, err, "list unfinished uploads")
+}
+
+// scanUploads reads the rows of a query of upload_columns (err: the
+// query's).
+func scanUploads(rows pgx.Rows, err error, what string) ([]Upload, error) {
 	if err != nil {
-		return nil, fmt.Errorf("list unfinished uploads: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []Upload
@@ -160,7 +166,7 @@ func (s *Store) Uploads(ctx context.Context, partner string, limit int) ([]Uploa
 		out = append(out, u)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list unfinished uploads: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }
@@ -243,17 +249,9 @@ func (s *Store) CopyUploadBytes(ctx context.Context, id int64, w io.Writer) erro
 func (s *Store) RenameUpload(ctx context.Context, partner, from, to, writer string, lease time.Duration) (Upload, error) {
 	var u Upload
 	err := s.inTxWithin(ctx, "rename unfinished upload", func(tx pgx.Tx) error {
-		var id int64
-		var busy bool
-		err := tx.QueryRow(ctx, sqlLockUploadNamed, partner, from, writer).Scan(&id, &busy)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("unfinished upload: %w", ErrNotFound)
-		}
+		id, err := lockIdleUpload(ctx, tx, partner, from, writer)
 		if err != nil {
-			return fmt.Errorf("lock unfinished upload: %w", err)
-		}
-		if busy {
-			return ErrUploadBusy
+			return err
 		}
 		if _, err := tx.Exec(ctx, sqlDropUploadNamed, partner, to); err != nil {
 			return fmt.Errorf("replace unfinished upload: %w", err)
@@ -264,23 +262,35 @@ func (s *Store) RenameUpload(ctx context.Context, partner, from, to, writer stri
 	return u, err
 }
 
+// lockIdleUpload locks the partner's unfinished upload called name for tx,
+// and returns its id: ErrNotFound, or ErrUploadBusy while a writer other
+// than writer holds its lease.
+func lockIdleUpload(ctx context.Context, tx pgx.Tx, partner, name, writer string) (int64, error) {
+	var id int64
+	var busy bool
+	err := tx.QueryRow(ctx, sqlLockUploadNamed, partner, name, writer).Scan(&id, &busy)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("unfinished upload: %w", ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("lock unfinished upload: %w", err)
+	}
+	if busy {
+		return 0, ErrUploadBusy
+	}
+	return id, nil
+}
+
 // DiscardUpload drops the partner's unfinished upload called name unless
 // another writer than writer writes it (ErrUploadBusy). ErrNotFound: none.
 func (s *Store) DiscardUpload(ctx context.Context, partner, name, writer string) (Upload, error) {
 	var u Upload
 	err := s.inTxWithin(ctx, "discard unfinished upload", func(tx pgx.Tx) error {
-		var busy bool
-		err := tx.QueryRow(ctx, sqlLockUploadNamed, partner, name, writer).Scan(&u.ID, &busy)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("unfinished upload: %w", ErrNotFound)
-		}
+		id, err := lockIdleUpload(ctx, tx, partner, name, writer)
 		if err != nil {
-			return fmt.Errorf("lock unfinished upload: %w", err)
+			return err
 		}
-		if busy {
-			return ErrUploadBusy
-		}
-		u, err = scanUpload(tx.QueryRow(ctx, sqlDiscardUpload, u.ID))
+		u, err = scanUpload(tx.QueryRow(ctx, sqlDiscardUpload, id))
 		return err
 	})
 	return u, err
@@ -309,20 +319,5 @@ func (s *Store) SetUploadModTime(ctx context.Context, partner, name string, mtim
 // (and not being written) and returns them.
 func (s *Store) ExpireUploads(ctx context.Context, before time.Time) ([]Upload, error) {
 	rows, err := s.pool.Query(ctx, sqlExpireUploads, before)
-	if err != nil {
-		return nil, fmt.Errorf("expire unfinished uploads: %w", err)
-	}
-	defer rows.Close()
-	var out []Upload
-	for rows.Next() {
-		u, err := scanUpload(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("expire unfinished uploads: %w", err)
-	}
-	return out, nil
+	return scanUploads(rows, err, "expire unfinished uploads")
 }
