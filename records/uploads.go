@@ -21,6 +21,7 @@ import (
 
 // Statements of uploads.sql.
 var (
+	sqlLockUploadName   = query("LockUploadName")
 	sqlDropUploadNamed  = query("DropUploadNamed")
 	sqlCountUploads     = query("CountUploads")
 	sqlInsertUpload     = query("InsertUpload")
@@ -88,9 +89,11 @@ func scanUpload(row pgx.Row) (Upload, error) {
 // (that handle goes on, on its own: received at its clean close, dropped at
 // its cut). ErrTooManyUploads when the partner already has max others.
 func (s *Store) StartUpload(ctx context.Context, partner, name, writer string, lease time.Duration, hash []byte, max int) (Upload, error) {
-	// Started at the same moment elsewhere, the name's row appears between
-	// this transaction's delete and insert (the unique constraint decides):
-	// then the later start replaces it, as if they came one after the other.
+	// Starts of one name wait for each other (an advisory lock), so the
+	// later replaces the earlier as if they came one after the other;
+	// without it, 50 at once mostly failed on the unique constraint, or
+	// retried round after round. The constraint still decides: a row that
+	// appears all the same (a rename to the name) is replaced at a retry.
 	for range 10 {
 		u, err := s.startUpload(ctx, partner, name, writer, lease, hash, max)
 		if !errors.Is(err, ErrNotFound) {
@@ -103,6 +106,9 @@ func (s *Store) StartUpload(ctx context.Context, partner, name, writer string, l
 func (s *Store) startUpload(ctx context.Context, partner, name, writer string, lease time.Duration, hash []byte, max int) (Upload, error) {
 	var u Upload
 	err := s.inTxWithin(ctx, "record new upload", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlLockUploadName, partner, name); err != nil {
+			return fmt.Errorf("lock upload name: %w", err)
+		}
 		if _, err := tx.Exec(ctx, sqlDropUploadNamed, partner, name); err != nil {
 			return fmt.Errorf("replace unfinished upload: %w", err)
 		}
@@ -249,6 +255,9 @@ func (s *Store) CopyUploadBytes(ctx context.Context, id int64, w io.Writer) erro
 func (s *Store) RenameUpload(ctx context.Context, partner, from, to, writer string, lease time.Duration) (Upload, error) {
 	var u Upload
 	err := s.inTxWithin(ctx, "rename unfinished upload", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlLockUploadName, partner, to); err != nil {
+			return fmt.Errorf("lock upload name: %w", err)
+		}
 		id, err := lockIdleUpload(ctx, tx, partner, from, writer)
 		if err != nil {
 			return err

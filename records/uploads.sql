@@ -1,3 +1,8 @@
+-- name: LockUploadName
+-- Starts and renames to one name wait for each other (class 7311; the
+-- partner lock of store.sql is 7310).
+SELECT pg_advisory_xact_lock(7311, hashtext($1 || '/' || $2));
+
 -- name: DropUploadNamed
 DELETE FROM sftp_uploads WHERE partner_id = $1 AND name = $2;
 
