@@ -40,8 +40,10 @@ type Config struct {
 	// nil: one on Store, with Log.
 	Intake  *intake.Intake
 	HostKey ssh.Signer
-	// SpoolDir holds uploads while they are written (never a partner-chosen
-	// name: spool files are named by the server).
+	// SpoolDir holds the bytes of uploads while a handle on this server
+	// writes them (never a partner-chosen name: spool files are named by
+	// the server); what a handle leaves unfinished is stored in the
+	// database.
 	SpoolDir string
 	// MaxFileSize bounds one upload; writes beyond it fail. 0 means DefaultMaxFileSize.
 	MaxFileSize int64
@@ -57,8 +59,8 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// ResumeWindow is how long an upload not received yet (cut off, or
 	// temp-named and never renamed) is kept after its last write so that its
-	// partner can resume or rename it from any connection; then it is
-	// discarded. 0 means DefaultResumeWindow.
+	// partner can resume or rename it from any connection to any server on
+	// the database; then it is discarded. 0 means DefaultResumeWindow.
 	ResumeWindow time.Duration
 	// InboxWindow is how long a received file stays visible in /inbox (stat,
 	// listing) after it arrived. 0 means DefaultInboxWindow.
@@ -191,8 +193,9 @@ func CleanSpool(dir string, age time.Duration) {
 	}
 }
 
-// Serve accepts connections on ln until ctx is done, then closes every
-// connection (uploads still open are recorded as incomplete) and returns.
+// Serve accepts connections on ln until ctx is done (Drain stops it taking
+// new ones earlier), then closes every connection (uploads still open are
+// recorded as incomplete and stored, to be resumed on any server) and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
