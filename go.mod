@@ -2,6 +2,8 @@ module github.com/payintake/payintake
 
 go 1.26.8
 
+toolchain go1.26.11
+
 require (
 	github.com/IBM/pgxpoolprometheus v1.1.3
 	github.com/chromedp/chromedp v0.23.0

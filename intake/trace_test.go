@@ -124,7 +124,7 @@ func tracedUpload(t *testing.T) (*tracetest.InMemoryExporter, *sftp.Client) {
 func attr(s tracetest.SpanStub, key string) string {
 	for _, a := range s.Attributes {
 		if string(a.Key) == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""

@@ -4,7 +4,7 @@ import "testing"
 
 // A record's values are given in the order of FieldNames, one each.
 func TestRecordValuesAreFieldNames(t *testing.T) {
-	if got := (Record{}).Values(); len(got) != len(FieldNames) {
-		t.Errorf("Record.Values gives %d values for %d field names", len(got), len(FieldNames))
+	if n := len((Record{}).Values()); n != len(FieldNames) {
+		t.Errorf("Record.Values gives %d values for %d field names", n, len(FieldNames))
 	}
 }
