@@ -5,7 +5,6 @@ go 1.26.8
 toolchain go1.26.11
 
 require (
-	github.com/IBM/pgxpoolprometheus v1.1.3
 	github.com/chromedp/chromedp v0.23.0
 	github.com/creack/pty v1.1.24
 	github.com/exaring/otelpgx v0.13.0

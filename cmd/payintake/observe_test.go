@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,8 @@ func TestServeObservedJSON(t *testing.T) {
 		`payintake_oldest_waiting_envelope_age_seconds 0`,
 		`payintake_processing_jobs{state="available"}`,
 		`pgxpool_total_conns{pool="payintake"}`,
-		`pgxpool_acquire_count{pool="payintake"}`,
+		`pgxpool_acquires_total{pool="payintake"}`,
+		`pgxpool_acquire_seconds_total{pool="payintake"}`,
 		`go_goroutines`,
 		`process_cpu_seconds_total`,
 	} {
@@ -101,6 +103,7 @@ func TestServeObservedJSON(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	promtoolCheckMetrics(t, metrics)
 	if code := stop(); code != 0 {
 		t.Fatalf("serve exited %d", code)
 	}
@@ -167,4 +170,16 @@ func logLines(t *testing.T, s string) []map[string]any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// promtoolCheckMetrics fails t unless Prometheus's own linter accepts a
+// scrape: metric names with their conventional suffixes (_total on a
+// counter, base units such as _seconds), help text, no reserved names.
+func promtoolCheckMetrics(t *testing.T, scrape string) {
+	t.Helper()
+	cmd := exec.Command("promtool", "check", "metrics")
+	cmd.Stdin = strings.NewReader(scrape)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics on /metrics: %v\n%s", err, out)
+	}
 }
