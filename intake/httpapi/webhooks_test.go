@@ -391,8 +391,15 @@ func TestOpenAPI(t *testing.T) {
 		n++
 	}
 	total := 0
-	for _, ops := range doc.Paths {
-		total += len(ops)
+	for path, ops := range doc.Paths {
+		if strings.HasPrefix(path, reviewPaths) {
+			continue
+		}
+		for method := range ops {
+			if method != "parameters" {
+				total++
+			}
+		}
 	}
 	if total != len(routes) {
 		t.Errorf("the OpenAPI document has %d operations, the server %d routes", total, len(routes))
