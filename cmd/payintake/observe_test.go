@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -25,7 +26,7 @@ func TestServeObservedJSON(t *testing.T) {
 	_, stderr, stop := startServe(t, "--database-url", url, "--data-dir", t.TempDir(), "--sftp-addr", "127.0.0.1:0",
 		"--http-addr", "127.0.0.1:0", "--workers", "1", "--log-format", "json")
 	var httpAddr, sftpAddr, hostKey string
-	for deadline := time.Now().Add(60 * time.Second); httpAddr == "" || sftpAddr == "" || hostKey == ""; {
+	eventually.True(t, 60*time.Second, func() bool {
 		for _, l := range logLines(t, stderr.String()) {
 			switch l["msg"] {
 			case "http listening":
@@ -36,11 +37,8 @@ func TestServeObservedJSON(t *testing.T) {
 				hostKey, _ = l["fingerprint"].(string)
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start:\n%s", stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return httpAddr != "" && sftpAddr != "" && hostKey != ""
+	}, "serve started:\n%s", stderr)
 	ctx := context.Background()
 	st, err := records.Open(ctx, url, records.Options{MaxConns: 2})
 	if err != nil {
