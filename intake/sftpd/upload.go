@@ -1,0 +1,733 @@
+package sftpd
+
+// Uploads to /inbox.
+//
+// A file not received yet is a pending file of its partner, kept by the
+// server (not by the SFTP session): being written, cut off and waiting to be
+// resumed, or temp-named and waiting for a rename. Any connection of the
+// partner to this server sees it, resumes it or renames it, for
+// Config.ResumeWindow after its last write; then it is discarded.
+//
+// Open flags and offsets are honoured exactly or refused with a message:
+//
+//	TRUNC         a new upload, from empty (a pending file of that name is discarded)
+//	no TRUNC      resume: the pending file of that name is continued, its bytes
+//	              kept; a write may repeat bytes already uploaded (identical
+//	              only) or add new ones; a received file cannot be written
+//	APPEND        as no TRUNC, and writes below the size at open are refused
+//	CREAT         without it, a name that does not exist is "no such file"
+//	EXCL          a name that exists (pending or received) is refused
+//
+// Bytes are never changed once written, and a write may start at most
+// maxHoleAhead past the bytes that are contiguous from 0 (out-of-order
+// pipelined writes fit; a sparse file does not). The SHA-256 is computed as
+// bytes arrive: the contiguous prefix is hashed at once, writes ahead of it
+// are held (in memory up to maxHeldInMemory, else re-read from the spool's
+// page cache) until the gap before them closes. A clean close with a gap left
+// is refused. So what is received is the bytes the client meant, hashed once
+// and stored in one read of the spool.
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/pkg/sftp"
+
+	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/records"
+)
+
+const (
+	// maxHoleAhead is how far past the contiguous end of an upload a write may
+	// start: pipelined clients send writes slightly out of order, never more
+	// than their requests in flight (a few MiB).
+	maxHoleAhead = 8 << 20
+	// maxHeldInMemory bounds the out-of-order bytes of one upload kept in
+	// memory for hashing; more are re-read from the spool when the gap closes.
+	maxHeldInMemory = 1 << 20
+	// maxPendingPerPartner bounds the files of one partner not received yet
+	// (open, cut off, or temp-named waiting for a rename).
+	maxPendingPerPartner = 64
+	// resumeWait is how long an open for resume waits for the file's previous
+	// handle to be released (a connection that has just dropped).
+	resumeWait = 3 * time.Second
+	// DefaultResumeWindow is how long a file not received yet can be resumed.
+	DefaultResumeWindow = 24 * time.Hour
+)
+
+// pending is a file in /inbox not received yet.
+type pending struct {
+	spool   string
+	partner string
+	started time.Time
+
+	mu      sync.Mutex
+	name    string
+	f       *os.File // open while a handle writes
+	size    int64    // end of the furthest write
+	hashed  int64    // bytes [0, hashed) are hashed into h
+	h       hash.Hash
+	held    map[int64]heldWrite // writes past hashed, waiting for the gap before them
+	heldMem int64
+	writer  *upload       // the handle writing now
+	free    chan struct{} // closed when writer lets go
+	touched time.Time
+	mtime   time.Time // set by the client, zero if never
+	gone    bool      // received or discarded
+	// stream copies the hashed bytes into the database as they arrive, so
+	// that a clean close only records the envelope; nil when the upload did
+	// not start from byte 0 in this handle, or the stream failed (the
+	// spool is then stored at the close, as without it).
+	stream *records.Stream
+}
+
+// startStream gives a new upload from byte 0 its database stream, when a
+// connection for it is free. Called with p.mu held.
+func (p *pending) startStream(fs *partnerFS) {
+	if p.stream != nil || p.hashed != 0 || isTempName(p.name) {
+		return
+	}
+	st, err := fs.srv.cfg.Store.StartStream(context.WithoutCancel(fs.ctx))
+	if err != nil {
+		if !errors.Is(err, records.ErrNoStream) {
+			fs.log.Warn("upload stored at its close instead of while it arrives", "file", p.name, "err", err)
+		}
+		return
+	}
+	p.stream = st
+}
+
+// hashed adds b, the bytes that follow the contiguous prefix, to the hash
+// and to the stream. Called with p.mu held.
+func (p *pending) addHashed(fs *partnerFS, b []byte) {
+	p.h.Write(b)
+	p.hashed += int64(len(b))
+	if p.stream == nil {
+		return
+	}
+	if err := p.stream.Write(b); err != nil {
+		fs.log.Warn("upload stored at its close instead of while it arrives", "file", p.name, "err", err)
+		p.dropStream()
+	}
+}
+
+// dropStream ends p's stream, its bytes not recorded. Called with p.mu held.
+func (p *pending) dropStream() {
+	if p.stream != nil {
+		p.stream.Abort()
+		p.stream = nil
+	}
+}
+
+type heldWrite struct {
+	n    int64
+	data []byte // nil: read it back from the spool
+}
+
+func (p *pending) info() fileInfo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mod := p.mtime
+	if mod.IsZero() {
+		mod = p.touched
+	}
+	return fileInfo{name: p.name, size: p.size, mode: 0o644, mod: mod}
+}
+
+// settle drops what is not contiguous from 0 (writes past a gap that never
+// closed): what remains is what a resume continues. Called with p.mu held
+// and no writer.
+func (p *pending) settle() {
+	if p.size == p.hashed {
+		return
+	}
+	clear(p.held)
+	p.heldMem = 0
+	p.size = p.hashed
+	_ = os.Truncate(p.spool, p.hashed)
+}
+
+// ---- the server's pending files
+
+// pendingFile is the partner's pending file called name, or nil.
+func (s *Server) pendingFile(partner, name string) *pending {
+	s.imu.Lock()
+	defer s.imu.Unlock()
+	return s.inbox[partner][name]
+}
+
+func (s *Server) pendingFiles(partner string) []*pending {
+	s.imu.Lock()
+	defer s.imu.Unlock()
+	out := make([]*pending, 0, len(s.inbox[partner]))
+	for _, p := range s.inbox[partner] {
+		out = append(out, p)
+	}
+	return out
+}
+
+// newPending creates an empty pending file called name, replacing the one of
+// that name (discarded unless a handle is still writing it: that upload goes
+// on, on its own, and is received when closed).
+func (s *Server) newPending(partner, name string, writer *upload) (*pending, error) {
+	s.imu.Lock()
+	files := s.inbox[partner]
+	if files == nil {
+		files = map[string]*pending{}
+		s.inbox[partner] = files
+	}
+	old := files[name]
+	if old == nil && len(files) >= maxPendingPerPartner {
+		s.imu.Unlock()
+		return nil, failure(fmt.Sprintf("too many unfinished uploads (%d): finish, rename or remove some in /inbox, or wait for them to expire", maxPendingPerPartner))
+	}
+	f, err := os.CreateTemp(s.cfg.SpoolDir, "upload-*")
+	if err != nil {
+		s.imu.Unlock()
+		s.log.Error("create spool file", "err", err)
+		return nil, failure("the server cannot take uploads right now: try again later")
+	}
+	now := time.Now()
+	p := &pending{spool: f.Name(), partner: partner, started: now, name: name, f: f,
+		h: sha256.New(), held: map[int64]heldWrite{}, touched: now, writer: writer, free: make(chan struct{})}
+	files[name] = p
+	s.imu.Unlock()
+	if old != nil {
+		s.discardIdle(old, "replaced by a new upload of the same name")
+	}
+	return p, nil
+}
+
+// detach removes p from its partner's pending files (if still there).
+func (s *Server) detach(p *pending) {
+	s.imu.Lock()
+	defer s.imu.Unlock()
+	p.mu.Lock()
+	name := p.name
+	p.mu.Unlock()
+	if files := s.inbox[p.partner]; files[name] == p {
+		delete(files, name)
+		if len(files) == 0 {
+			delete(s.inbox, p.partner)
+		}
+	}
+}
+
+// current tells whether p is the pending file its name shows.
+func (s *Server) current(p *pending) bool {
+	s.imu.Lock()
+	defer s.imu.Unlock()
+	p.mu.Lock()
+	name := p.name
+	p.mu.Unlock()
+	return s.inbox[p.partner][name] == p
+}
+
+// discardIdle drops p and its bytes unless a handle is writing it.
+func (s *Server) discardIdle(p *pending, why string) bool {
+	p.mu.Lock()
+	if p.writer != nil || p.gone {
+		p.mu.Unlock()
+		return false
+	}
+	p.gone = true
+	name, size := p.name, p.size
+	p.mu.Unlock()
+	s.detach(p)
+	_ = os.Remove(p.spool)
+	s.log.Info("unfinished upload discarded", "partner", p.partner, "file", name, "bytes", size, "why", why)
+	return true
+}
+
+// sweep discards pending files not written to within the resume window.
+func (s *Server) sweep(now time.Time) {
+	s.imu.Lock()
+	var old []*pending
+	for _, files := range s.inbox {
+		for _, p := range files {
+			p.mu.Lock()
+			if p.writer == nil && now.Sub(p.touched) > s.cfg.ResumeWindow {
+				old = append(old, p)
+			}
+			p.mu.Unlock()
+		}
+	}
+	s.imu.Unlock()
+	for _, p := range old {
+		s.discardIdle(p, fmt.Sprintf("not resumed within %s", s.cfg.ResumeWindow))
+	}
+}
+
+// rename moves a pending file that no handle writes to another name, which
+// must be free of pending files being written.
+func (s *Server) renamePending(p *pending, to string) error {
+	s.imu.Lock()
+	p.mu.Lock()
+	if p.writer != nil {
+		p.mu.Unlock()
+		s.imu.Unlock()
+		return denied(fmt.Sprintf("%s is still being uploaded: close it before renaming", p.name))
+	}
+	files := s.inbox[p.partner]
+	old := files[to]
+	delete(files, p.name)
+	p.name = to
+	p.touched = time.Now()
+	files[to] = p
+	p.mu.Unlock()
+	s.imu.Unlock()
+	if old != nil && old != p {
+		// The name's previous pending file goes (unless being written, when
+		// it goes on on its own).
+		s.discardIdle(old, "replaced by a rename")
+	}
+	return nil
+}
+
+// ---- FileWriter
+
+func (fs *partnerFS) Filewrite(r *sftp.Request) (io.WriterAt, error) {
+	vp, err := parsePath(r.Filepath)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case vp.dir == dirResults:
+		return nil, errReadOnly
+	case vp.dir != dirInbox:
+		return nil, errOutside
+	case vp.name == "":
+		return nil, denied("/inbox is a folder: upload to /inbox/NAME")
+	}
+	fs.mu.Lock()
+	n := fs.open
+	fs.mu.Unlock()
+	if n >= maxUploadsPerSession {
+		return nil, failure(fmt.Sprintf("too many uploads open at once on this session (at most %d)", maxUploadsPerSession))
+	}
+	flags := r.Pflags()
+	srv, name := fs.srv, vp.name
+	p := srv.pendingFile(fs.partner, name)
+	exists := func() (bool, error) {
+		if p != nil {
+			return true, nil
+		}
+		_, found, err := fs.received(name)
+		return found, err
+	}
+	if flags.Excl {
+		found, err := exists()
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			return nil, failure(fmt.Sprintf("%s already exists in /inbox (exclusive create refused): upload under a new name", name))
+		}
+	}
+	u := &upload{fs: fs, name: name, append: flags.Append, started: time.Now()}
+	switch {
+	case flags.Trunc:
+		if !flags.Creat {
+			if found, err := exists(); err != nil || !found {
+				return nil, errors.Join(err, notFound(r.Filepath))
+			}
+		}
+		if p, err = srv.newPending(fs.partner, name, u); err != nil {
+			return nil, err
+		}
+	case p != nil:
+		// Resume (or append to) a file not received yet.
+		if err := fs.takeOver(p, u); err != nil {
+			return nil, err
+		}
+	default:
+		_, found, err := fs.received(name)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			// A received file: it can be opened (a client resuming a file
+			// that arrived whole finds nothing left to send), never changed.
+			fs.mu.Lock()
+			fs.open++
+			fs.mu.Unlock()
+			return u, nil
+		}
+		if !flags.Creat {
+			return nil, notFound(r.Filepath)
+		}
+		if p, err = srv.newPending(fs.partner, name, u); err != nil {
+			return nil, err
+		}
+	}
+	p.mu.Lock()
+	u.p, u.base = p, p.size
+	if u.base == 0 {
+		p.startStream(fs)
+	}
+	if p.f == nil {
+		p.f, err = os.OpenFile(p.spool, os.O_RDWR, 0)
+		if err != nil {
+			p.writer = nil
+			p.mu.Unlock()
+			fs.log.Error("open spool file", "err", err)
+			return nil, failure("the server cannot take uploads right now: try again later")
+		}
+	}
+	p.mu.Unlock()
+	fs.mu.Lock()
+	fs.open++
+	fs.mu.Unlock()
+	fs.log.Debug("upload opened", "file", name, "resume_at", u.base, "append", flags.Append, "truncate", flags.Trunc)
+	return u, nil
+}
+
+// takeOver makes u the writer of p, waiting a little for a previous handle
+// (one whose connection has just dropped) to let go.
+func (fs *partnerFS) takeOver(p *pending, u *upload) error {
+	deadline := time.NewTimer(resumeWait)
+	defer deadline.Stop()
+	for {
+		p.mu.Lock()
+		if p.gone {
+			p.mu.Unlock()
+			return failure(fmt.Sprintf("%s was just received or discarded: stat it and upload again if needed", u.name))
+		}
+		if p.writer == nil {
+			p.writer = u
+			p.free = make(chan struct{})
+			p.mu.Unlock()
+			return nil
+		}
+		if p.free == nil {
+			p.free = make(chan struct{})
+		}
+		free := p.free
+		p.mu.Unlock()
+		select {
+		case <-free:
+		case <-deadline.C:
+			return failure(fmt.Sprintf("%s is being uploaded by another session right now: wait for it to finish, or upload the whole file again (without resume)", u.name))
+		case <-fs.ctx.Done():
+			return failure("the server is shutting down: try again later")
+		}
+	}
+}
+
+// upload is one open write handle on /inbox/NAME.
+type upload struct {
+	fs      *partnerFS
+	p       *pending // nil: a received file, opened without truncation
+	name    string
+	append  bool
+	base    int64 // the file's size at open
+	started time.Time
+
+	mu          sync.Mutex
+	failed      error // a write failed or was refused: the upload is not received
+	transferErr error // the session ended with the handle open
+	closed      bool
+}
+
+type failReason struct {
+	err    error
+	reason string
+}
+
+func (e failReason) Error() string { return e.err.Error() }
+func (e failReason) Unwrap() error { return e.err }
+
+func (u *upload) fail(err error, reason string) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.failed == nil {
+		u.failed = failReason{err: err, reason: reason}
+	}
+	return err
+}
+
+func (u *upload) WriteAt(b []byte, off int64) (int, error) {
+	max := u.fs.srv.cfg.MaxFileSize
+	if u.p == nil {
+		return 0, u.fail(denied(fmt.Sprintf("%s was already received and cannot be changed: to send other bytes, upload the whole file under a new name", u.name)), "refused")
+	}
+	if off < 0 || int64(len(b)) > max || off > max-int64(len(b)) {
+		return 0, u.fail(failure(fmt.Sprintf("upload of %s refused: the file is larger than the limit of %s (%d bytes); nothing will be received: split the file or ask the operator to raise --max-file-size",
+			u.name, humanBytes(max), max)), "too_large")
+	}
+	u.mu.Lock()
+	failed := u.failed
+	u.mu.Unlock()
+	if failed != nil {
+		return 0, failed
+	}
+	if err := u.p.write(u, b, off); err != nil {
+		return 0, u.fail(err.err, err.reason)
+	}
+	u.fs.srv.m.uploadBytes.Add(float64(len(b)))
+	return len(b), nil
+}
+
+// write stores b at off for handle u, or says why not.
+func (p *pending) write(u *upload, b []byte, off int64) *failReason {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.writer != u {
+		return &failReason{failure("this upload handle is no longer valid: open the file again"), "refused"}
+	}
+	end := off + int64(len(b))
+	if u.append && off < u.base {
+		return &failReason{failure(fmt.Sprintf("%s was opened to append at byte %d (its size); a write at byte %d would change bytes already uploaded: write from byte %d on, or upload the whole file again (without resume)",
+			u.name, u.base, off, u.base)), "refused"}
+	}
+	if off > p.hashed+maxHoleAhead {
+		return &failReason{failure(fmt.Sprintf("a write at byte %d of %s would leave a hole after byte %d: write the file in order (resume from byte %d)",
+			off, u.name, p.hashed, p.hashed)), "refused"}
+	}
+	if off < p.size {
+		same, err := p.sameAsWritten(b, off)
+		if err != nil {
+			u.fs.log.Error("read spool file", "file", u.name, "err", err)
+			return &failReason{failure("the server could not check the upload (disk error); nothing will be received: try again later"), "failed"}
+		}
+		if !same {
+			return &failReason{failure(fmt.Sprintf("a write at byte %d of %s would change bytes already uploaded: resume from byte %d (its size), or upload the whole file again (a new upload truncates)",
+				off, u.name, p.size)), "refused"}
+		}
+	}
+	if _, err := p.f.WriteAt(b, off); err != nil {
+		u.fs.log.Error("write spool file", "file", u.name, "err", err)
+		return &failReason{failure("the server could not store the upload (disk error); nothing will be received: try again later"), "failed"}
+	}
+	switch {
+	case off <= p.hashed && end > p.hashed:
+		p.addHashed(u.fs, b[p.hashed-off:])
+		if err := p.drain(u.fs); err != nil {
+			u.fs.log.Error("read spool file", "file", u.name, "err", err)
+			return &failReason{failure("the server could not store the upload (disk error); nothing will be received: try again later"), "failed"}
+		}
+	case off > p.hashed:
+		if hw, ok := p.held[off]; !ok || hw.n < int64(len(b)) {
+			hw = heldWrite{n: int64(len(b))}
+			if p.heldMem+hw.n <= maxHeldInMemory {
+				hw.data = append([]byte(nil), b...)
+				p.heldMem += hw.n
+			}
+			p.held[off] = hw
+		}
+	}
+	p.size = max(p.size, end)
+	p.touched = time.Now()
+	return nil
+}
+
+// drain hashes held writes that the contiguous prefix has reached.
+func (p *pending) drain(fs *partnerFS) error {
+	for progress := true; progress && len(p.held) > 0; {
+		progress = false
+		for off, hw := range p.held {
+			if off > p.hashed {
+				continue
+			}
+			if end := off + hw.n; end > p.hashed {
+				data := hw.data
+				if data == nil {
+					data = make([]byte, hw.n)
+					if _, err := p.f.ReadAt(data, off); err != nil {
+						return err
+					}
+				}
+				p.addHashed(fs, data[p.hashed-off:])
+			}
+			p.heldMem -= int64(len(hw.data))
+			delete(p.held, off)
+			progress = true
+		}
+	}
+	return nil
+}
+
+// sameAsWritten tells whether b at off repeats the bytes already written
+// there (holes not written yet may take anything).
+func (p *pending) sameAsWritten(b []byte, off int64) (bool, error) {
+	end := off + int64(len(b))
+	check := func(from, to int64, data []byte, dataOff int64) (bool, error) {
+		from, to = max(from, off), min(to, end)
+		if from >= to {
+			return true, nil
+		}
+		want := b[from-off : to-off]
+		if data == nil {
+			data = make([]byte, to-from)
+			if _, err := p.f.ReadAt(data, from); err != nil {
+				return false, err
+			}
+			dataOff = from
+		}
+		return string(data[from-dataOff:to-dataOff]) == string(want), nil
+	}
+	if ok, err := check(0, p.hashed, nil, 0); !ok || err != nil {
+		return ok, err
+	}
+	for o, hw := range p.held {
+		if ok, err := check(o, o+hw.n, hw.data, o); !ok || err != nil {
+			return ok, err
+		}
+	}
+	return true, nil
+}
+
+// TransferError is called by the request server when the session ends with
+// this handle still open: the upload was cut off.
+func (u *upload) TransferError(err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.transferErr = err
+}
+
+// Close is the end of the upload. Its answer goes to the client only after
+// the envelope is durably recorded (and its processing enqueued).
+func (u *upload) Close() error {
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return nil
+	}
+	u.closed = true
+	failed, transferErr := u.failed, u.transferErr
+	u.mu.Unlock()
+	fs := u.fs
+	fs.mu.Lock()
+	fs.open--
+	fs.mu.Unlock()
+	p := u.p
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	if p.writer != u {
+		p.mu.Unlock()
+		return nil
+	}
+	p.writer = nil
+	if p.free != nil {
+		close(p.free)
+		p.free = nil
+	}
+	closeErr := p.f.Close()
+	p.f = nil
+	if transferErr == nil && failed == nil && closeErr != nil {
+		fs.log.Error("close spool file", "file", u.name, "err", closeErr)
+		failed = failReason{err: failure("the server could not store the upload (disk error); nothing was received: try again later"), reason: "failed"}
+	}
+	if transferErr == nil && failed == nil && p.hashed != p.size {
+		failed = failReason{err: failure(fmt.Sprintf("%s has a hole after byte %d (bytes up to %d were written past it): nothing was received: resume from byte %d",
+			u.name, p.hashed, p.size, p.hashed)), reason: "refused"}
+	}
+	name, size := p.name, p.size
+	if transferErr != nil || failed != nil || isTempName(name) {
+		// Not received at this close: what was streamed goes (a resume
+		// or the rename stores the spool).
+		p.dropStream()
+	}
+	if transferErr != nil || failed != nil {
+		p.settle()
+		size = p.size
+		p.mu.Unlock()
+		reason := "incomplete"
+		var fr failReason
+		if errors.As(failed, &fr) {
+			reason = fr.reason
+		}
+		if reason == "too_large" || reason == "failed" {
+			fs.srv.discardIdle(p, reason)
+		} else if !fs.srv.current(p) {
+			fs.srv.discardIdle(p, "a newer upload of the same name replaced it")
+		}
+		fs.srv.m.uploads.WithLabelValues(reason).Inc()
+		fs.srv.cfg.Intake.Metrics.Incomplete("sftp")
+		ctx, cancel := fs.bgCtx(30 * time.Second)
+		defer cancel()
+		if err := fs.srv.cfg.Store.MarkIncomplete(ctx, fs.partner, name, "sftp", size); err != nil {
+			fs.log.Error("record incomplete upload", "file", name, "err", err)
+		}
+		if transferErr != nil {
+			fs.log.Warn("upload cut off before a clean close: recorded as incomplete, kept to be resumed",
+				"file", name, "bytes", size, "resume_window", fs.srv.cfg.ResumeWindow, "err", transferErr)
+			return nil
+		}
+		fs.log.Warn("upload refused: recorded as incomplete, never processed", "file", name, "bytes", size,
+			"reason", reason, "err", failed)
+		return failed
+	}
+	p.touched = time.Now()
+	p.mu.Unlock()
+	if isTempName(name) {
+		if !fs.srv.current(p) {
+			fs.srv.discardIdle(p, "a newer upload of the same name replaced it")
+			return nil
+		}
+		fs.log.Info("temp-named upload kept until renamed", "file", name, "bytes", size)
+		return nil
+	}
+	return fs.receive(p)
+}
+
+// receive submits a complete pending file (Intake.Submit): an envelope,
+// with its processing job in the same transaction; then drops the spool file.
+func (fs *partnerFS) receive(p *pending) error {
+	defer fs.conn.working()()
+	fs.srv.detach(p)
+	p.mu.Lock()
+	p.gone = true
+	name, size, mtime, stream := p.name, p.hashed, p.mtime, p.stream
+	sum := p.h.Sum(nil)
+	p.stream = nil
+	p.mu.Unlock()
+	defer os.Remove(p.spool)
+	ctx, cancel := fs.bgCtx(30 * time.Minute)
+	defer cancel()
+	// Submit writes the upload's one log line ("envelope received") with
+	// this session's logger.
+	res, err := fs.srv.cfg.Intake.Submit(ctx, intake.Submission{
+		Partner: fs.partner, Name: name, Source: "sftp", Path: p.spool,
+		SHA256: sum, Size: size, ModTime: mtime, Stream: stream, Enqueue: fs.srv.cfg.Enqueue,
+		Log: fs.log, Started: p.started,
+	})
+	env := res.Received
+	if err != nil {
+		fs.srv.m.uploads.WithLabelValues("failed").Inc()
+		fs.log.Error("receive upload", "file", name, "bytes", size, "err", err)
+		return failure(fmt.Sprintf("the upload of %s could not be recorded (server error); nothing was received: send it again", name))
+	}
+	fs.srv.m.uploads.WithLabelValues(uploadResult(env.Status)).Inc() // the envelope is counted by Submit
+	if stream != nil && stream.Committed() {
+		fs.srv.m.uploadStored.WithLabelValues("streamed").Inc()
+	} else {
+		fs.srv.m.uploadStored.WithLabelValues("at_close").Inc()
+	}
+	return nil
+}
+
+// received looks up the partner's received file called name (within the
+// time /inbox shows received files).
+func (fs *partnerFS) received(name string) (records.InboxFile, bool, error) {
+	ctx, cancel := fs.bgCtx(30 * time.Second)
+	defer cancel()
+	f, err := fs.srv.cfg.Store.InboxFile(ctx, fs.partner, name, time.Now().Add(-fs.srv.cfg.InboxWindow))
+	if errors.Is(err, records.ErrNotFound) {
+		return f, false, nil
+	}
+	if err != nil {
+		fs.log.Error("look up inbox file", "file", name, "err", err)
+		return f, false, failure("the inbox cannot be read now: try again later")
+	}
+	return f, true, nil
+}
