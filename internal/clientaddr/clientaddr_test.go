@@ -110,7 +110,7 @@ type accepted struct {
 }
 
 // listen serves a Listener trusting 127.0.0.2 and reports each connection.
-func listen(t *testing.T) (string, <-chan accepted) {
+func listen(t *testing.T, wrap func(net.Conn) net.Conn) (string, <-chan accepted) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -125,6 +125,7 @@ func listen(t *testing.T) (string, <-chan accepted) {
 			if err != nil {
 				return
 			}
+			c = wrap(c)
 			go func() {
 				defer c.Close()
 				var a accepted
@@ -168,7 +169,18 @@ func header(t *testing.T, version byte, src string) []byte {
 // without a header is refused, and so is a header from anyone else, while
 // anyone else without one is served as itself.
 func TestListener(t *testing.T) {
-	addr, out := listen(t)
+	t.Run("bare", func(t *testing.T) { testListener(t, func(c net.Conn) net.Conn { return c }) })
+	// Under a connection cap's wrapper (connlimit), as serve lays it.
+	t.Run("wrapped", func(t *testing.T) { testListener(t, func(c net.Conn) net.Conn { return capped{c} }) })
+}
+
+// capped wraps a connection as a connection cap does, saying what it wraps.
+type capped struct{ net.Conn }
+
+func (c capped) NetConn() net.Conn { return c.Conn }
+
+func testListener(t *testing.T, wrap func(net.Conn) net.Conn) {
+	addr, out := listen(t, wrap)
 	for _, v := range []byte{1, 2} {
 		c := dialFrom(t, "127.0.0.2", addr)
 		if _, err := c.Write(append(header(t, v, "198.51.100.9:40000"), "SSH-2"...)); err != nil {

@@ -97,12 +97,22 @@ func (c *direct) Read(b []byte) (int, error) {
 }
 
 // Client returns the client's address of a connection accepted by a
-// Listener, and the proxy's when it came through one (else the zero
-// AddrPort). For a trusted proxy's connection it waits for the PROXY header
-// (at most HeaderTimeout) and returns an error wrapping ErrRefused when
+// Listener (under any wrappers with a NetConn method, as a connection cap's),
+// and the proxy's when it came through one (else the zero AddrPort). For a
+// trusted proxy's connection it waits for the PROXY header (at most
+// HeaderTimeout) and returns an error wrapping ErrRefused when
 // there is none or it is malformed: close the connection. A connection
 // from another listener is its peer.
 func Client(c net.Conn) (client, proxy netip.AddrPort, err error) {
+	// Wrappers laid over the accepted connection (a connection cap, TLS)
+	// say what they wrap.
+	for {
+		w, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = w.NetConn()
+	}
 	pc, ok := c.(*proxied)
 	if !ok {
 		return addrPort(c.RemoteAddr()), netip.AddrPort{}, nil

@@ -110,3 +110,7 @@ func (c *conn) Close() error {
 	c.release()
 	return err
 }
+
+// NetConn is the connection the listener accepted, as tls.Conn's is: what
+// wraps a connection (the PROXY protocol's, say) stays reachable under the cap.
+func (c *conn) NetConn() net.Conn { return c.Conn }
