@@ -69,7 +69,7 @@ func commandTable() []command {
 			"payintake notify list --partner acme --status failed", cmdNotifyList},
 		{"notify redeliver", "EVENT_ID [--by NAME]", "send a notification again, with the same webhook-id and body",
 			"payintake notify redeliver 42", cmdNotifyRedeliver},
-		{"secrets rotate", "", "seal every webhook secret again under a new key (secret.key) or the first of PAYINTAKE_SECRET_KEY",
+		{"secrets rotate", "", "seal every webhook secret and SSH host key again under a new key (secret.key) or the first of PAYINTAKE_SECRET_KEY",
 			"payintake secrets rotate", cmdSecretsRotate},
 		{"employees import", "--partner ID FILE", "store a partner's employee mapping (CSV: employee_ref,employee_id[,name]), all or nothing",
 			"payintake employees import --partner acme employees.csv", cmdEmployeesImport},

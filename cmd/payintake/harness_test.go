@@ -113,7 +113,7 @@ func startServer(t testing.TB, url, dir string, env []string, flags ...string) *
 		l := s.logs.String()
 		s.sftpAddr = match(l, `msg="sftp listening" addr=(\S+)`)
 		s.httpAddr = match(l, `msg="http listening" addr=(\S+)`)
-		s.hostKey = match(l, `msg="ssh host key" fingerprint=(\S+)`)
+		s.hostKey = match(l, `msg="ssh host key" fingerprint=(\S+) type=ssh-ed25519`)
 		select {
 		case <-s.done:
 			t.Fatalf("serve exited while starting: %v\n%s", s.state, l)
@@ -303,6 +303,7 @@ type client struct {
 func (s *server) dial(user string, key ssh.Signer, opts ...sftp.ClientOption) (*client, error) {
 	fp := s.hostKey
 	cfg := &ssh.ClientConfig{User: user, Auth: []ssh.AuthMethod{ssh.PublicKeys(key)}, Timeout: 30 * time.Second,
+		HostKeyAlgorithms: []string{ssh.KeyAlgoED25519},
 		HostKeyCallback: func(_ string, _ net.Addr, k ssh.PublicKey) error {
 			if ssh.FingerprintSHA256(k) != fp {
 				return errors.New("host key mismatch")

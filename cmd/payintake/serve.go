@@ -34,6 +34,10 @@ import (
 // dispatchWorkers is how many periods one serve process dispatches at once.
 const dispatchWorkers = 2
 
+// hostKeyRefresh is how often serve reads the SSH host keys again: a
+// rotation reaches every server within it.
+const hostKeyRefresh = 30 * time.Second
+
 // cmdServe runs the SFTP drop zone, the HTTP address (API, reviewers,
 // /metrics, /healthz, /readyz) and the workers that process envelopes.
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -54,6 +58,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	httpIdleTimeout := fs.Duration("http-idle-timeout", 2*time.Minute, "an idle keep-alive HTTP connection is closed after this long")
 	metricsAddr := fs.String("metrics-addr", os.Getenv("PAYINTAKE_METRICS_ADDR"), "serve /metrics on this address only, not on --http-addr (PAYINTAKE_METRICS_ADDR; empty: on --http-addr)")
 	metricsTokenFile := fs.String("metrics-token-file", os.Getenv("PAYINTAKE_METRICS_TOKEN_FILE"), "/metrics requires \"Authorization: Bearer TOKEN\" with the token in this file (PAYINTAKE_METRICS_TOKEN_FILE; empty: no token)")
+	legacyAlgorithms := fs.Bool("ssh-legacy-algorithms", false, "also offer SSH algorithms with known weaknesses that old clients need: diffie-hellman-group14-sha1, hmac-sha1, hmac-sha1-96 and SHA-1 ssh-rsa host key signatures (docs/fleet.md)")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's profiler (net/http/pprof, /debug/pprof/) on this loopback address, for finding where time goes (off when empty)")
 	if pos, err := parse(fs, args); err != nil {
 		return err
@@ -113,11 +118,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	hostKey, err := sftpd.LoadOrCreateHostKey(filepath.Join(dataDir, sftpd.HostKeyFile))
+	// The host keys are the database's, the same on every server; a data
+	// dir's key from before is imported on the first start.
+	hostKeys, err := sftpd.EnsureHostKeys(ctx, e.store, filepath.Join(dataDir, sftpd.HostKeyFile), log)
 	if err != nil {
 		return err
 	}
-	log.Info("ssh host key", "fingerprint", ssh.FingerprintSHA256(hostKey.PublicKey()), "type", hostKey.PublicKey().Type())
+	for _, k := range hostKeys.Active {
+		log.Info("ssh host key", "fingerprint", ssh.FingerprintSHA256(k.PublicKey()), "type", k.PublicKey().Type())
+	}
 	spool := filepath.Join(dataDir, "spool")
 	sftpd.CleanSpool(spool, 24*time.Hour)
 
@@ -136,7 +145,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	sftpSrv, err := sftpd.New(sftpd.Config{
-		Store: e.store, HostKey: hostKey, SpoolDir: spool, MaxFileSize: maxFileSize,
+		Store: e.store, HostKeys: hostKeys, HostKeyRefresh: hostKeyRefresh, LegacyAlgorithms: *legacyAlgorithms, SpoolDir: spool, MaxFileSize: maxFileSize,
 		Intake: e.intake, Enqueue: queue.Enqueue, Metrics: sftpd.NewMetrics(reg), Log: log.With("component", "sftp"),
 		IdleTimeout: *idleTimeout, MaxSessions: *maxSessions, ResumeWindow: *resumeWindow,
 	})
@@ -197,7 +206,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *demo {
-		if err := setupDemo(ctx, e, dataDir, sftpLn.Addr(), httpLn.Addr(), hostKey.PublicKey(), stdout); err != nil {
+		if err := setupDemo(ctx, e, dataDir, sftpLn.Addr(), httpLn.Addr(), hostKeys, stdout); err != nil {
 			sftpLn.Close()
 			httpLn.Close()
 			_ = queue.Stop(context.Background())
@@ -317,7 +326,7 @@ type demo struct {
 	sftpAddr net.Addr
 	httpAddr net.Addr
 	httpURL  string // http://127.0.0.1:PORT
-	hostKey  ssh.PublicKey
+	hostKeys *sftpd.HostKeys
 	out      io.Writer
 	cli      string // how a printed line runs payintake on this server's database (demoCLI)
 }
@@ -344,9 +353,9 @@ func demoSteps() []demoStep {
 }
 
 // setupDemo runs the demo steps in order and prints what each one offers.
-func setupDemo(ctx context.Context, e *env, dataDir string, sftpAddr, httpAddr net.Addr, hostKey ssh.PublicKey, stdout io.Writer) error {
+func setupDemo(ctx context.Context, e *env, dataDir string, sftpAddr, httpAddr net.Addr, hostKeys *sftpd.HostKeys, stdout io.Writer) error {
 	d := &demo{e: e, dir: filepath.Join(dataDir, "demo"), sftpAddr: sftpAddr, httpAddr: httpAddr, httpURL: "http://" + loopback(httpAddr.String()),
-		hostKey: hostKey, out: stdout, cli: demoCLI(e.g, dataDir)}
+		hostKeys: hostKeys, out: stdout, cli: demoCLI(e.g, dataDir)}
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", d.dir, err)
 	}
@@ -424,8 +433,11 @@ func demoSFTP(ctx context.Context, d *demo) error {
 		return fmt.Errorf("sftp address %s: %w", d.sftpAddr, err)
 	}
 	knownHosts := filepath.Join(d.dir, "known_hosts")
-	line := knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort(host, port))}, d.hostKey) + "\n"
-	if err := os.WriteFile(knownHosts, []byte(line), 0o644); err != nil {
+	var lines strings.Builder
+	for _, k := range d.hostKeys.Active {
+		lines.WriteString(knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort(host, port))}, k.PublicKey()) + "\n")
+	}
+	if err := os.WriteFile(knownHosts, []byte(lines.String()), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", knownHosts, err)
 	}
 	opts := fmt.Sprintf("-i %s -P %s -o UserKnownHostsFile=%s -o IdentitiesOnly=yes", shellQuote(keyPath), port, shellQuote(knownHosts))

@@ -38,8 +38,16 @@ type Config struct {
 	Store *records.Store
 	// Intake is what complete uploads are submitted to (Intake.Submit);
 	// nil: one on Store, with Log.
-	Intake  *intake.Intake
-	HostKey ssh.Signer
+	Intake *intake.Intake
+	// HostKeys are the keys the server starts with (EnsureHostKeys).
+	HostKeys *HostKeys
+	// HostKeyRefresh is how often the host keys are read again from Store,
+	// so that a rotation reaches a running server; 0: never.
+	HostKeyRefresh time.Duration
+	// LegacyAlgorithms adds the weak algorithms old clients need: key
+	// exchange diffie-hellman-group14-sha1, MACs hmac-sha1 and hmac-sha1-96,
+	// and SHA-1 ssh-rsa signatures by the RSA host key.
+	LegacyAlgorithms bool
 	// SpoolDir holds uploads while they are written (never a partner-chosen
 	// name: spool files are named by the server).
 	SpoolDir string
@@ -106,12 +114,14 @@ type Server struct {
 
 	smu      sync.Mutex
 	sessions map[string]int // logged-in connections per partner
+
+	hostKeys atomic.Pointer[HostKeys]
 }
 
 // New checks cfg and prepares the spool folder.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil || cfg.HostKey == nil || cfg.SpoolDir == "" {
-		return nil, errors.New("sftp server: Store, HostKey and SpoolDir are required")
+	if cfg.Store == nil || cfg.HostKeys == nil || len(cfg.HostKeys.Active) == 0 || cfg.SpoolDir == "" {
+		return nil, errors.New("sftp server: Store, HostKeys and SpoolDir are required")
 	}
 	if cfg.MaxFileSize <= 0 {
 		cfg.MaxFileSize = DefaultMaxFileSize
@@ -152,7 +162,7 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.SpoolDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create spool folder: %w", err)
 	}
-	return &Server{
+	s := &Server{
 		cfg: cfg, log: cfg.Log, m: cfg.Metrics,
 		limiter: &loginLimiter{base: cfg.LoginDelay, max: cfg.MaxLoginDelay, window: loginFailureWindow,
 			m: map[string]*failures{}},
@@ -160,7 +170,9 @@ func New(cfg Config) (*Server, error) {
 		conns:    map[net.Conn]struct{}{},
 		inbox:    map[string]map[string]*pending{},
 		sessions: map[string]int{},
-	}, nil
+	}
+	s.hostKeys.Store(cfg.HostKeys)
+	return s, nil
 }
 
 // CleanSpool removes spool files older than age, left by a process that
@@ -184,6 +196,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stop()
 	defer s.shutdown()
 	go s.sweepEvery(ctx, min(s.cfg.ResumeWindow/4, time.Minute))
+	if s.cfg.HostKeyRefresh > 0 {
+		go every(ctx, s.cfg.HostKeyRefresh, func(time.Time) bool { s.refreshHostKeys(ctx); return true })
+	}
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -402,7 +417,7 @@ func (s *Server) serverConfig(ctx context.Context, st *authState) *ssh.ServerCon
 			st.mu.Lock()
 		},
 	}
-	cfg.AddHostKey(s.cfg.HostKey)
+	s.setAlgorithms(cfg)
 	return cfg
 }
 
@@ -489,7 +504,9 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go s.closeWhenIdle(connCtx, ic, sconn, log)
-	go ssh.DiscardRequests(reqs)
+	keys := s.hostKeys.Load()
+	go s.globalRequests(reqs, sconn.Conn, keys, log)
+	s.announceHostKeys(sconn, keys, log)
 	var wg sync.WaitGroup
 	var channels atomic.Int32 // open at once
 	for nc := range chans {
