@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -229,6 +230,164 @@ func TestFleetServesTheSameHostKeys(t *testing.T) {
 				"-o", "HostKeyAlgorithms="+c.algos, "-b", "-", "acme@127.0.0.1").CombinedOutput()
 			if err != nil {
 				t.Fatalf("sftp -o HostKeyAlgorithms=%s to %s: %v\n%s", c.algos, z.addr, err, out)
+			}
+		}
+	}
+}
+
+// sftpLs logs in to z as acme with OpenSSH, known_hosts kh, and lists /inbox.
+func sftpLs(z *dropZone, key, kh string, opts ...string) ([]byte, error) {
+	_, port, _ := net.SplitHostPort(z.addr)
+	args := []string{"-F", "/dev/null", "-i", key, "-P", port, "-o", "UserKnownHostsFile=" + kh,
+		"-o", "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes"}
+	for _, o := range opts {
+		args = append(args, "-o", o)
+	}
+	cmd := exec.Command(opensshClient, append(args, "-b", "-", "acme@127.0.0.1")...)
+	cmd.Stdin = strings.NewReader("ls\n")
+	return cmd.CombinedOutput()
+}
+
+// knows reports whether known_hosts file kh holds key k.
+func knows(t *testing.T, kh string, k ssh.PublicKey) bool {
+	t.Helper()
+	b, err := os.ReadFile(kh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(b), strings.Fields(authorizedLine(k))[1])
+}
+
+// The documented rotation: a next key is announced after login
+// (hostkeys-00@openssh.com) and a client with UpdateHostKeys adds it to
+// known_hosts, having checked the server's proof; once promoted it is
+// served, and that client connects without a warning while one that never
+// learned it refuses. A key retired a while ago is no longer announced,
+// and the client drops it.
+func TestHostKeyRotationAnnouncedBeforeUse(t *testing.T) {
+	requireBinary(t, opensshClient, "openssh-client")
+	requireBinary(t, keyscanBin, "openssh-client")
+	ctx := context.Background()
+	url := pgtest.New(t)
+	st, err := records.Open(ctx, url, records.Options{SecretKeys: pgtest.TestSecretKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	h, err := sftpd.EnsureHostKeys(ctx, st, "", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := activeKey(t, h, ssh.KeyAlgoED25519)
+	next, err := sftpd.GenerateHostKey(ssh.KeyAlgoED25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.State = records.HostKeyNext
+	if added, err := st.AddHostKey(ctx, next); err != nil || !added {
+		t.Fatalf("add the next key: %v %v", added, err)
+	}
+	nextKey, err := ssh.ParsePublicKey(next.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := newDropZone(t, zoneOpts{url: url, fromStore: true})
+	z.partner("acme")
+	dir := t.TempDir()
+	key := z.keyFile("acme", dir)
+	// A partner who knows only the Ed25519 key, as before this version.
+	kh, stale := filepath.Join(dir, "known_hosts"), filepath.Join(dir, "known_hosts.stale")
+	line := knownhosts.Line([]string{knownhosts.Normalize(z.addr)}, old) + "\n"
+	for _, f := range []string{kh, stale} {
+		if err := os.WriteFile(f, []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if out, err := sftpLs(z, key, kh, "UpdateHostKeys=yes"); err != nil {
+		t.Fatalf("sftp with UpdateHostKeys: %v\n%s", err, out)
+	}
+	for _, k := range append(h.Active, mustSigner(t, next.Private)) {
+		if !knows(t, kh, k.PublicKey()) {
+			b, _ := os.ReadFile(kh)
+			t.Fatalf("after login, known_hosts lacks the announced %s key %s:\n%s", k.PublicKey().Type(), ssh.FingerprintSHA256(k.PublicKey()), b)
+		}
+	}
+
+	promoted, err := st.PromoteHostKeys(ctx)
+	if err != nil || !slices.Equal(promoted, []string{next.Fingerprint}) {
+		t.Fatalf("promote: %v %v", promoted, err)
+	}
+	// The server reads its keys again (every 50ms here): the new key is served.
+	deadline := time.Now().Add(10 * time.Second)
+	for keyscan(t, z.addr, "ed25519") != authorizedLine(nextKey) {
+		if time.Now().After(deadline) {
+			t.Fatal("the promoted key is not served after 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out, err := sftpLs(z, key, stale, "UpdateHostKeys=no", "HostKeyAlgorithms=ssh-ed25519"); err == nil {
+		t.Fatalf("a client that never learned the new key connected:\n%s", out)
+	}
+	if out, err := sftpLs(z, key, kh, "UpdateHostKeys=yes", "HostKeyAlgorithms=ssh-ed25519"); err != nil {
+		t.Fatalf("a client that learned the new key before its use: %v\n%s", err, out)
+	}
+	if !knows(t, kh, old) {
+		t.Fatal("the key retired a moment ago was dropped from known_hosts (servers that have not read the rotation yet still serve it)")
+	}
+
+	// Retired long ago: no longer announced, and dropped by the client.
+	if _, err := st.Pool().Exec(ctx, `UPDATE ssh_host_keys SET retired_at = now() - interval '1 hour' WHERE state = 'retired'`); err != nil {
+		t.Fatal(err)
+	}
+	for knows(t, kh, old) {
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			t.Fatal("the key retired an hour ago is still in known_hosts")
+		}
+		if out, err := sftpLs(z, key, kh, "UpdateHostKeys=yes"); err != nil {
+			t.Fatalf("sftp: %v\n%s", err, out)
+		}
+	}
+}
+
+func mustSigner(t *testing.T, private []byte) ssh.Signer {
+	t.Helper()
+	s, err := ssh.ParsePrivateKey(private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// The weak algorithms are offered only with LegacyAlgorithms: a client
+// that insists on one of them is refused by default and served with it.
+func TestLegacyAlgorithmsOnlyWithTheFlag(t *testing.T) {
+	requireBinary(t, opensshClient, "openssh-client")
+	for _, legacy := range []bool{false, true} {
+		z := newDropZone(t, zoneOpts{legacy: legacy, workers: -1})
+		z.partner("acme")
+		dir := t.TempDir()
+		key := z.keyFile("acme", dir)
+		var kh strings.Builder
+		for _, k := range testHostKeys(t).Active {
+			kh.WriteString(knownhosts.Line([]string{knownhosts.Normalize(z.addr)}, k.PublicKey()) + "\n")
+		}
+		khFile := filepath.Join(dir, "known_hosts")
+		if err := os.WriteFile(khFile, []byte(kh.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, opts := range [][]string{
+			{"HostKeyAlgorithms=ssh-rsa", "PubkeyAcceptedAlgorithms=+ssh-rsa"},
+			{"KexAlgorithms=diffie-hellman-group14-sha1"},
+			{"Ciphers=aes128-ctr", "MACs=hmac-sha1-96"},
+			{"Ciphers=aes128-ctr", "MACs=hmac-sha1"},
+		} {
+			out, err := sftpLs(z, key, khFile, append(opts, "UpdateHostKeys=no")...)
+			if legacy && err != nil {
+				t.Fatalf("with legacy algorithms, %v: %v\n%s", opts, err, out)
+			}
+			if !legacy && err == nil {
+				t.Fatalf("without legacy algorithms, %v connected:\n%s", opts, out)
 			}
 		}
 	}
