@@ -42,6 +42,8 @@ func commandTable() []command {
 	return []command{
 		{"serve", "[flags]", "run the SFTP drop zone, the HTTP API, the review console and the workers",
 			"payintake serve --demo", cmdServe},
+		{"version", "", "print the version, the VCS revision and the Go version this binary was built from (also: --version)",
+			"payintake version", cmdVersion},
 		{"migrate", "", "apply the database migrations (every command also does on start)",
 			"payintake migrate --database-url postgres://payintake@db/payintake", cmdMigrate},
 		{"ingest", "--partner ID [--results-dir DIR] FILE...", "process files exactly as if the partner had uploaded them",

@@ -133,6 +133,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := intake.NewMetrics(reg)
+	registerBuildInfo(reg)
 	registerDBMetrics(reg, e.store.Pool())
 
 	// Outbound dispatch runs on the same River client, on a queue of its own.
