@@ -6,7 +6,8 @@
 #
 #   serve  the PostgreSQL 15 server binaries for the embedded database
 #   test   serve's, plus what the tests run: the OpenSSH sftp client and
-#          sftp-server, the SFTP clients of the client matrix, Chromium, curl
+#          sftp-server, the SFTP clients of the client matrix (with JSch and
+#          a JDK to compile its client, PuTTY's psftp), Chromium, curl
 #          and openssl for the demo's printed lines, npm for the OpenAPI
 #          linter, prometheus for promtool, Python 3 and Node.js
 #
@@ -65,6 +66,11 @@ missing() {
 		[ -x /usr/bin/lftp ] || need+=(lftp)
 		[ -x /usr/bin/rclone ] || need+=(rclone)
 		/usr/bin/python3 -c 'import paramiko' 2>/dev/null || need+=(python3-paramiko)
+		# JSch 0.1.55, the Java SSH library of integration platforms, driven by a
+		# small Java client the test compiles; PuTTY's psftp.
+		[ -f /usr/share/java/jsch.jar ] || need+=(libjsch-java)
+		[ -x /usr/bin/javac ] && [ -x /usr/bin/java ] || need+=(default-jdk-headless)
+		[ -x /usr/bin/psftp ] && [ -x /usr/bin/puttygen ] || need+=(putty-tools)
 		command -v chromium >/dev/null || need+=(chromium)
 		command -v openssl >/dev/null || need+=(openssl) # the demo's webhook signature; leg-key test vectors
 		# The OpenAPI linter runs on Node.js (npm); promtool checks deploy/'s alerting rules.
