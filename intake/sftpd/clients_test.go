@@ -46,11 +46,18 @@ type clientEnv struct {
 	key  string
 	kh   string
 	port string
+	// jschKey and jschClasspath: set by jsch.
+	jschKey, jschClasspath string
 }
 
 func newClientEnv(t *testing.T) *clientEnv {
 	t.Helper()
-	z := newDropZone(t, zoneOpts{})
+	return newClientEnvWith(t, zoneOpts{})
+}
+
+func newClientEnvWith(t *testing.T, o zoneOpts) *clientEnv {
+	t.Helper()
+	z := newDropZone(t, o)
 	z.partner("acme")
 	dir := t.TempDir()
 	key := z.keyFile("acme", dir)
@@ -604,31 +611,39 @@ func (ce *clientEnv) ecdsaKeyFile(partner string) string {
 // with the ECDSA host key (ecdh-sha2-nistp256, aes128-ctr, hmac-sha2-256).
 func TestClientJSch(t *testing.T) {
 	t.Parallel()
+	ce := newClientEnv(t)
+	jsch := ce.jsch()
+	data := genPayroll("JS", 2000)
+	if out := jsch(ce.kh, "put", ce.local("j-put.csv", data), "/inbox/j-put.csv"); !strings.Contains(out, "ok host key ecdsa-sha2-nistp256") {
+		t.Fatalf("jsch put:\n%s", out)
+	}
+	ce.waitProcessed(1)
+	ce.checkEnvelope("j-put.csv", data)
+	got := filepath.Join(ce.dir, "j-put.result.csv")
+	jsch(ce.kh, "get", got, "/results/j-put.result.csv")
+	ce.checkResult("j-put.result.csv", got)
+}
+
+// jsch compiles the JSch client and returns a function that runs it as
+// acme with an ECDSA key, known_hosts kh, one put or get.
+func (ce *clientEnv) jsch() func(kh, op, local, remote string) string {
+	t := ce.t
 	requireBinary(t, javacBin, "default-jdk-headless")
 	requireBinary(t, javaBin, "default-jdk-headless")
 	requireBinary(t, jschJar, "libjsch-java")
-	ce := newClientEnv(t)
 	classes := t.TempDir()
 	src := filepath.Join(classes, "JSchClient.java")
 	if err := os.WriteFile(src, []byte(jschClient), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ce.mustRun(nil, javacBin, "-cp", jschJar, "-d", classes, src)
-	key := ce.ecdsaKeyFile("acme")
-	jsch := func(op, local, remote string) string {
+	ce.jschKey = ce.ecdsaKeyFile("acme")
+	ce.jschClasspath = classes + string(os.PathListSeparator) + jschJar
+	return func(kh, op, local, remote string) string {
 		t.Helper()
-		return ce.mustRun(nil, javaBin, "-cp", classes+string(os.PathListSeparator)+jschJar, "JSchClient",
-			"127.0.0.1", ce.port, "acme", key, ce.kh, op, local, remote)
+		return ce.mustRun(nil, javaBin, "-cp", ce.jschClasspath, "JSchClient",
+			"127.0.0.1", ce.port, "acme", ce.jschKey, kh, op, local, remote)
 	}
-	data := genPayroll("JS", 2000)
-	if out := jsch("put", ce.local("j-put.csv", data), "/inbox/j-put.csv"); !strings.Contains(out, "ok host key ecdsa-sha2-nistp256") {
-		t.Fatalf("jsch put:\n%s", out)
-	}
-	ce.waitProcessed(1)
-	ce.checkEnvelope("j-put.csv", data)
-	got := filepath.Join(ce.dir, "j-put.result.csv")
-	jsch("get", got, "/results/j-put.result.csv")
-	ce.checkResult("j-put.result.csv", got)
 }
 
 // PuTTY's psftp (what WinSCP is built on) in batch mode, the host key
@@ -666,5 +681,37 @@ func TestClientPsftp(t *testing.T) {
 	for name := range files {
 		r := strings.TrimSuffix(name, ".csv") + ".result.csv"
 		ce.checkResult(r, filepath.Join(ce.dir, "got-"+r))
+	}
+}
+
+// JSch 0.1.55 prefers ssh-rsa (SHA-1) host keys and knows no rsa-sha2:
+// with --ssh-legacy-algorithms it picks the RSA key (its known_hosts must
+// hold that line), without it the ECDSA key; a JSch that knows only the RSA
+// key is refused unless the flag is on.
+func TestClientJSchLegacyRSA(t *testing.T) {
+	t.Parallel()
+	for _, legacy := range []bool{false, true} {
+		ce := newClientEnvWith(t, zoneOpts{legacy: legacy, workers: -1})
+		jsch := ce.jsch()
+		want := "ok host key ecdsa-sha2-nistp256"
+		if legacy {
+			want = "ok host key ssh-rsa"
+		}
+		if out := jsch(ce.kh, "put", ce.local("all.csv", genPayroll("JA", 10)), "/inbox/all.csv"); !strings.Contains(out, want) {
+			t.Fatalf("legacy %v, all three keys in known_hosts: %s, want %s", legacy, out, want)
+		}
+		rsaOnly := filepath.Join(ce.dir, "known_hosts.rsa")
+		line := knownhosts.Line([]string{knownhosts.Normalize(ce.addr)}, activeKey(t, testHostKeys(t), ssh.KeyAlgoRSA))
+		if err := os.WriteFile(rsaOnly, []byte(line+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := ce.run(nil, javaBin, "-cp", ce.jschClasspath, "JSchClient", "127.0.0.1", ce.port, "acme", ce.jschKey, rsaOnly,
+			"put", ce.local("rsa.csv", genPayroll("JR", 10)), "/inbox/rsa.csv")
+		if legacy && (err != nil || !strings.Contains(out, "ok host key ssh-rsa")) {
+			t.Fatalf("with legacy algorithms, JSch knowing only the RSA key: %v\n%s", err, out)
+		}
+		if !legacy && err == nil {
+			t.Fatalf("without legacy algorithms, JSch knowing only the RSA key connected:\n%s", out)
+		}
 	}
 }
