@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +60,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	metricsAddr := fs.String("metrics-addr", os.Getenv("PAYINTAKE_METRICS_ADDR"), "serve /metrics on this address only, not on --http-addr (PAYINTAKE_METRICS_ADDR; empty: on --http-addr)")
 	metricsTokenFile := fs.String("metrics-token-file", os.Getenv("PAYINTAKE_METRICS_TOKEN_FILE"), "/metrics requires \"Authorization: Bearer TOKEN\" with the token in this file (PAYINTAKE_METRICS_TOKEN_FILE; empty: no token)")
 	legacyAlgorithms := fs.Bool("ssh-legacy-algorithms", false, "also offer SSH algorithms with known weaknesses that old clients need: diffie-hellman-group14-sha1, hmac-sha1, hmac-sha1-96 and SHA-1 ssh-rsa host key signatures (docs/fleet.md)")
+	hostKeyTypes := fs.String("ssh-host-key-types", "ed25519,ecdsa,rsa", "the SSH host key types served (all are announced to clients): drop ecdsa and rsa for a while when partners pinned only the Ed25519 key with a client that would pick another type (docs/fleet.md)")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's profiler (net/http/pprof, /debug/pprof/) on this loopback address, for finding where time goes (off when empty)")
 	if pos, err := parse(fs, args); err != nil {
 		return err
@@ -80,6 +82,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *idleTimeout < time.Second || *maxSessions < 1 || *resumeWindow < time.Minute {
 		return usagef("--sftp-idle-timeout must be at least 1s, --sftp-max-sessions at least 1 and --sftp-resume-window at least 1m")
+	}
+	var servedTypes []string
+	for _, w := range strings.Split(*hostKeyTypes, ",") {
+		typ, ok := hostKeyTypeNames[strings.TrimSpace(w)]
+		if !ok {
+			return usagef("--ssh-host-key-types %q: give ed25519, ecdsa or rsa, separated by commas", w)
+		}
+		servedTypes = append(servedTypes, typ)
 	}
 	maxFileSize, err := parseSize(*maxSize)
 	if err != nil {
@@ -125,7 +135,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	for _, k := range hostKeys.Active {
-		log.Info("ssh host key", "fingerprint", ssh.FingerprintSHA256(k.PublicKey()), "type", k.PublicKey().Type())
+		log.Info("ssh host key", "fingerprint", ssh.FingerprintSHA256(k.PublicKey()), "type", k.PublicKey().Type(),
+			"served", slices.Contains(servedTypes, k.PublicKey().Type()))
 	}
 	spool := filepath.Join(dataDir, "spool")
 	sftpd.CleanSpool(spool, 24*time.Hour)
@@ -146,7 +157,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	sftpSrv, err := sftpd.New(sftpd.Config{
-		Store: e.store, HostKeys: hostKeys, HostKeyRefresh: hostKeyRefresh, LegacyAlgorithms: *legacyAlgorithms, SpoolDir: spool, MaxFileSize: maxFileSize,
+		Store: e.store, HostKeys: hostKeys, HostKeyRefresh: hostKeyRefresh, LegacyAlgorithms: *legacyAlgorithms, HostKeyTypes: servedTypes, SpoolDir: spool, MaxFileSize: maxFileSize,
 		Intake: e.intake, Enqueue: queue.Enqueue, Metrics: sftpd.NewMetrics(reg), Log: log.With("component", "sftp"),
 		IdleTimeout: *idleTimeout, MaxSessions: *maxSessions, ResumeWindow: *resumeWindow,
 	})

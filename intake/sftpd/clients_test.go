@@ -715,3 +715,31 @@ func TestClientJSchLegacyRSA(t *testing.T) {
 		}
 	}
 }
+
+// A partner who pinned only the Ed25519 key (as before the ECDSA and RSA
+// keys existed) with a client that picks ECDSA first — rclone, like every
+// Go client and curl — is refused while the server offers ECDSA, and
+// served when the operator limits the host key types to Ed25519.
+func TestClientPinnedToEd25519(t *testing.T) {
+	t.Parallel()
+	requireBinary(t, rcloneBin, "rclone")
+	for _, types := range [][]string{nil, {ssh.KeyAlgoED25519}} {
+		ce := newClientEnvWith(t, zoneOpts{keyTypes: types, workers: -1})
+		kh := filepath.Join(ce.dir, "known_hosts.ed25519")
+		if err := os.WriteFile(kh, []byte(knownhosts.Line([]string{knownhosts.Normalize(ce.addr)}, ce.hostKey)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env := []string{"RCLONE_CONFIG=" + filepath.Join(ce.dir, "rclone.conf"),
+			"RCLONE_CONFIG_PI_TYPE=sftp", "RCLONE_CONFIG_PI_HOST=127.0.0.1", "RCLONE_CONFIG_PI_PORT=" + ce.port,
+			"RCLONE_CONFIG_PI_USER=acme", "RCLONE_CONFIG_PI_KEY_FILE=" + ce.key,
+			"RCLONE_CONFIG_PI_KNOWN_HOSTS_FILE=" + kh, "RCLONE_CONFIG_PI_KEY_USE_AGENT=false"}
+		ce.local("rclone.conf", nil)
+		out, err := ce.run(env, rcloneBin, "lsf", "--retries", "1", "--low-level-retries", "1", "pi:/inbox")
+		switch {
+		case types == nil && (err == nil || !strings.Contains(out, "key mismatch")):
+			t.Fatalf("rclone pinned to the Ed25519 key, all key types served: %v\n%s", err, out)
+		case types != nil && err != nil:
+			t.Fatalf("rclone pinned to the Ed25519 key, only Ed25519 served: %v\n%s", err, out)
+		}
+	}
+}

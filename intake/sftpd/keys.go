@@ -53,7 +53,21 @@ type HostKeys struct {
 	Announced []ssh.Signer
 }
 
-// fingerprints lists the active keys' fingerprints, for logs.
+// served are the active keys of the given types (nil: all).
+func (h *HostKeys) served(types []string) []ssh.Signer {
+	if types == nil {
+		return h.Active
+	}
+	var keys []ssh.Signer
+	for _, k := range h.Active {
+		if slices.Contains(types, k.PublicKey().Type()) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// fingerprints lists the announced keys' fingerprints, for logs.
 func (h *HostKeys) fingerprints() []string {
 	var fps []string
 	for _, k := range h.Announced {
@@ -346,7 +360,7 @@ func (s *Server) setAlgorithms(cfg *ssh.ServerConfig) {
 		cfg.MACs = append(cfg.MACs, legacyMAC...)
 		rsaAlgos = slices.Concat(rsaSignatures, legacyRSA)
 	}
-	for _, k := range s.hostKeys.Load().Active {
+	for _, k := range s.hostKeys.Load().served(s.cfg.HostKeyTypes) {
 		if as, ok := k.(ssh.AlgorithmSigner); ok && k.PublicKey().Type() == ssh.KeyAlgoRSA {
 			if ms, err := ssh.NewSignerWithAlgorithms(as, rsaAlgos); err == nil {
 				k = ms

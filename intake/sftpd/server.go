@@ -48,6 +48,10 @@ type Config struct {
 	// exchange diffie-hellman-group14-sha1, MACs hmac-sha1 and hmac-sha1-96,
 	// and SHA-1 ssh-rsa signatures by the RSA host key.
 	LegacyAlgorithms bool
+	// HostKeyTypes limits the host keys served to these SSH key formats
+	// (all are still announced); nil: every active key. For partners whose
+	// client pins one key but would pick another type.
+	HostKeyTypes []string
 	// SpoolDir holds uploads while they are written (never a partner-chosen
 	// name: spool files are named by the server).
 	SpoolDir string
@@ -122,6 +126,9 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil || cfg.HostKeys == nil || len(cfg.HostKeys.Active) == 0 || cfg.SpoolDir == "" {
 		return nil, errors.New("sftp server: Store, HostKeys and SpoolDir are required")
+	}
+	if len(cfg.HostKeys.served(cfg.HostKeyTypes)) == 0 {
+		return nil, fmt.Errorf("sftp server: no active host key of the types %v", cfg.HostKeyTypes)
 	}
 	if cfg.MaxFileSize <= 0 {
 		cfg.MaxFileSize = DefaultMaxFileSize

@@ -121,7 +121,8 @@ type zoneOpts struct {
 	// (EnsureHostKeys), read again every 50ms.
 	hostKeys  *sftpd.HostKeys
 	fromStore bool
-	legacy    bool // Config.LegacyAlgorithms
+	legacy    bool     // Config.LegacyAlgorithms
+	keyTypes  []string // Config.HostKeyTypes
 }
 
 // testClock is the real clock plus a lead the test gives it (Advance), so
@@ -188,7 +189,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 		return err
 	}
 	srv, err := sftpd.New(sftpd.Config{
-		Store: st, HostKeys: hks, HostKeyRefresh: refresh, LegacyAlgorithms: o.legacy, SpoolDir: spool, MaxFileSize: o.maxFileSize,
+		Store: st, HostKeys: hks, HostKeyRefresh: refresh, LegacyAlgorithms: o.legacy, HostKeyTypes: o.keyTypes, SpoolDir: spool, MaxFileSize: o.maxFileSize,
 		Intake: in, Enqueue: enqueue, Log: log, LoginDelay: o.loginDelay, Metrics: sftpd.NewMetrics(reg), ResumeWindow: o.resume,
 		IdleTimeout: o.idle, MaxSessions: o.maxSessions, Now: nowOf(o.clock),
 	})
