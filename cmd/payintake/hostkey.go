@@ -109,8 +109,23 @@ func cmdHostKeyKnownHosts(ctx context.Context, args []string, stdout, stderr io.
 	return nil
 }
 
-// hostKeyTypeNames are the --type words and the key types they name.
+// hostKeyTypeNames are the words flags name host key types by, and the
+// SSH key formats they mean.
 var hostKeyTypeNames = map[string]string{"ed25519": ssh.KeyAlgoED25519, "ecdsa": ssh.KeyAlgoECDSA256, "rsa": ssh.KeyAlgoRSA}
+
+// parseHostKeyTypes reads flag's value: host key type words separated by
+// commas.
+func parseHostKeyTypes(flag, value string) ([]string, error) {
+	var types []string
+	for _, w := range strings.Split(value, ",") {
+		typ, ok := hostKeyTypeNames[strings.TrimSpace(w)]
+		if !ok {
+			return nil, usagef("%s %q: give ed25519, ecdsa or rsa, separated by commas", flag, w)
+		}
+		types = append(types, typ)
+	}
+	return types, nil
+}
 
 // cmdHostKeyRotate: `hostkey rotate [--type T,...]` adds next keys;
 // `hostkey rotate --promote` serves them.
@@ -125,13 +140,9 @@ func cmdHostKeyRotate(ctx context.Context, args []string, stdout, stderr io.Writ
 	if len(pos) != 0 {
 		return usagef("use: hostkey rotate [--type ed25519,ecdsa,rsa] [--promote]")
 	}
-	var want []string
-	for _, w := range strings.Split(*types, ",") {
-		typ, ok := hostKeyTypeNames[strings.TrimSpace(w)]
-		if !ok {
-			return usagef("--type %q: give ed25519, ecdsa or rsa, separated by commas", w)
-		}
-		want = append(want, typ)
+	want, err := parseHostKeyTypes("--type", *types)
+	if err != nil {
+		return err
 	}
 	e, err := g.open(ctx, g.logger(stderr), 2)
 	if err != nil {

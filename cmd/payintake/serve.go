@@ -83,13 +83,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *idleTimeout < time.Second || *maxSessions < 1 || *resumeWindow < time.Minute {
 		return usagef("--sftp-idle-timeout must be at least 1s, --sftp-max-sessions at least 1 and --sftp-resume-window at least 1m")
 	}
-	var servedTypes []string
-	for _, w := range strings.Split(*hostKeyTypes, ",") {
-		typ, ok := hostKeyTypeNames[strings.TrimSpace(w)]
-		if !ok {
-			return usagef("--ssh-host-key-types %q: give ed25519, ecdsa or rsa, separated by commas", w)
-		}
-		servedTypes = append(servedTypes, typ)
+	servedTypes, err := parseHostKeyTypes("--ssh-host-key-types", *hostKeyTypes)
+	if err != nil {
+		return err
 	}
 	maxFileSize, err := parseSize(*maxSize)
 	if err != nil {
