@@ -84,6 +84,9 @@ type server struct {
 	state    *os.ProcessState
 }
 
+// testServersSecretKey is the secret key of the serve processes tests start.
+var testServersSecretKey = records.FormatSecretKey(bytes.Repeat([]byte{7}, records.SecretKeyLen))
+
 // startServer runs serve on url with data dir dir, extra flags and
 // environment (e.g. PAYINTAKE_FAULT=mid-apply), and waits until it listens.
 func startServer(t testing.TB, url, dir string, env []string, flags ...string) *server {
@@ -93,7 +96,10 @@ func startServer(t testing.TB, url, dir string, env []string, flags ...string) *
 	cmd := exec.Command(payintakeBinary(t), args...)
 	s := &server{t: t, cmd: cmd, logs: &syncbuf.Buffer{}, dataDir: dir, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = io.Discard, s.logs
-	cmd.Env = append(os.Environ(), env...)
+	// Servers on one database share the secret key that seals its host keys
+	// and webhook secrets, as every deployment must (docs/fleet.md); env
+	// may give another.
+	cmd.Env = append(append(os.Environ(), secretKeyEnv+"="+testServersSecretKey), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
