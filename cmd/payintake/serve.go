@@ -110,6 +110,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *workers > 0 {
 		poolConns--
 	}
+	if *demo {
+		g.needs = append(g.needs, "demo") // the sftp, curl and openssl its printed lines run
+	}
 	e, err := g.open(ctx, log, int32(poolConns))
 	if err != nil {
 		return err
