@@ -25,6 +25,7 @@ import (
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/intake/httpapi"
 	"github.com/payintake/payintake/intake/sftpd"
+	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/notify"
 	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/records"
@@ -96,6 +97,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := g.alwaysLogger(stderr)
+	// During a rolling deploy several releases serve at once: each says which it is.
+	build := observe.BuildInfo()
+	log.Info("starting", "version", build.Version, "revision", build.Revision, "go", build.GoVersion)
 	dataDir, err := filepath.Abs(g.dataDir)
 	if err != nil {
 		return fmt.Errorf("data dir %q: %w", g.dataDir, err)
