@@ -67,10 +67,10 @@ func (h *HostKeys) served(types []string) []ssh.Signer {
 	return keys
 }
 
-// fingerprints lists the announced keys' fingerprints, for logs.
-func (h *HostKeys) fingerprints() []string {
+// fingerprints lists keys' fingerprints, for logs.
+func fingerprints(keys []ssh.Signer) []string {
 	var fps []string
-	for _, k := range h.Announced {
+	for _, k := range keys {
 		fps = append(fps, ssh.FingerprintSHA256(k.PublicKey()))
 	}
 	return fps
@@ -382,8 +382,9 @@ func (s *Server) refreshHostKeys(ctx context.Context) {
 		}
 		return
 	}
-	if old := s.hostKeys.Swap(h); !slices.Equal(old.fingerprints(), h.fingerprints()) {
-		s.log.Info("ssh host keys changed", "announced", h.fingerprints())
+	old := s.hostKeys.Swap(h)
+	if !slices.Equal(fingerprints(old.Active), fingerprints(h.Active)) || !slices.Equal(fingerprints(old.Announced), fingerprints(h.Announced)) {
+		s.log.Info("ssh host keys changed", "active", fingerprints(h.Active), "announced", fingerprints(h.Announced))
 	}
 }
 
