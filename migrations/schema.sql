@@ -1117,6 +1117,7 @@ CREATE TABLE public.partners (
     unknown_employee text DEFAULT 'create'::text NOT NULL,
     dispatch_target text,
     notify_url text,
+    allow_from cidr[] DEFAULT '{}'::cidr[] NOT NULL,
     CONSTRAINT partners_currency_check CHECK (((currency = ''::text) OR (currency ~ '^[A-Z]{3}$'::text))),
     CONSTRAINT partners_delimiter_check CHECK ((delimiter = ANY (ARRAY[''::text, ','::text, ';'::text, '|'::text, '	'::text]))),
     CONSTRAINT partners_id_check CHECK ((id ~ '^[a-z0-9][a-z0-9_.-]{0,62}$'::text)),
@@ -1272,7 +1273,7 @@ CREATE TABLE public.review_audit (
     exception_id bigint,
     partner_id text,
     detail text DEFAULT ''::text NOT NULL,
-    CONSTRAINT review_audit_via_check CHECK ((via = ANY (ARRAY['cli'::text, 'api'::text, 'console'::text])))
+    CONSTRAINT review_audit_via_check CHECK ((via = ANY (ARRAY['cli'::text, 'api'::text, 'console'::text, 'sftp'::text, 'http'::text, 'webhook'::text])))
 );
 
 --

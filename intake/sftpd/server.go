@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/clientaddr"
+	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/records"
 )
 
@@ -52,6 +55,9 @@ type Config struct {
 	// (all are still announced); nil: every active key. For partners whose
 	// client pins one key but would pick another type.
 	HostKeyTypes []string
+	// Auth checks a partner's allowed client addresses (nil: a Checker on
+	// Store, its refusals counted nowhere).
+	Auth *partnerauth.Checker
 	// SpoolDir holds uploads while they are written (never a partner-chosen
 	// name: spool files are named by the server).
 	SpoolDir string
@@ -166,6 +172,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Intake == nil {
 		cfg.Intake = intake.New(cfg.Store, cfg.Log)
 	}
+	if cfg.Auth == nil {
+		cfg.Auth = partnerauth.New(cfg.Store)
+	}
 	if err := os.MkdirAll(cfg.SpoolDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create spool folder: %w", err)
 	}
@@ -213,13 +222,23 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("sftp accept: %w", err)
 			}
-			return fmt.Errorf("sftp accept: %w", err)
+			// Descriptors run out (EMFILE, ENFILE), a connection aborted
+			// before it was taken, a timeout: none is the end of the
+			// server. Back off (as net/http does) and accept again once
+			// connections have gone.
+			if backoff == 0 {
+				s.log.Warn("sftp accept failed; retrying with backoff", "err", err)
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			continue
 		}
 		backoff = 0
 		s.mu.Lock()
@@ -290,6 +309,7 @@ const (
 // authState is what one connection's authentication attempts left behind.
 type authState struct {
 	ip       string
+	addr     netip.Addr // the client's, as ip
 	mu       sync.Mutex
 	user     string
 	delay    time.Duration
@@ -306,10 +326,18 @@ type authState struct {
 
 var errKeyNotAllowed = errors.New("public key not authorised for this partner")
 
+// errAddressNotAllowed is a proven key used from a client address outside
+// its partner's allowlist: to the client, a failed login like any other.
+var errAddressNotAllowed = errors.New("client address not in the partner's allow-from")
+
 // errKeyCheckUnavailable is a login refused because the key could not be
 // looked up (the database is unreachable). It is not the partner's fault: it
 // is not counted as a failed login, and the client is told why.
 var errKeyCheckUnavailable = errors.New("key check unavailable")
+
+// keyCheckUnavailable is errKeyCheckUnavailable as the client is told it.
+var keyCheckUnavailable = &ssh.BannerError{Err: errKeyCheckUnavailable,
+	Message: "payintake cannot check keys right now (its database is unreachable); nothing was received: try again in a minute\n"}
 
 // errTooManySessions is a login refused because the partner already has
 // MaxSessions connections to this server.
@@ -346,8 +374,7 @@ func (s *Server) serverConfig(ctx context.Context, st *authState) *ssh.ServerCon
 		ok, err := s.cfg.Store.KeyAllowed(cctx, user, fp)
 		if err != nil {
 			s.log.Error("check partner key", "partner", user, "key", fp, "err", err)
-			return &ssh.BannerError{Err: errKeyCheckUnavailable,
-				Message: "payintake cannot check keys right now (its database is unreachable); nothing was received: try again in a minute\n"}
+			return keyCheckUnavailable
 		}
 		if !ok {
 			return errKeyNotAllowed
@@ -380,6 +407,21 @@ func (s *Server) serverConfig(ctx context.Context, st *authState) *ssh.ServerCon
 			}
 			if err := check(c.User(), fp); err != nil {
 				return nil, err
+			}
+			// The allowlist is checked once the key is proven, not when it
+			// is offered: a public key is no secret, and a refusal writes
+			// an audit row, which only a holder of the private key may
+			// cause. (Such a holder can tell, from a verbose client, that
+			// the key was accepted before the login failed.)
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			allowed, err := s.cfg.Auth.AllowedFrom(cctx, c.User(), partnerauth.DoorSFTP, st.addr)
+			cancel()
+			if err != nil {
+				s.log.Error("check partner's allowed addresses", "partner", c.User(), "remote", st.ip, "err", err)
+				return nil, keyCheckUnavailable
+			}
+			if !allowed {
+				return nil, fmt.Errorf("%w: %s", errAddressNotAllowed, st.ip)
 			}
 			st.mu.Lock()
 			defer st.mu.Unlock()
@@ -434,19 +476,26 @@ func newConnID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func remoteIP(c net.Conn) string {
-	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
-	if err != nil {
-		return c.RemoteAddr().String()
-	}
-	return host
-}
-
 func (s *Server) handleConn(ctx context.Context, c net.Conn) {
-	ip := remoteIP(c)
-	log := s.log.With("conn", newConnID(), "remote", c.RemoteAddr().String())
+	// The client's address (behind a trusted proxy, its PROXY header's) is
+	// what every bound, limit, allowlist and log line below counts.
+	client, proxy, err := clientaddr.Client(c)
+	log := s.log.With("conn", newConnID(), "remote", client.String())
+	if proxy.IsValid() {
+		log = log.With("proxy", proxy.String())
+	}
+	if err != nil {
+		s.m.loginsClosed.WithLabelValues("proxy_header").Inc()
+		log.Warn("connection refused", "err", err)
+		return
+	}
+	ip := client.Addr().String()
 	bc := newBannerConn(c)
-	if !s.gate.hello(bc, ip) {
+	if err := s.gate.hello(bc, ip); err != nil {
+		if errors.Is(err, clientaddr.ErrRefused) {
+			log.Warn("connection refused", "err", err)
+			return
+		}
 		log.Debug("connection closed before it sent anything")
 		return
 	}
@@ -462,7 +511,7 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 		}
 	}
 	defer leave()
-	st := &authState{ip: ip}
+	st := &authState{ip: ip, addr: client.Addr()}
 	defer func() {
 		st.mu.Lock()
 		defer st.mu.Unlock()
@@ -470,10 +519,10 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 			s.releaseSession(st.session)
 		}
 	}()
-	ic := &idleConn{Conn: bc}
+	ic := &idleConn{}
 	ic.touch()
 	_ = c.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	sconn, chans, reqs, err := ssh.NewServerConn(ic, s.serverConfig(ctx, st))
+	sconn, chans, reqs, err := ssh.NewServerConn(bc, s.serverConfig(ctx, st))
 	if err != nil {
 		st.mu.Lock()
 		failed, offered, last, user, unavailable, capped := st.failures, st.offered, st.lastErr, st.user, st.unavailable, st.capped
@@ -602,7 +651,7 @@ func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, 
 	fs := newPartnerFS(ctx, s, partner, log)
 	fs.conn = ic
 	h := sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs}
-	rs := sftp.NewRequestServer(ch, h, sftp.WithStartDirectory("/"+dirInbox))
+	rs := sftp.NewRequestServer(ic.channel(ch), h, sftp.WithStartDirectory("/"+dirInbox))
 	log.Info("sftp session started")
 	err := rs.Serve()
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -613,29 +662,39 @@ func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, 
 	_ = rs.Close()
 }
 
-// idleConn notes when bytes last went either way on a connection, and how
-// many operations the server is working on for it (storing a file before
-// answering its close): a connection is idle only when both are quiet.
+// idleConn notes when SFTP bytes last went either way on a connection's
+// sessions, and how many operations the server is working on for it
+// (storing a file before answering its close): a connection is idle only
+// when both are quiet. Only the SFTP channels' data counts: SSH traffic of
+// its own (keepalive requests, window adjustments, channel requests) keeps
+// the TCP connection up, not the session.
 type idleConn struct {
-	net.Conn
 	last atomic.Int64 // unix nanoseconds
 	busy atomic.Int32
 }
 
 func (c *idleConn) touch() { c.last.Store(time.Now().UnixNano()) }
 
-func (c *idleConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+// channel is ch, noting its data as activity.
+func (c *idleConn) channel(ch ssh.Channel) io.ReadWriteCloser { return activeChannel{ch, c} }
+
+type activeChannel struct {
+	ssh.Channel
+	ic *idleConn
+}
+
+func (a activeChannel) Read(p []byte) (int, error) {
+	n, err := a.Channel.Read(p)
 	if n > 0 {
-		c.touch()
+		a.ic.touch()
 	}
 	return n, err
 }
 
-func (c *idleConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
+func (a activeChannel) Write(p []byte) (int, error) {
+	n, err := a.Channel.Write(p)
 	if n > 0 {
-		c.touch()
+		a.ic.touch()
 	}
 	return n, err
 }
