@@ -15,9 +15,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/riverqueue/river"
@@ -74,6 +76,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	metricsTokenFile := fs.String("metrics-token-file", os.Getenv("PAYINTAKE_METRICS_TOKEN_FILE"), "/metrics requires \"Authorization: Bearer TOKEN\" with the token in this file (PAYINTAKE_METRICS_TOKEN_FILE; empty: no token)")
 	legacyAlgorithms := fs.Bool("ssh-legacy-algorithms", false, "also offer SSH algorithms with known weaknesses that old clients need: diffie-hellman-group14-sha1, hmac-sha1, hmac-sha1-96 and SHA-1 ssh-rsa host key signatures (docs/fleet.md)")
 	hostKeyTypes := fs.String("ssh-host-key-types", "ed25519,ecdsa,rsa", "the SSH host key types served (all are announced to clients): drop ecdsa and rsa for a while when partners pinned only the Ed25519 key with a client that would pick another type (docs/fleet.md)")
+	drainTimeout := fs.Duration("drain-timeout", 60*time.Second, "on SIGTERM, how long uploads and requests in flight may take to finish (new connections are refused and /readyz answers 503 meanwhile); set the orchestrator's stop timeout above it")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's profiler (net/http/pprof, /debug/pprof/) on this loopback address, for finding where time goes (off when empty)")
 	trustedProxies := fs.String("trusted-proxies", os.Getenv("PAYINTAKE_TRUSTED_PROXIES"), "load balancers (IPs or CIDR ranges, comma-separated) whose word on the client's address is taken: a PROXY protocol header on --sftp-addr (required from them, refused from others), --trusted-proxy-header on --http-addr (PAYINTAKE_TRUSTED_PROXIES; empty: none)")
 	proxyHeader := fs.String("trusted-proxy-header", string(clientaddr.XForwardedFor), "the header the trusted proxies append the client's address to on --http-addr: x-forwarded-for (with X-Forwarded-Proto) or forwarded (RFC 7239)")
@@ -209,9 +212,19 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	// Ready while not draining and the database can commit (a read alone
+	// says nothing of a primary whose synchronous standby is gone).
+	var draining atomic.Bool
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := e.store.Pool().Ping(r.Context()); err != nil {
-			http.Error(w, "database unreachable", http.StatusServiceUnavailable)
+		if draining.Load() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), readyCommitTimeout)
+		defer cancel()
+		if err := e.store.CanCommit(ctx); err != nil {
+			log.Warn("not ready", "err", err)
+			http.Error(w, "database cannot commit", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")
@@ -260,7 +273,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer metricsLn.Close()
 	}
-	if err := queue.Start(ctx); err != nil {
+	// The queue stops at the end of the drain (Stop), not when ctx ends:
+	// cancelling Start's context would cancel the jobs running.
+	if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
 		sftpLn.Close()
 		httpLn.Close()
 		if ctx.Err() != nil {
@@ -284,7 +299,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	runCtx, stop := context.WithCancel(ctx)
+	// runCtx ends the servers: after the drain that SIGTERM (ctx) starts,
+	// or at once when one of them fails.
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	var wg sync.WaitGroup
 	if *pprofAddr != "" {
@@ -367,11 +384,34 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			stop()
 		}
 	})
-	<-runCtx.Done()
+	sdNotify(log, daemon.SdNotifyReady)
+	// The drain: not ready at once; no new SFTP connections, the uploads in
+	// flight finish; then no new HTTP connections, the requests in flight
+	// finish; then the queue stops fetching (jobs not started are left to
+	// the other replicas) and running jobs finish, all within
+	// --drain-timeout. What is left is cut: uploads are stored to be
+	// resumed on another replica, jobs are cancelled and retried.
+	var drainEnd time.Time
+	select {
+	case <-ctx.Done():
+		draining.Store(true)
+		sdNotify(log, daemon.SdNotifyStopping)
+		drainEnd = time.Now().Add(*drainTimeout)
+		log.Info("draining", "drain_timeout", *drainTimeout)
+		dctx, cancel := context.WithDeadline(context.Background(), drainEnd)
+		sftpSrv.Drain(dctx)
+		if err := httpSrv.Shutdown(dctx); err != nil {
+			log.Warn("http requests still running at the drain's end: cut", "err", err)
+		}
+		cancel()
+		stop()
+	case <-runCtx.Done():
+		drainEnd = time.Now().Add(30 * time.Second)
+	}
 	wg.Wait()
-	// Uploads are closed (or recorded as incomplete) by now; let running
-	// jobs finish, or cancel them after a while (they are retried later).
-	shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Uploads are closed (or stored to be resumed) by now; let running
+	// jobs finish, or cancel them at the drain's end (they are retried).
+	shut, cancel := context.WithDeadline(context.Background(), drainEnd.Add(5*time.Second))
 	defer cancel()
 	if err := queue.Stop(shut); err != nil {
 		log.Error("stop workers", "err", err)
@@ -402,6 +442,18 @@ func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, certs *certFiles,
 				log.Info("tls certificate reloaded", "subject", leaf.Subject.String(), "not_after", leaf.NotAfter)
 			}
 		}
+	}
+}
+
+// readyCommitTimeout bounds /readyz's commit: a database that cannot commit
+// within it is not ready.
+const readyCommitTimeout = 2 * time.Second
+
+// sdNotify tells systemd (Type=notify, $NOTIFY_SOCKET) the service's state;
+// without systemd it does nothing.
+func sdNotify(log *slog.Logger, state string) {
+	if _, err := daemon.SdNotify(false, state); err != nil {
+		log.Warn("notify systemd", "state", state, "err", err)
 	}
 }
 

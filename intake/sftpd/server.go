@@ -58,8 +58,10 @@ type Config struct {
 	// Auth checks a partner's allowed client addresses (nil: a Checker on
 	// Store, its refusals counted nowhere).
 	Auth *partnerauth.Checker
-	// SpoolDir holds uploads while they are written (never a partner-chosen
-	// name: spool files are named by the server).
+	// SpoolDir holds the bytes of uploads while a handle on this server
+	// writes them (never a partner-chosen name: spool files are named by
+	// the server); what a handle leaves unfinished is stored in the
+	// database.
 	SpoolDir string
 	// MaxFileSize bounds one upload; writes beyond it fail. 0 means DefaultMaxFileSize.
 	MaxFileSize int64
@@ -75,8 +77,8 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// ResumeWindow is how long an upload not received yet (cut off, or
 	// temp-named and never renamed) is kept after its last write so that its
-	// partner can resume or rename it from any connection; then it is
-	// discarded. 0 means DefaultResumeWindow.
+	// partner can resume or rename it from any connection to any server on
+	// the database; then it is discarded. 0 means DefaultResumeWindow.
 	ResumeWindow time.Duration
 	// InboxWindow is how long a received file stays visible in /inbox (stat,
 	// listing) after it arrived. 0 means DefaultInboxWindow.
@@ -116,9 +118,19 @@ type Server struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+	// Drain's state: the listener Serve takes connections from, whether a
+	// drain has begun, and the logged-in connections (by their raw
+	// connection), whose open uploads it waits for.
+	ln       net.Listener
+	draining bool
+	live     map[net.Conn]*idleConn
 
-	// imu guards inbox: per partner, per name, the files not received yet.
-	// Lock order: imu before a pending's mu.
+	// id names this server (process) as the writer of the uploads it
+	// writes (records.Upload leases).
+	id string
+
+	// imu guards inbox: per partner, per name, the files being written on
+	// this server. Lock order: imu before a pending's mu.
 	imu   sync.Mutex
 	inbox map[string]map[string]*pending
 
@@ -178,12 +190,16 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.SpoolDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create spool folder: %w", err)
 	}
+	host, _ := os.Hostname()
+	tag := make([]byte, 6)
+	_, _ = rand.Read(tag)
 	s := &Server{
-		cfg: cfg, log: cfg.Log, m: cfg.Metrics,
+		cfg: cfg, log: cfg.Log, m: cfg.Metrics, id: fmt.Sprintf("%s/%d/%x", host, os.Getpid(), tag),
 		limiter: &loginLimiter{base: cfg.LoginDelay, max: cfg.MaxLoginDelay, window: loginFailureWindow,
 			m: map[string]*failures{}},
 		gate:     newLoginGate(cfg.Now, func(reason string) { cfg.Metrics.loginsClosed.WithLabelValues(reason).Inc() }),
 		conns:    map[net.Conn]struct{}{},
+		live:     map[net.Conn]*idleConn{},
 		inbox:    map[string]map[string]*pending{},
 		sessions: map[string]int{},
 	}
@@ -205,21 +221,39 @@ func CleanSpool(dir string, age time.Duration) {
 	}
 }
 
-// Serve accepts connections on ln until ctx is done, then closes every
-// connection (uploads still open are recorded as incomplete) and returns.
+// Serve accepts connections on ln until ctx is done (Drain stops it taking
+// new ones earlier), then closes every connection (uploads still open are
+// recorded as incomplete and stored, to be resumed on any server) and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer s.shutdown()
+	s.mu.Lock()
+	s.ln = ln
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		ln.Close()
+	}
 	go s.sweepEvery(ctx, min(s.cfg.ResumeWindow/4, time.Minute))
 	if s.cfg.HostKeyRefresh > 0 {
 		go every(ctx, s.cfg.HostKeyRefresh, func(time.Time) bool { s.refreshHostKeys(ctx); return true })
 	}
+	go every(ctx, uploadLease/3, func(time.Time) bool { s.renewLeases(ctx); return true })
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
+				return nil
+			}
+			s.mu.Lock()
+			draining := s.draining
+			s.mu.Unlock()
+			if draining {
+				// Connections still open end by themselves (Drain) or at
+				// the end of ctx.
+				<-ctx.Done()
 				return nil
 			}
 			if errors.Is(err, net.ErrClosed) {
@@ -258,9 +292,47 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
+// drainQuiet is how long a connection with no upload open must have sent
+// and received nothing before a drain closes it: the answer to an upload's
+// close goes out just after the upload is stored.
+const drainQuiet = 250 * time.Millisecond
+
+// Drain stops taking connections and waits, until every connection has
+// ended or ctx is done, for the uploads in flight to end: a connection is
+// closed once no upload is open on it, no close is being stored, and it
+// has been quiet for drainQuiet (connections still logging in are closed
+// at once). The client of a
+// connection closed between two files sees it closed and connects again,
+// to another server. Serve's ctx then closes what is left (uploads still
+// open are stored, to be resumed on any server).
+func (s *Server) Drain(ctx context.Context) {
+	s.mu.Lock()
+	s.draining = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	s.mu.Unlock()
+	s.log.Info("draining: no new connections; waiting for the uploads in flight")
+	idleNow := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for c := range s.conns {
+			if ic := s.live[c]; ic == nil || (ic.uploads.Load() == 0 && ic.busy.Load() == 0 &&
+				time.Since(time.Unix(0, ic.last.Load())) > drainQuiet) {
+				c.Close()
+			}
+		}
+		return len(s.conns) == 0
+	}
+	if idleNow() {
+		return
+	}
+	every(ctx, 20*time.Millisecond, func(time.Time) bool { return !idleNow() })
+}
+
 // sweepEvery discards expired unfinished uploads until ctx is done.
 func (s *Server) sweepEvery(ctx context.Context, d time.Duration) {
-	every(ctx, d, func(now time.Time) bool { s.sweep(now); return true })
+	every(ctx, d, func(now time.Time) bool { s.sweep(ctx, now); return true })
 }
 
 // every calls f every d (at least 10ms) until ctx is done or f returns false.
@@ -279,8 +351,8 @@ func every(ctx context.Context, d time.Duration, f func(now time.Time) bool) {
 	}
 }
 
-// shutdown closes every connection and drops the unfinished uploads' spool
-// files (a restarted server cannot resume them).
+// shutdown closes every connection (each upload open stores what it has
+// for a resume, on any server) and drops what is left in the spool.
 func (s *Server) shutdown() {
 	defer func() {
 		s.imu.Lock()
@@ -559,6 +631,14 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 	log.Info("logged in", "client", string(sconn.ClientVersion()))
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.mu.Lock()
+	s.live[c] = ic
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.live, c)
+		s.mu.Unlock()
+	}()
 	go s.closeWhenIdle(connCtx, ic, sconn, log)
 	keys := s.hostKeys.Load()
 	go s.globalRequests(reqs, sconn.Conn, keys, log)
@@ -671,6 +751,9 @@ func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, 
 type idleConn struct {
 	last atomic.Int64 // unix nanoseconds
 	busy atomic.Int32
+	// uploads counts the upload handles open on the connection (a drain
+	// waits for them).
+	uploads atomic.Int32
 }
 
 func (c *idleConn) touch() { c.last.Store(time.Now().UnixNano()) }
