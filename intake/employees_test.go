@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
 
@@ -145,7 +146,7 @@ func TestUnknownEmployeeHoldDecisions(t *testing.T) {
 	}
 	byRef := map[string]records.Exception{}
 	for _, x := range xs {
-		if x.Code != records.CodeUnknownEmployee || x.EmployeeID != derivedID(f.partner, x.EmployeeRef) {
+		if x.Code != normalize.CodeUnknownEmployee || x.EmployeeID != derivedID(f.partner, x.EmployeeRef) {
 			t.Errorf("exception %d: code %s, employee_id %s; want unknown_employee, %s", x.ID, x.Code, x.EmployeeID, derivedID(f.partner, x.EmployeeRef))
 		}
 		byRef[x.EmployeeRef+"/"+x.Component] = x

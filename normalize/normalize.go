@@ -54,6 +54,39 @@ const (
 	CodeWebhookIDReuse      Code = "webhook_id_reuse"
 )
 
+// Codes of a row the store held or rejected while applying it. The
+// processing SQL (records/classify.go) writes the same words into result
+// files and exceptions (SQL cannot name a Go constant); the tests of records
+// and intake compare what it writes with these.
+const (
+	CodeRecordLocked       Code = "record_locked"         // held: the record is locked
+	CodePeriodLocked       Code = "period_locked"         // held: the pay period is closed
+	CodeUnknownEmployee    Code = "unknown_employee"      // rejected or held: employee_ref has no mapping
+	CodeFileRejected       Code = "file_rejected"         // rejected: valid, but its all-or-nothing file was not applied
+	CodeDuplicateKeyInFile Code = "duplicate_key_in_file" // rejected: its key is on another line of the file too
+	CodeSuperseded         Code = "superseded"            // stale: a later version was applied already
+)
+
+// ExceptionCodes are the codes a held row (an exception for a reviewer) can
+// have, in the order reviewers' filters list them.
+func ExceptionCodes() []Code {
+	return []Code{CodeRecordLocked, CodePeriodLocked, CodeUnknownEmployee}
+}
+
+// ExceptionCodesText lists ExceptionCodes for a message: "a, b or c".
+func ExceptionCodesText() string {
+	cs := ExceptionCodes()
+	s := string(cs[0])
+	for i, c := range cs[1:] {
+		if i == len(cs)-2 {
+			s += " or " + string(c)
+		} else {
+			s += ", " + string(c)
+		}
+	}
+	return s
+}
+
 // maxMoneyDigits bounds the digits of a money or hours value.
 const maxMoneyDigits = 30
 

@@ -7,24 +7,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/gocarina/gocsv"
 )
-
-// rawCSVRow is the struct gocsv maps canonical column names onto.
-type rawCSVRow struct {
-	EmployeeRef string `csv:"employee_ref"`
-	PayPeriod   string `csv:"pay_period"`
-	Component   string `csv:"component"`
-	Amount      string `csv:"amount"`
-	Currency    string `csv:"currency"`
-	Hours       string `csv:"hours"`
-	Rate        string `csv:"rate"`
-	PayDate     string `csv:"pay_date"`
-}
 
 // Reader streams a CSV file: decode → parse → normalise, one row at a time,
 // never holding the whole file. Create it with NewReader.
@@ -193,12 +178,10 @@ func (rd *Reader) readHeader() error {
 	for i := range rd.extra {
 		rd.extra[i] = -1
 	}
-	canon := make([]string, len(rec))
 	firstAt := map[string]int{}
 	for i, h := range rec {
 		c := canonicalColumn(h)
 		if c == "" {
-			canon[i] = "ignored_column_" + strconv.Itoa(i)
 			if x := matchColumn(h, rd.s.Extra); x != "" && rd.extra[slices.Index(rd.s.Extra, x)] < 0 {
 				rd.extra[slices.Index(rd.s.Extra, x)] = i
 			}
@@ -209,7 +192,6 @@ func (rd *Reader) readHeader() error {
 				"the header has %s twice (columns %d %q and %d %q); keep only one of them", c, j+1, rec[j], i+1, h)}
 		}
 		firstAt[c] = i
-		canon[i] = c
 	}
 	required := []string{FieldEmployeeRef, FieldPayPeriod, FieldComponent, FieldAmount}
 	if strings.TrimSpace(rd.s.Currency) == "" {
@@ -224,70 +206,24 @@ func (rd *Reader) readHeader() error {
 			return &ParseError{StartLine: line, Line: line, Err: CodeMissingColumn, Field: f, Message: msg}
 		}
 	}
-	rd.cols = mapColumns(canon, firstAt)
+	rd.cols = mapColumns(firstAt)
 	return nil
 }
 
 func (rd *Reader) delimGuessed() bool { return rd.s.Delimiter == 0 }
 
-// mapColumns resolves which file column feeds which canonical field, letting
-// gocsv do the struct mapping: it unmarshals one synthetic row whose cells
-// are the column indexes into rawCSVRow, using its own csv.Reader and no
-// package-level settings. Rows themselves are then assigned by index, because
-// gocsv.Unmarshaller reads from a *csv.Reader it owns and hides the raw
-// record that cell counting, trailing-cell trimming and line numbers need.
-// If gocsv disagrees with our own mapping (for example because another
-// package changed its global header normaliser), ours wins.
-func mapColumns(canon []string, own map[string]int) [8]int {
+// mapColumns gives the file column of each of FieldNames, -1 for a field
+// the header does not have. Rows are then read by index from the raw record,
+// which cell counting, trailing-cell trimming and line numbers need.
+func mapColumns(at map[string]int) [8]int {
 	var cols [8]int
 	for i, f := range FieldNames {
 		cols[i] = -1
-		if j, ok := own[f]; ok {
+		if j, ok := at[f]; ok {
 			cols[i] = j
 		}
 	}
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
-	idx := make([]string, len(canon))
-	for i := range idx {
-		idx[i] = strconv.Itoa(i)
-	}
-	_ = w.Write(canon)
-	_ = w.Write(idx)
-	w.Flush()
-	um, err := gocsv.NewUnmarshaller(csv.NewReader(&buf), &rawCSVRow{})
-	if err != nil {
-		return cols
-	}
-	v, err := um.Read()
-	if err != nil {
-		return cols
-	}
-	row, ok := v.(rawCSVRow)
-	if !ok {
-		if p, isPtr := v.(*rawCSVRow); isPtr {
-			row, ok = *p, true
-		}
-	}
-	if !ok {
-		return cols
-	}
-	got := [8]string{row.EmployeeRef, row.PayPeriod, row.Component, row.Amount, row.Currency, row.Hours, row.Rate, row.PayDate}
-	var g [8]int
-	for i, s := range got {
-		g[i] = -1
-		if s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil {
-				return cols
-			}
-			g[i] = n
-		}
-	}
-	if g != cols {
-		return cols
-	}
-	return g
+	return cols
 }
 
 func trimTrailingEmpty(rec []string) []string {

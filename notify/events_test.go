@@ -3,8 +3,6 @@ package notify_test
 import (
 	"context"
 	"errors"
-	"github.com/jackc/pgerrcode"
-	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,8 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgerrcode"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/notify"
 	"github.com/payintake/payintake/records"
 )
@@ -361,13 +363,9 @@ func TestSlowReceiverNeverBlocksProcessing(t *testing.T) {
 		t.Fatalf("%d pending events while the receiver is held, want 3", k)
 	}
 	close(release)
-	deadline := time.Now().Add(20 * time.Second)
-	for f.count(`SELECT count(*) FROM notify_events WHERE state = 'delivered'`) != 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("the three events were not delivered within 20s of the release")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(t, 20*time.Second, func() bool {
+		return f.count(`SELECT count(*) FROM notify_events WHERE state = 'delivered'`) == 3
+	}, "the three events delivered after the release")
 
 	stop()
 

@@ -1,6 +1,10 @@
 package records
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/payintake/payintake/normalize"
+)
 
 // The set-based heart of processing. Each statement runs once per envelope
 // over all its staged rows; none runs once per row. A webhook's one change
@@ -12,9 +16,10 @@ import "strconv"
 // NULL. The messages of every outcome are written here, for files and
 // webhooks alike.
 
-// CodeUnknownEmployee is the code of a row whose employee_ref has no
-// employee mapping, rejected or held by the partner's --unknown-employee.
-const CodeUnknownEmployee = "unknown_employee"
+// sqlCode is a reason code as an SQL literal, so that the statements below
+// write the codes normalize names rather than spelling them again (the
+// codes are snake_case words: nothing to escape).
+func sqlCode(c normalize.Code) string { return "'" + string(c) + "'" }
 
 // dupLinesShown is how many lines of a duplicate group its message names.
 const dupLinesShown = "5"
@@ -223,10 +228,14 @@ WITH ` + dup + `k AS (
 			ELSE kind
 		END END AS outcome,
 		CASE WHEN kind IN ('unchanged', 'created', 'updated') THEN NULL ELSE CASE kind
-			WHEN 'invalid' THEN code WHEN 'duplicate' THEN 'duplicate_key_in_file' WHEN 'file_rejected' THEN 'file_rejected'
-			WHEN 'period_locked' THEN 'period_locked' WHEN 'record_locked' THEN 'record_locked' WHEN 'stale' THEN 'superseded'
-			WHEN 'employee_taken' THEN 'unknown_employee' WHEN 'unknown_rejected' THEN 'unknown_employee'
-			WHEN 'unknown_held' THEN 'unknown_employee'
+			WHEN 'invalid' THEN code WHEN 'duplicate' THEN ` + sqlCode(normalize.CodeDuplicateKeyInFile) + `
+			WHEN 'file_rejected' THEN ` + sqlCode(normalize.CodeFileRejected) + `
+			WHEN 'period_locked' THEN ` + sqlCode(normalize.CodePeriodLocked) + `
+			WHEN 'record_locked' THEN ` + sqlCode(normalize.CodeRecordLocked) + `
+			WHEN 'stale' THEN ` + sqlCode(normalize.CodeSuperseded) + `
+			WHEN 'employee_taken' THEN ` + sqlCode(normalize.CodeUnknownEmployee) + `
+			WHEN 'unknown_rejected' THEN ` + sqlCode(normalize.CodeUnknownEmployee) + `
+			WHEN 'unknown_held' THEN ` + sqlCode(normalize.CodeUnknownEmployee) + `
 		END END AS out_code,
 		CASE WHEN kind = 'invalid' THEN field WHEN kind = employee_kind THEN 'employee_ref' END AS out_field,
 		CASE WHEN kind IN ('unchanged', 'created', 'updated') THEN NULL ELSE CASE kind

@@ -201,8 +201,8 @@ func TestInsertTriggerOnboardsWhenAsked(t *testing.T) {
 	}
 	// insert inserts one record of each (partner, ref) in a transaction
 	// that asks the trigger to onboard for partner onboard ("": does not
-	// ask), and returns the error and the mappings of the refs then.
-	insert := func(onboard string, partners, refs []string) (error, map[string]string) {
+	// ask), and returns the mappings of the refs then and the error.
+	insert := func(onboard string, partners, refs []string) (map[string]string, error) {
 		t.Helper()
 		tx, err := st.Pool().Begin(ctx)
 		if err != nil {
@@ -216,7 +216,7 @@ func TestInsertTriggerOnboardsWhenAsked(t *testing.T) {
 			SELECT p, r, '2026-11', 'BASE', 1, 'USD', '\x00' FROM unnest($1::text[], $2::text[]) u(p, r)`, partners, refs)
 		got := map[string]string{}
 		if insErr != nil {
-			return insErr, got
+			return got, insErr
 		}
 		rows, err := tx.Query(ctx, `SELECT e.partner_id || '/' || e.employee_ref,
 				e.employee_id || CASE WHEN e.employee_id = derived_employee_id(e.partner_id, e.employee_ref) THEN ' (derived)' ELSE '' END || ' ' || e.source
@@ -235,7 +235,7 @@ func TestInsertTriggerOnboardsWhenAsked(t *testing.T) {
 		if err := rows.Err(); err != nil {
 			t.Fatal(err)
 		}
-		return nil, got
+		return got, nil
 	}
 	refused := func(err error) bool {
 		var pe *pgconn.PgError
@@ -243,7 +243,7 @@ func TestInsertTriggerOnboardsWhenAsked(t *testing.T) {
 	}
 	acme := func(n int) []string { return slices.Repeat([]string{"acme"}, n) }
 
-	err, got := insert("acme", acme(3), []string{"E1", "E2", "E3"})
+	got, err := insert("acme", acme(3), []string{"E1", "E2", "E3"})
 	if err != nil {
 		t.Fatalf("asked for acme: %v", err)
 	}
@@ -257,7 +257,7 @@ func TestInsertTriggerOnboardsWhenAsked(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprintf("M%d", i)
 	}
-	if err, got := insert("acme", acme(len(many)), many); err != nil || len(got) != len(many) || !strings.HasSuffix(got["acme/M4999"], "(derived) derived") {
+	if got, err := insert("acme", acme(len(many)), many); err != nil || len(got) != len(many) || !strings.HasSuffix(got["acme/M4999"], "(derived) derived") {
 		t.Errorf("asked for acme, 5,000 references: %v, %d mappings (M4999: %q)", err, len(got), got["acme/M4999"])
 	}
 	for name, tc := range map[string]struct {
@@ -269,7 +269,7 @@ func TestInsertTriggerOnboardsWhenAsked(t *testing.T) {
 		"asked, a second partner in the statement":     {"acme", []string{"acme", "other"}, []string{"E1", "O1"}},
 		"asked, the partner rejects unknown employees": {"strict", []string{"strict", "strict"}, []string{"S1", "S2"}},
 	} {
-		if err, _ := insert(tc.onboard, tc.partners, tc.refs); !refused(err) {
+		if _, err := insert(tc.onboard, tc.partners, tc.refs); !refused(err) {
 			t.Errorf("%s: %v; want the record without a mapping refused", name, err)
 		}
 	}

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/payintake/payintake/normalize"
 )
 
 // Statements of exceptions.sql.
@@ -43,7 +46,7 @@ type Exception struct {
 	PayPeriod  string            `json:"pay_period"`
 	Component  string            `json:"component"`
 	Status     string            `json:"status"`
-	Code       string            `json:"code"`
+	Code       normalize.Code    `json:"code"` // one of normalize.ExceptionCodes
 	Current    map[string]string `json:"current"`
 	Proposed   map[string]string `json:"proposed"`
 	Differing  []string          `json:"differing"`
@@ -60,8 +63,8 @@ type Exception struct {
 type ExceptionFilter struct {
 	Scope                   []string // a reviewer's partners; empty means all
 	Partner, Status, Period string
-	File                    string // the submission's file name, exactly (case-insensitive)
-	Code                    string // record_locked, period_locked, unknown_employee
+	File                    string         // the submission's file name, exactly (case-insensitive)
+	Code                    normalize.Code // one of normalize.ExceptionCodes
 	Component               string
 	Employee                string // employee_ref prefix (case-insensitive), or an exact employee_id
 	// MinChange and MaxChange bound the size of the amount change (proposed
@@ -84,10 +87,8 @@ func (f ExceptionFilter) Check() error {
 			return fmt.Errorf("%s %q is not a decimal amount like 100 or 2500.00", v.name, v.val)
 		}
 	}
-	switch f.Code {
-	case "", "record_locked", "period_locked", "unknown_employee":
-	default:
-		return fmt.Errorf("code %q: use record_locked, period_locked or unknown_employee", f.Code)
+	if f.Code != "" && !slices.Contains(normalize.ExceptionCodes(), f.Code) {
+		return fmt.Errorf("code %q: use %s", string(f.Code), normalize.ExceptionCodesText())
 	}
 	return nil
 }

@@ -47,8 +47,8 @@ type WebhookResult struct {
 	Invalid     *normalize.RowError // set when the body was refused
 	EntityID    string
 	Version     int64
-	Outcome     Outcome // rejected only for unknown_employee
-	Code        string  // record_locked, period_locked, superseded, unknown_employee, or ""
+	Outcome     Outcome        // rejected only for unknown_employee
+	Code        normalize.Code // an exception code, CodeSuperseded or CodeUnknownEmployee when rejected, or ""
 	Message     string
 	RecordID    int64
 	ExceptionID int64
@@ -139,7 +139,7 @@ func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, answer We
 		ans.StoredAnswer = answer(res)
 		outcome, code := res.Outcome, res.Code
 		if res.Invalid != nil {
-			outcome, code = OutcomeRejected, string(res.Invalid.Code)
+			outcome, code = OutcomeRejected, res.Invalid.Code
 		}
 		var recID *int64
 		if res.RecordID != 0 {
@@ -202,7 +202,7 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 		return res, fmt.Errorf("read version of entity %s: %w", ch.EntityID, err)
 	}
 	if stored != nil && ch.Version <= *stored {
-		res.Outcome, res.Code = OutcomeStale, "superseded"
+		res.Outcome, res.Code = OutcomeStale, normalize.CodeSuperseded
 		res.Message = fmt.Sprintf("version %d of entity %s is not above version %d already received, so this change was not applied",
 			ch.Version, ch.EntityID, *stored)
 		return res, nil

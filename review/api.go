@@ -33,6 +33,7 @@ import (
 	"github.com/payintake/payintake/internal/httpbody"
 	"github.com/payintake/payintake/internal/problems"
 	"github.com/payintake/payintake/internal/strictjson"
+	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
 
@@ -169,7 +170,7 @@ func (s *Server) apiToken(w http.ResponseWriter, r *http.Request) {
 func (s *Server) apiList(w http.ResponseWriter, r *http.Request, rv records.Reviewer) {
 	q := r.URL.Query()
 	f := records.ExceptionFilter{Scope: rv.Partners, Partner: q.Get("partner"), Period: q.Get("period"), Status: q.Get("status"),
-		File: q.Get("file"), Code: q.Get("code"), Component: q.Get("component"), Employee: q.Get("employee"),
+		File: q.Get("file"), Code: normalize.Code(q.Get("code")), Component: q.Get("component"), Employee: q.Get("employee"),
 		MinChange: q.Get("min_change"), MaxChange: q.Get("max_change")}
 	if err := f.Check(); err != nil {
 		writeProblem(w, r, http.StatusBadRequest, "bad_request", "Bad filter", err.Error(), nil)
@@ -380,7 +381,7 @@ type bulkBody struct {
 }
 
 func (b bulkBody) filter() records.ExceptionFilter {
-	return records.ExceptionFilter{Partner: b.Partner, Period: b.Period, File: b.File, Code: b.Code,
+	return records.ExceptionFilter{Partner: b.Partner, Period: b.Period, File: b.File, Code: normalize.Code(b.Code),
 		Component: b.Component, Employee: b.Employee, MinChange: b.MinChange, MaxChange: b.MaxChange}
 }
 

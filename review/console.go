@@ -51,27 +51,27 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04 UTC")
 	},
 	"join": strings.Join,
-	"codeText": func(code string) string {
+	"codeText": func(code normalize.Code) string {
 		switch code {
-		case "record_locked":
+		case normalize.CodeRecordLocked:
 			return "record locked"
-		case "period_locked":
+		case normalize.CodePeriodLocked:
 			return "period closed"
-		case "unknown_employee":
+		case normalize.CodeUnknownEmployee:
 			return "employee not onboarded"
 		}
-		return code
+		return string(code)
 	},
-	"heldWhy": func(code string) string {
+	"heldWhy": func(code normalize.Code) string {
 		switch code {
-		case "record_locked":
+		case normalize.CodeRecordLocked:
 			return "the record is locked"
-		case "period_locked":
+		case normalize.CodePeriodLocked:
 			return "the pay period is closed"
-		case "unknown_employee":
+		case normalize.CodeUnknownEmployee:
 			return "the employee is not onboarded (approving onboards them with the employee_id shown)"
 		}
-		return code
+		return string(code)
 	},
 	"change": func(c records.CurrencyAmount) string {
 		if strings.HasPrefix(c.Amount, "-") {
@@ -283,7 +283,7 @@ type queueView struct {
 	F        records.ExceptionFilter
 	Filtered bool
 	Partners []string
-	Codes    []string
+	Codes    []normalize.Code
 	Tabs     []tab
 	Items    []records.Exception
 	Next     string
@@ -297,7 +297,7 @@ type queueView struct {
 // consoleFilter reads the queue's filters from a query or a form.
 func consoleFilter(q url.Values) records.ExceptionFilter {
 	return records.ExceptionFilter{Partner: q.Get("partner"), Period: strings.ToUpper(strings.TrimSpace(q.Get("period"))),
-		Employee: strings.TrimSpace(q.Get("employee")), File: strings.TrimSpace(q.Get("file")), Code: q.Get("code"),
+		Employee: strings.TrimSpace(q.Get("employee")), File: strings.TrimSpace(q.Get("file")), Code: normalize.Code(q.Get("code")),
 		Component: strings.ToUpper(strings.TrimSpace(q.Get("component"))),
 		MinChange: strings.TrimSpace(q.Get("min_change")), MaxChange: strings.TrimSpace(q.Get("max_change"))}
 }
@@ -306,7 +306,7 @@ func consoleFilter(q url.Values) records.ExceptionFilter {
 func filterValues(f records.ExceptionFilter) url.Values {
 	q := url.Values{}
 	for k, v := range map[string]string{"partner": f.Partner, "period": f.Period, "employee": f.Employee, "file": f.File,
-		"code": f.Code, "component": f.Component, "min_change": f.MinChange, "max_change": f.MaxChange} {
+		"code": string(f.Code), "component": f.Component, "min_change": f.MinChange, "max_change": f.MaxChange} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -331,7 +331,7 @@ func bulkURL(action string, f records.ExceptionFilter) string {
 
 func (s *Server) queuePage(w http.ResponseWriter, r *http.Request, sess records.Session) {
 	q := r.URL.Query()
-	v := queueView{Status: q.Get("status"), F: consoleFilter(q), Codes: []string{"record_locked", "period_locked", "unknown_employee"}}
+	v := queueView{Status: q.Get("status"), F: consoleFilter(q), Codes: normalize.ExceptionCodes()}
 	v.Filtered = len(filterValues(v.F)) > 0
 	if v.Status == "" {
 		v.Status = records.ExceptionOpen

@@ -9,10 +9,12 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/payintake/payintake/internal/openapicheck"
 	"github.com/payintake/payintake/internal/problems"
 	"github.com/payintake/payintake/records"
 )
@@ -34,7 +36,13 @@ func serve(t *testing.T, f *fixture) *httptest.Server {
 	}
 	mux := http.NewServeMux()
 	Mount(mux, f.store, nil)
-	ts := httptest.NewServer(mux)
+	// Every API response the tests provoke is held against the API's
+	// document, which describes /v1/review/ beside the partners' API.
+	doc, err := os.ReadFile("../intake/httpapi/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(openapicheck.Handler(t, openapicheck.MustParse(t, doc), mux))
 	t.Cleanup(ts.Close)
 	return ts
 }

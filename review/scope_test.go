@@ -40,8 +40,7 @@ func TestHostileScopedReviewerLearnsNothing(t *testing.T) {
 	probes = append(probes, probe{name: "api list ?partner=acme", status: st, body: body})
 	st, body = api("POST", "/v1/review/bulk/approve", `{"partner": "acme"}`)
 	probes = append(probes, probe{name: "api bulk acme", status: st, body: body})
-	st, body = api("GET", "/v1/review/exceptions?partner=nosuchpartner", "")
-	nosuch := body
+	nosuchStatus, nosuch := api("GET", "/v1/review/exceptions?partner=nosuchpartner", "")
 
 	c := newConsole(t, ts.URL)
 	if st := c.login("gina", testPassword); st != http.StatusSeeOther {
@@ -94,8 +93,8 @@ func TestHostileScopedReviewerLearnsNothing(t *testing.T) {
 		}
 	}
 	// A partner that exists and one that does not get the same 403.
-	if _, body := api("GET", "/v1/review/exceptions?partner=acme", ""); body != strings.ReplaceAll(nosuch, "nosuchpartner", "acme") {
-		t.Errorf("a filter on acme and on a partner that does not exist answer differently:\n%s\n%s", body, nosuch)
+	if st, body := api("GET", "/v1/review/exceptions?partner=acme", ""); st != nosuchStatus || body != strings.ReplaceAll(nosuch, "nosuchpartner", "acme") {
+		t.Errorf("a filter on acme and on a partner that does not exist answer differently:\n%d %s\n%d %s", st, body, nosuchStatus, nosuch)
 	}
 	if d := f.exception(f.e1.ID); d.Status != "open" {
 		t.Fatal("gina decided acme's exception")

@@ -13,6 +13,7 @@ import (
 
 	outbound "github.com/payintake/payintake/dispatch"
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/internal/fault"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -83,21 +84,17 @@ func dueKeys(t *testing.T, st *records.Store, p string) map[string]bool {
 
 func waitDispatched(t *testing.T, st *records.Store, p string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	eventually.NoError(t, within, func() error {
 		var open, all int
 		if err := st.Pool().QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE state = 'in_progress'), count(*)
 			FROM dispatch_runs WHERE partner_id = $1`, p).Scan(&open, &all); err != nil {
 			t.Fatal(err)
 		}
-		if all > 0 && open == 0 {
-			return
+		if all == 0 || open > 0 {
+			return fmt.Errorf("partner %s: %d of %d runs still in progress", p, open, all)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("partner %s: %d of %d runs still in progress after %v", p, open, all, within)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestCrashDispatch SIGKILLs the dispatching serve before a chunk is sent,

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/internal/syncbuf"
 	"github.com/payintake/payintake/pgserver/pgtest"
 )
@@ -50,18 +51,13 @@ func startHAProxy(t *testing.T, cfg, addr string) {
 			t.Logf("haproxy:\n%s", logs)
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.NoError(t, 10*time.Second, func() error {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
+		if err != nil {
+			return fmt.Errorf("haproxy does not listen on %s: %w\n%s", addr, err, logs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy does not listen on %s: %v\n%s", addr, err, logs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return c.Close()
+	})
 }
 
 // TestServeBehindHAProxy: serve behind HAProxy (SFTP in TCP mode with

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/internal/syncbuf"
 
 	"github.com/pkg/sftp"
@@ -391,17 +392,19 @@ func (c *client) result(name string) ([]byte, error) {
 // waitResult polls until the result of name is there.
 func (c *client) waitResult(t testing.TB, name string, within time.Duration) []byte {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		b, err := c.result(name)
-		if err == nil {
-			return b
-		}
-		if !errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
+	var b []byte
+	eventually.NoError(t, within, func() error {
+		var err error
+		b, err = c.result(name)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("result of %s: %v", name, err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		if err != nil {
+			return fmt.Errorf("result of %s: %w", name, err)
+		}
+		return nil
+	})
+	return b
 }
 
 // payrollFile is a valid file of n rows with distinct natural keys.
@@ -462,21 +465,17 @@ func audit(t testing.TB, st *records.Store, partner string) ledger {
 // waitSettled waits until no envelope of partner is still waiting.
 func waitSettled(t testing.TB, st *records.Store, partner string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	eventually.NoError(t, within, func() error {
 		var n int
 		if err := st.Pool().QueryRow(context.Background(),
 			`SELECT count(*) FROM envelopes WHERE partner_id = $1 AND status = 'received'`, partner).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n == 0 {
-			return
+		if n > 0 {
+			return fmt.Errorf("partner %s: %d envelopes still waiting", partner, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("partner %s: %d envelopes still waiting after %v", partner, n, within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // resultRows checks a result file: the header, then one row per data row,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/pgserver/pgtest"
 )
 
@@ -75,12 +77,12 @@ func TestHostileMetricsAccess(t *testing.T) {
 	// A separate address (with the token, through the environment).
 	s = startServer(t, url, filepath.Join(dir, "b"), []string{"PAYINTAKE_METRICS_TOKEN_FILE=" + tokenFile}, "--metrics-addr", "127.0.0.1:0")
 	var metricsAddr string
-	for deadline := time.Now().Add(10 * time.Second); metricsAddr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		metricsAddr = match(s.logs.String(), `msg="metrics listening" addr=(\S+) token=true`)
-	}
-	if metricsAddr == "" {
-		t.Fatalf("no metrics listener with a token logged:\n%s", tail(s.logs.String(), 2000))
-	}
+	eventually.NoError(t, 10*time.Second, func() error {
+		if metricsAddr = match(s.logs.String(), `msg="metrics listening" addr=(\S+) token=true`); metricsAddr == "" {
+			return fmt.Errorf("no metrics listener with a token logged:\n%s", tail(s.logs.String(), 2000))
+		}
+		return nil
+	})
 	st, body = scrape(t, "http://"+s.httpAddr+"/metrics", token)
 	want("separate", "/metrics on the public address, with the token", st, http.StatusNotFound, body)
 	st, body = scrape(t, "http://"+metricsAddr+"/metrics", "")

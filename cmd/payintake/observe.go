@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/IBM/pgxpoolprometheus"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -24,10 +23,9 @@ import (
 const scrapeTimeout = 2 * time.Second
 
 // registerDBMetrics adds what serve reads from the database at scrape time:
-// the connection pool's statistics (pgxpool_* from IBM's maintained
-// collector) and the processing backlog.
+// the connection pool's statistics (pgxpool_*) and the processing backlog.
 func registerDBMetrics(reg prometheus.Registerer, pool *pgxpool.Pool) {
-	reg.MustRegister(pgxpoolprometheus.NewCollector(pool, map[string]string{"pool": "payintake"}),
+	reg.MustRegister(newPoolCollector(pool, "payintake"),
 		intake.NewQueueCollector(pool, scrapeTimeout))
 }
 

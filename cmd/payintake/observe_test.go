@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -24,7 +26,7 @@ func TestServeObservedJSON(t *testing.T) {
 	_, stderr, stop := startServe(t, "--database-url", url, "--data-dir", t.TempDir(), "--sftp-addr", "127.0.0.1:0",
 		"--http-addr", "127.0.0.1:0", "--workers", "1", "--log-format", "json")
 	var httpAddr, sftpAddr, hostKey string
-	for deadline := time.Now().Add(60 * time.Second); httpAddr == "" || sftpAddr == "" || hostKey == ""; {
+	eventually.True(t, 60*time.Second, func() bool {
 		for _, l := range logLines(t, stderr.String()) {
 			switch l["msg"] {
 			case "http listening":
@@ -37,11 +39,8 @@ func TestServeObservedJSON(t *testing.T) {
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start:\n%s", stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return httpAddr != "" && sftpAddr != "" && hostKey != ""
+	}, "serve started:\n%s", stderr)
 	ctx := context.Background()
 	st, err := records.Open(ctx, url, records.Options{MaxConns: 2})
 	if err != nil {
@@ -95,7 +94,8 @@ func TestServeObservedJSON(t *testing.T) {
 		`payintake_oldest_waiting_envelope_age_seconds 0`,
 		`payintake_processing_jobs{state="available"}`,
 		`pgxpool_total_conns{pool="payintake"}`,
-		`pgxpool_acquire_count{pool="payintake"}`,
+		`pgxpool_acquires_total{pool="payintake"}`,
+		`pgxpool_acquire_seconds_total{pool="payintake"}`,
 		`go_goroutines`,
 		`process_cpu_seconds_total`,
 	} {
@@ -103,6 +103,7 @@ func TestServeObservedJSON(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	promtoolCheckMetrics(t, metrics)
 	if code := stop(); code != 0 {
 		t.Fatalf("serve exited %d", code)
 	}
@@ -169,4 +170,16 @@ func logLines(t *testing.T, s string) []map[string]any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// promtoolCheckMetrics fails t unless Prometheus's own linter accepts a
+// scrape: metric names with their conventional suffixes (_total on a
+// counter, base units such as _seconds), help text, no reserved names.
+func promtoolCheckMetrics(t *testing.T, scrape string) {
+	t.Helper()
+	cmd := exec.Command("promtool", "check", "metrics")
+	cmd.Stdin = strings.NewReader(scrape)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics on /metrics: %v\n%s", err, out)
+	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/pgserver"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -434,12 +435,15 @@ func TestDatabaseOutage(t *testing.T) {
 	// (one every --orphan-after/4), not by sleeping.
 	const sweepFailed = "sweep for orphaned envelopes failed"
 	seen := strings.Count(srv.logs.String(), sweepFailed)
-	for deadline := time.Now().Add(30 * time.Second); strings.Count(srv.logs.String(), sweepFailed) < seen+8; {
-		if time.Now().After(deadline) || !srv.alive() {
-			t.Fatalf("the orphan sweep did not fail 8 times during the outage (alive %v):\n%s", srv.alive(), srv.logs.String())
+	eventually.NoError(t, 30*time.Second, func() error {
+		if !srv.alive() {
+			t.Fatalf("serve died during the outage:\n%s", srv.logs.String())
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		if strings.Count(srv.logs.String(), sweepFailed) < seen+8 {
+			return fmt.Errorf("the orphan sweep did not fail 8 times during the outage:\n%s", srv.logs.String())
+		}
+		return nil
+	})
 	if !srv.alive() || !srv.healthy() {
 		t.Fatal("serve died with the database")
 	}
@@ -448,16 +452,10 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 	down := time.Since(outage)
 	// Recovery without a restart.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if code, _ := srv.get("/readyz"); code == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("serve not ready 30s after the database came back")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	eventually.True(t, 30*time.Second, func() bool {
+		code, _ := srv.get("/readyz")
+		return code == 200
+	}, "serve ready after the database came back")
 	ready := time.Since(outage) - down
 	// A login refused because keys could not be checked is not the
 	// partner's failure: it is counted apart, not as a failed login (which

@@ -173,7 +173,10 @@ func bulkFilterFlags(fs *flag.FlagSet, f *records.ExceptionFilter) {
 	fs.StringVar(&f.Partner, "partner", "", "decide every open exception of this partner matching the filters below (instead of one EXCEPTION_ID)")
 	fs.StringVar(&f.Period, "period", "", "only this pay period")
 	fs.StringVar(&f.File, "file", "", "only exceptions held from this submitted file name")
-	fs.StringVar(&f.Code, "code", "", "only this code: record_locked, period_locked or unknown_employee")
+	fs.Func("code", "only this code: "+normalize.ExceptionCodesText(), func(s string) error {
+		f.Code = normalize.Code(s)
+		return nil
+	})
 	fs.StringVar(&f.Component, "component", "", "only this pay component")
 	fs.StringVar(&f.Employee, "employee", "", "only employee refs starting with this, or this employee id")
 	fs.StringVar(&f.MinChange, "min-change", "", "only amount changes of at least this size (either sign)")

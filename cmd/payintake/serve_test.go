@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/internal/syncbuf"
 
 	"github.com/payintake/payintake/pgserver/pgtest"
@@ -49,16 +51,14 @@ func startServe(t *testing.T, args ...string) (stdout, stderr *syncbuf.Buffer, s
 // waitFor polls a buffer until re matches and returns the first group.
 func waitFor(t *testing.T, b *syncbuf.Buffer, re *regexp.Regexp) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if m := re.FindStringSubmatch(b.String()); m != nil {
-			return m[1]
+	var m []string
+	eventually.NoError(t, 30*time.Second, func() error {
+		if m = re.FindStringSubmatch(b.String()); m == nil {
+			return fmt.Errorf("no match for %s in:\n%s", re, b)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no match for %s in:\n%s", re, b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return m[1]
 }
 
 func TestServeDemoWithOpenSSH(t *testing.T) {
@@ -88,18 +88,14 @@ func TestServeDemoWithOpenSSH(t *testing.T) {
 	sh(filepath.Join("..", ".."), putLine)
 	// ...and, once processed, download the result.
 	down := t.TempDir()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.NoError(t, 30*time.Second, func() error {
 		cmd := exec.Command("/bin/sh", "-c", getLine)
 		cmd.Dir = down
-		if err := cmd.Run(); err == nil {
-			break
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("no result to download (%v):\n%s", err, stderr)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no result to download:\n%s", stderr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	res, err := os.ReadFile(filepath.Join(down, "clean-first-run.result.csv"))
 	if err != nil || !strings.HasPrefix(string(res), "line,row,outcome,") || strings.Count(string(res), ",created,") != 8 {
 		t.Fatalf("downloaded result: %v\n%s", err, res)
@@ -176,16 +172,13 @@ func TestServeDemoWithOpenSSH(t *testing.T) {
 	lock := waitFor(t, stdout, regexp.MustCompile(`(?m)^  (\S.* records lock --partner demo --period 2026-11)$`))
 	status := waitFor(t, stdout, regexp.MustCompile(`(?m)^  (\S.* dispatch status --partner demo)$`))
 	sh(filepath.Join("..", ".."), lock)
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		out := sh(filepath.Join("..", ".."), status)
-		if regexp.MustCompile(`(?m)^demo\s+2026-11\s+1\s+\S+\s+complete\s+13\s+13\s`).MatchString(out) {
-			break
+	complete := regexp.MustCompile(`(?m)^demo\s+2026-11\s+1\s+\S+\s+complete\s+13\s+13\s`)
+	eventually.NoError(t, 60*time.Second, func() error {
+		if out := sh(filepath.Join("..", ".."), status); !complete.MatchString(out) {
+			return fmt.Errorf("%s never showed the 13 lines of 2026-11 dispatched:\n%s\nserver log:\n%s", status, out, stderr)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never showed the 13 lines of 2026-11 dispatched:\n%s\nserver log:\n%s", status, out, stderr)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	// Along the way the demo vendor answered 429 and 207 (chunks of 2: 7
 	// chunks, the 5th request a 429, the 7th a 207), and the run still
 	// completed with all 13 lines: both were handled.

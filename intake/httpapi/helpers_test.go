@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/openapicheck"
 	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -57,7 +58,8 @@ func newEnv(t *testing.T, cfg Config) *tenv {
 		cfg.SpoolDir = t.TempDir()
 	}
 	e.api = New(intake.New(st, nil), partnerauth.New(st), cfg)
-	e.srv = httptest.NewServer(e.api.Handler())
+	// Every response the tests provoke is held against openapi.json.
+	e.srv = httptest.NewServer(openapicheck.Handler(t, openapicheck.MustParse(t, openAPI), e.api.Handler()))
 	t.Cleanup(e.srv.Close)
 	return e
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/internal/observe"
+	"github.com/payintake/payintake/internal/openapicheck"
 )
 
 // observedEnv is newEnv behind serve's middleware, with metrics on reg and
@@ -31,7 +32,8 @@ func observedEnv(t *testing.T) (e *tenv, reg *prometheus.Registry, text, js *syn
 	e.api.in.Metrics = intake.NewMetrics(reg)
 	e.api.in.Log, e.api.log = log, log
 	e.srv.Close()
-	e.srv = httptest.NewServer(observe.Middleware(e.api.Handler(), observe.NewHTTPMetrics(reg), log, nil))
+	e.srv = httptest.NewServer(openapicheck.Handler(t, openapicheck.MustParse(t, openAPI),
+		observe.Middleware(e.api.Handler(), observe.NewHTTPMetrics(reg), log, nil)))
 	t.Cleanup(e.srv.Close)
 	return e, reg, text, js
 }

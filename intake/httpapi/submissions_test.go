@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -210,9 +211,9 @@ func TestSubmitInProgressConflict(t *testing.T) {
 	if _, err := pw.Write([]byte(csvHeader)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
+	eventually.True(t, 10*time.Second, func() bool {
 		return e.count(`SELECT count(*) FROM idempotency_keys WHERE idem_key = 'slow' AND status = 'in_progress'`) == 1
-	})
+	}, "key slow in progress")
 	r := e.submit("acme", "SLOW", "a.csv", firstRun)
 	wantProblem(t, r, http.StatusConflict, "idempotency_key_in_progress")
 	if r.header.Get("Retry-After") == "" {
@@ -397,17 +398,6 @@ func (e *tenv) expireLease(t *testing.T, key string) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // With a job queue, the processing job is scheduled in the envelope's own
 // transaction, once per submission; the spool is left empty.
 func TestSubmitEnqueue(t *testing.T) {
@@ -453,7 +443,7 @@ func TestMountAndSpoolCleanup(t *testing.T) {
 	defer cancel()
 	mux := http.NewServeMux()
 	Mount(ctx, mux, intake.New(st, nil), partnerauth.New(st), dir)
-	waitFor(t, func() bool { _, err := os.Stat(stale); return os.IsNotExist(err) })
+	eventually.True(t, 10*time.Second, func() bool { _, err := os.Stat(stale); return os.IsNotExist(err) }, "stale spool file %s removed", stale)
 	if _, err := os.Stat(fresh); err != nil {
 		t.Fatalf("fresh spool file removed: %v", err)
 	}
@@ -474,15 +464,15 @@ func TestSubmitLeaseRenewed(t *testing.T) {
 	if _, err := pw.Write([]byte(csvHeader)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return e.count(`SELECT count(*) FROM idempotency_keys WHERE idem_key = 'long'`) == 1 })
+	eventually.True(t, 10*time.Second, func() bool { return e.count(`SELECT count(*) FROM idempotency_keys WHERE idem_key = 'long'`) == 1 }, "key long claimed")
 	start := time.Now()
 	for range 4 {
 		// The lease runs out (the test moves its end into the past), and the
 		// live request renews it: the renewal is the signal waited for.
 		e.expireLease(t, "long")
-		waitFor(t, func() bool {
+		eventually.True(t, 10*time.Second, func() bool {
 			return e.count(`SELECT count(*) FROM idempotency_keys WHERE idem_key = 'long' AND lease_until > now()`) == 1
-		})
+		}, "the lease of key long renewed")
 		wantProblem(t, e.submit("acme", "long", "a.csv", firstRun), http.StatusConflict, "idempotency_key_in_progress")
 	}
 	if d := time.Since(start); d < e.api.cfg.Lease {
@@ -528,14 +518,14 @@ func TestSubmitWhileWorkerProcesses(t *testing.T) {
 		}
 		worker <- env
 	}()
-	waitFor(t, func() bool {
+	eventually.True(t, 10*time.Second, func() bool {
 		return e.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) == 1
-	})
+	}, "the worker waiting for the partner lock")
 	request := make(chan resp, 1)
 	go func() { request <- e.submit("acme", "a.csv", "a.csv", firstRun) }()
-	waitFor(t, func() bool {
+	eventually.True(t, 10*time.Second, func() bool {
 		return e.count(`SELECT count(*) FROM envelopes WHERE replay_of = $1`, sent.Received.ID) == 1
-	})
+	}, "the repeated request's envelope received")
 	if err := partnerLock.Commit(e.ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func renderWebhook(res intake.WebhookResult) intake.Answer {
 		p.Quarantined = true
 		return problemResponse(p).stored()
 	}
-	return jsonResponse(http.StatusOK, webhookAnswer{Outcome: string(res.Outcome), Code: res.Code, Version: res.Version,
+	return jsonResponse(http.StatusOK, webhookAnswer{Outcome: string(res.Outcome), Code: string(res.Code), Version: res.Version,
 		EntityID: res.EntityID, Message: res.Message, ExceptionID: res.ExceptionID, EmployeeID: res.EmployeeID}).stored()
 }
 

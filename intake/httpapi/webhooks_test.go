@@ -265,7 +265,7 @@ func TestWebhookHeld(t *testing.T) {
 	}
 	m := wantOutcome(t, e.hook("acme", "m2", change("l1", 2, "E001", "150.00")), "held", "record_locked", 2)
 	x1 := int64(m["exception_id"].(float64))
-	m = wantOutcome(t, e.hook("acme", "m3", change("l2", 1, "E002", "50.00")), "held", "period_locked", 1)
+	wantOutcome(t, e.hook("acme", "m3", change("l2", 1, "E002", "50.00")), "held", "period_locked", 1)
 	if r := e.record("acme", "E001", "2026-03", "BASE"); r.Amount != "100.00" {
 		t.Fatalf("locked record changed: %+v", r)
 	}
@@ -391,8 +391,15 @@ func TestOpenAPI(t *testing.T) {
 		n++
 	}
 	total := 0
-	for _, ops := range doc.Paths {
-		total += len(ops)
+	for path, ops := range doc.Paths {
+		if strings.HasPrefix(path, reviewPaths) {
+			continue
+		}
+		for method := range ops {
+			if method != "parameters" {
+				total++
+			}
+		}
 	}
 	if total != len(routes) {
 		t.Errorf("the OpenAPI document has %d operations, the server %d routes", total, len(routes))

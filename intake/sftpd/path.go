@@ -22,8 +22,6 @@ const (
 	// A result or review report name is its upload's name without the
 	// extension plus ".review.csv" at most: it may be that much longer.
 	maxResultNameLen = maxNameLen + len(records.ReviewSuffix)
-	// remember at most this many received files per session for Stat
-	maxRemembered = 1000
 )
 
 var (

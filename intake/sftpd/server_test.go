@@ -21,6 +21,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/internal/syncbuf"
 
 	"github.com/jackc/pgx/v5"
@@ -319,32 +320,26 @@ func tryPut(c *sftp.Client, remote string, data []byte) error {
 // waitResult polls /results until name appears and returns its bytes.
 func waitResult(t testing.TB, c *sftp.Client, name string) []byte {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		fi, err := c.Stat("/results/" + name)
-		if err == nil {
-			f, err := c.Open("/results/" + name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			var b bytes.Buffer
-			if _, err := f.WriteTo(&b); err != nil {
-				t.Fatal(err)
-			}
-			if int64(b.Len()) != fi.Size() {
-				t.Fatalf("%s: stat says %d bytes, read %d", name, fi.Size(), b.Len())
-			}
-			return b.Bytes()
-		}
-		if !errors.Is(err, os.ErrNotExist) {
+	var fi os.FileInfo
+	eventually.NoError(t, 30*time.Second, func() (err error) {
+		if fi, err = c.Stat("/results/" + name); err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("stat /results/%s: %v", name, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no /results/%s after 30s", name)
-		}
-		time.Sleep(25 * time.Millisecond)
+		return err
+	})
+	f, err := c.Open("/results/" + name)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer f.Close()
+	var b bytes.Buffer
+	if _, err := f.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	if int64(b.Len()) != fi.Size() {
+		t.Fatalf("%s: stat says %d bytes, read %d", name, fi.Size(), b.Len())
+	}
+	return b.Bytes()
 }
 
 func (z *dropZone) count(q string, args ...any) int {
@@ -446,12 +441,9 @@ func TestSFTPUploadThenDownloadResult(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); z.count(`SELECT count(*) FROM river_job WHERE state = 'completed'`) < 2; {
-		if time.Now().After(deadline) {
-			t.Fatal("second job did not complete")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(t, 10*time.Second, func() bool {
+		return z.count(`SELECT count(*) FROM river_job WHERE state = 'completed'`) >= 2
+	}, "the second job completed")
 	if got := z.metric("payintake_rows_total", "outcome=created"); got != 3 {
 		t.Errorf("rows counted again by a second job: %v, want 3", got)
 	}
@@ -482,17 +474,12 @@ func TestSFTPSameFileTwiceAppliedOnce(t *testing.T) {
 	}
 	// Different bytes under the same name: rejected, the result says so.
 	put(t, c2, "/inbox/run7.csv", []byte(payroll+"E003,2026-11,BASE,1,USD\n"))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b := waitResult(t, c2, "run7.result.csv")
-		if strings.Contains(string(b), "idempotency_key_reuse") {
-			break
+	eventually.NoError(t, 10*time.Second, func() error {
+		if b := waitResult(t, c2, "run7.result.csv"); !strings.Contains(string(b), "idempotency_key_reuse") {
+			return fmt.Errorf("no key reuse result: %s", b)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no key reuse result: %s", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestSFTPConcurrentSameNameAppliedOnce(t *testing.T) {
@@ -593,18 +580,13 @@ func TestSFTPTwoServersOneDatabase(t *testing.T) {
 	}
 	// One job per new envelope, each completed at its first attempt (River
 	// records completions in batches, so wait for them).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.NoError(t, 10*time.Second, func() error {
 		done := z1.count(`SELECT count(*) FROM river_job WHERE kind = $1 AND state = 'completed' AND attempt = 1`, intake.ProcessArgs{}.Kind())
-		all := z1.count(`SELECT count(*) FROM river_job`)
-		if done == 2 && all == 2 {
-			break
+		if all := z1.count(`SELECT count(*) FROM river_job`); done != 2 || all != 2 {
+			return fmt.Errorf("jobs: %d completed at the first attempt, %d in all; want 2 and 2", done, all)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jobs: %d completed at the first attempt, %d in all; want 2 and 2", done, all)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestSFTPUploadCutOffIsNeverProcessed(t *testing.T) {
@@ -634,13 +616,8 @@ func TestSFTPUploadCutOffIsNeverProcessed(t *testing.T) {
 	}
 	tcp.Close()
 
-	deadline := time.Now().Add(10 * time.Second)
-	for z.count(`SELECT count(*) FROM envelopes`) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the cut-off upload was not recorded")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(t, 10*time.Second, func() bool { return z.count(`SELECT count(*) FROM envelopes`) > 0 },
+		"the cut-off upload recorded")
 	// No worker will ever see it: it was given no processing job (jobs are
 	// enqueued in the envelope's own transaction, so this is final).
 	var cutID, size int64
@@ -724,17 +701,12 @@ func TestSFTPTempNameThenRename(t *testing.T) {
 	}
 	c.Close()
 	// d.tmp was never renamed: discarded once the resume window has passed.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		left, _ := os.ReadDir(z.spool)
-		if len(left) == 0 {
-			break
+	eventually.NoError(t, 15*time.Second, func() error {
+		if left, _ := os.ReadDir(z.spool); len(left) > 0 {
+			return fmt.Errorf("spool keeps %v after the resume window", left)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("spool keeps %v after the resume window", left)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if got := z.statuses("acme"); len(got) != 2 {
 		t.Fatalf("envelopes: %v, want a.csv and b.csv only", got)
 	}

@@ -2,10 +2,12 @@ package sftpd_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/pkg/sftp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -21,16 +23,12 @@ func TestUploadIsOneTrace(t *testing.T) {
 
 	// The job's span ends just after the result commits: wait for it.
 	var spans tracetest.SpanStubs
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	eventually.True(t, 10*time.Second, func() bool {
 		spans = exp.GetSpans()
-		done := false
-		for _, s := range spans {
-			done = done || s.Name == "process" && attr(s, "payintake.applied") == "true"
-		}
-		if done || time.Now().After(deadline) {
-			break
-		}
-	}
+		return slices.ContainsFunc(spans, func(s tracetest.SpanStub) bool {
+			return s.Name == "process" && attr(s, "payintake.applied") == "true"
+		})
+	}, "the process span of the applied file ended")
 	byID := map[string]tracetest.SpanStub{}
 	var receive, process *tracetest.SpanStub
 	for i, s := range spans {
@@ -124,7 +122,7 @@ func tracedUpload(t *testing.T) (*tracetest.InMemoryExporter, *sftp.Client) {
 func attr(s tracetest.SpanStub, key string) string {
 	for _, a := range s.Attributes {
 		if string(a.Key) == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""
@@ -142,17 +140,15 @@ func TestResubmissionTrace(t *testing.T) {
 
 	var process *tracetest.SpanStub
 	var spans tracetest.SpanStubs
-	for deadline := time.Now().Add(10 * time.Second); process == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	eventually.True(t, 10*time.Second, func() bool {
 		spans = exp.GetSpans()
 		for i, s := range spans {
 			if s.Name == "process" && attr(s, "payintake.applied") == "true" && attr(s, "payintake.direct") == "false" {
 				process = &spans[i]
 			}
 		}
-	}
-	if process == nil {
-		t.Fatalf("no process span of a file not read as a first file among %d spans", len(spans))
-	}
+		return process != nil
+	}, "a process span of a file not read as a first file")
 	if got := attr(*process, "payintake.compared"); got != "true" {
 		t.Errorf("process payintake.compared = %q (fallback %q), want true", got, attr(*process, "payintake.compared_fallback"))
 	}
