@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/records"
 )
 
@@ -33,8 +34,9 @@ func TestDispatchSendsEveryLineOnceWithExactRequests(t *testing.T) {
 	}
 	batch := BatchKey("acme", "2026-11", 1)
 	for _, r := range reqs {
-		if r.key != ChunkKey(batch, r.lines) || r.auth != "Bearer s3cret" || r.ctype != "application/json" {
-			t.Errorf("request headers: key %s (want %s), auth %q, content type %q", r.key, ChunkKey(batch, r.lines), r.auth, r.ctype)
+		if r.key != ChunkKey(batch, r.lines) || r.auth != "Bearer s3cret" || r.ctype != "application/json" ||
+			r.agent != "payintake-dispatch/"+observe.BuildInfo().Version {
+			t.Errorf("request headers: key %s (want %s), auth %q, content type %q, user agent %q", r.key, ChunkKey(batch, r.lines), r.auth, r.ctype, r.agent)
 		}
 	}
 	e.checkPaidOnce(e.expectedKeys("2026-11"))

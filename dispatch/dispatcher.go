@@ -22,6 +22,7 @@ import (
 	"github.com/payintake/payintake/backoff"
 	"github.com/payintake/payintake/internal/egress"
 	"github.com/payintake/payintake/internal/fault"
+	"github.com/payintake/payintake/internal/observe"
 )
 
 // Config tunes a Dispatcher; zero values take the defaults.
@@ -463,6 +464,7 @@ func (s *sender) post(ctx context.Context, ck string, body []byte) (int, http.He
 		return 0, nil, nil, fmt.Errorf("request to target %s: %w", s.t.Name, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", observe.UserAgent("dispatch"))
 	req.Header.Set("Idempotency-Key", ck)
 	if s.token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.token)

@@ -28,6 +28,7 @@ type vendorReq struct {
 	key   string // Idempotency-Key
 	auth  string
 	ctype string
+	agent string // User-Agent
 	body  []byte
 	lines []string
 	at    time.Time
@@ -77,7 +78,7 @@ func (v *vendor) serve(w http.ResponseWriter, r *http.Request) {
 		v.t.Errorf("vendor: body is not JSON: %v: %s", err, body)
 	}
 	req := vendorReq{key: r.Header.Get("Idempotency-Key"), auth: r.Header.Get("Authorization"),
-		ctype: r.Header.Get("Content-Type"), body: body, at: time.Now()}
+		ctype: r.Header.Get("Content-Type"), agent: r.UserAgent(), body: body, at: time.Now()}
 	for _, l := range parsed.Lines {
 		req.lines = append(req.lines, l.Key)
 	}

@@ -1366,6 +1366,46 @@ ALTER TABLE public.sftp_uploads ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY
 );
 
 --
+-- Name: ssh_host_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.ssh_host_keys (
+    id bigint NOT NULL,
+    key_type text NOT NULL,
+    state text NOT NULL,
+    fingerprint text NOT NULL,
+    public_key bytea NOT NULL,
+    sealed bytea NOT NULL,
+    origin text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    activated_at timestamp with time zone,
+    retired_at timestamp with time zone,
+    CONSTRAINT ssh_host_keys_check CHECK (((state = 'active'::text) <= (activated_at IS NOT NULL))),
+    CONSTRAINT ssh_host_keys_check1 CHECK (((state = 'retired'::text) = (retired_at IS NOT NULL))),
+    CONSTRAINT ssh_host_keys_fingerprint_check CHECK ((fingerprint ~~ 'SHA256:%'::text)),
+    CONSTRAINT ssh_host_keys_key_type_check CHECK ((key_type = ANY (ARRAY['ssh-ed25519'::text, 'ecdsa-sha2-nistp256'::text, 'ssh-rsa'::text]))),
+    CONSTRAINT ssh_host_keys_sealed_check CHECK ((length(sealed) > 21)),
+    CONSTRAINT ssh_host_keys_state_check CHECK ((state = ANY (ARRAY['next'::text, 'active'::text, 'retired'::text])))
+);
+
+--
+-- Name: ssh_host_keys_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.ssh_host_keys_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: ssh_host_keys_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.ssh_host_keys_id_seq OWNED BY public.ssh_host_keys.id;
+
+--
 -- Name: submissions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1555,6 +1595,12 @@ ALTER TABLE ONLY public.replays ALTER COLUMN id SET DEFAULT nextval('public.repl
 --
 
 ALTER TABLE ONLY public.review_audit ALTER COLUMN id SET DEFAULT nextval('public.review_audit_id_seq'::regclass);
+
+--
+-- Name: ssh_host_keys id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ssh_host_keys ALTER COLUMN id SET DEFAULT nextval('public.ssh_host_keys_id_seq'::regclass);
 
 --
 -- Name: webhook_quarantine id; Type: DEFAULT; Schema: public; Owner: -
@@ -1891,6 +1937,20 @@ ALTER TABLE ONLY public.sftp_uploads
     ADD CONSTRAINT sftp_uploads_pkey PRIMARY KEY (id);
 
 --
+-- Name: ssh_host_keys ssh_host_keys_fingerprint_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ssh_host_keys
+    ADD CONSTRAINT ssh_host_keys_fingerprint_key UNIQUE (fingerprint);
+
+--
+-- Name: ssh_host_keys ssh_host_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.ssh_host_keys
+    ADD CONSTRAINT ssh_host_keys_pkey PRIMARY KEY (id);
+
+--
 -- Name: submissions submissions_envelope_id_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2039,6 +2099,18 @@ CREATE INDEX reviewer_sessions_expiry ON public.reviewer_sessions USING btree (e
 --
 
 CREATE INDEX sftp_uploads_touched ON public.sftp_uploads USING btree (touched);
+
+--
+-- Name: ssh_host_keys_one_active; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX ssh_host_keys_one_active ON public.ssh_host_keys USING btree (key_type) WHERE (state = 'active'::text);
+
+--
+-- Name: ssh_host_keys_one_next; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX ssh_host_keys_one_next ON public.ssh_host_keys USING btree (key_type) WHERE (state = 'next'::text);
 
 --
 -- Name: webhook_deliveries_record; Type: INDEX; Schema: public; Owner: -

@@ -17,6 +17,7 @@ import (
 
 	"github.com/payintake/payintake/backoff"
 	"github.com/payintake/payintake/internal/egress"
+	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/records"
 )
 
@@ -216,7 +217,7 @@ func (n *Notifier) attempt(ctx context.Context, c claimed) result {
 		return failed(fmt.Sprintf("the notify URL %q cannot be used (%v): set another with `payintake partner set %s --notify-url URL`", c.url, err, c.partner))
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "payintake-notify")
+	req.Header.Set("User-Agent", observe.UserAgent("notify"))
 	req.Header.Set("webhook-id", c.webhookID)
 	req.Header.Set("webhook-timestamp", ts)
 	req.Header.Set("webhook-signature", strings.Join(sigs, " "))

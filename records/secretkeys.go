@@ -187,20 +187,29 @@ func (s *Store) sealSecret(partner string, plain []byte) ([]byte, error) {
 }
 
 func (s *Store) openSecret(partner string, sealed []byte) ([]byte, error) {
+	return s.openSealed(partner, fmt.Sprintf("a webhook secret of partner %q", partner), sealed)
+}
+
+// openSealed opens what was sealed with additional data ad; what names it
+// in the error.
+func (s *Store) openSealed(ad, what string, sealed []byte) ([]byte, error) {
 	ks, err := s.keys.current(false)
 	if err != nil {
 		return nil, err
 	}
-	plain, err := ks.open(partner, sealed)
+	plain, err := ks.open(ad, sealed)
 	if errors.Is(err, ErrSecretKeyUnknown) {
 		if ks, err2 := s.keys.current(true); err2 == nil {
-			plain, err = ks.open(partner, sealed)
+			plain, err = ks.open(ad, sealed)
 		}
 	}
 	if errors.Is(err, ErrSecretKeyUnknown) {
-		return nil, fmt.Errorf("a webhook secret of partner %q is %w (this process has %s): give every payintake process the same PAYINTAKE_SECRET_KEY or secret.key, keeping retired keys listed until `payintake secrets rotate` has run", partner, err, s.keyIDs())
+		return nil, fmt.Errorf("%s is %w (this process has %s): give every payintake process the same PAYINTAKE_SECRET_KEY or secret.key, keeping retired keys listed until `payintake secrets rotate` has run", what, err, s.keyIDs())
 	}
-	return plain, err
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return plain, nil
 }
 
 func (s *Store) keyIDs() string {
@@ -219,13 +228,15 @@ func (s *Store) keyIDs() string {
 type SealReport struct {
 	Sealed   int    // plaintext secrets sealed
 	Resealed int    // secrets sealed again under the sealing key
+	HostKeys int    // SSH host keys sealed again under the sealing key
 	KeyID    string // the sealing key
 }
 
 // SealWebhookSecrets seals every webhook secret still stored in plain text
-// (written before secrets were sealed) and, with reseal, every secret
-// sealed under another key than the first, all in one transaction. Revoked
-// secrets are sealed too: afterwards the table holds no plaintext.
+// (written before secrets were sealed) and, with reseal, every secret and
+// SSH host key sealed under another key than the first, all in one
+// transaction. Revoked secrets are sealed too: afterwards the table holds
+// no plaintext.
 func (s *Store) SealWebhookSecrets(ctx context.Context, reseal bool) (SealReport, error) {
 	ks, err := s.keys.current(true)
 	if err != nil {
@@ -233,7 +244,12 @@ func (s *Store) SealWebhookSecrets(ctx context.Context, reseal bool) (SealReport
 	}
 	rep := SealReport{KeyID: ks.ID()}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rep.Sealed, rep.Resealed = 0, 0
+		rep.Sealed, rep.Resealed, rep.HostKeys = 0, 0, 0
+		if reseal {
+			if rep.HostKeys, err = resealHostKeys(ctx, tx, ks); err != nil {
+				return err
+			}
+		}
 		rows, err := tx.Query(ctx, sqlWebhookSecretsToSeal,
 			reseal, ks.keys[0].id[:])
 		if err != nil {

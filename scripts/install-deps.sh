@@ -8,7 +8,8 @@
 #   demo   the clients the lines `serve --demo` prints run: the OpenSSH sftp
 #          client, curl and openssl
 #   test   serve's and demo's, plus what the tests run: sftp-server, the SFTP
-#          clients of the client matrix, Chromium, npm for the OpenAPI linter,
+#          clients of the client matrix (with JSch and a JDK to compile its
+#          client, PuTTY's psftp), Chromium, npm for the OpenAPI linter,
 #          prometheus for promtool, Python 3, Node.js, and a C compiler and
 #          C library headers for the race detector (go test -race needs cgo)
 #
@@ -82,6 +83,11 @@ missing() {
 		[ -x /usr/bin/lftp ] || need+=(lftp)
 		[ -x /usr/bin/rclone ] || need+=(rclone)
 		/usr/bin/python3 -c 'import paramiko' 2>/dev/null || need+=(python3-paramiko)
+		# JSch 0.1.55, the Java SSH library of integration platforms, driven by a
+		# small Java client the test compiles; PuTTY's psftp.
+		[ -f /usr/share/java/jsch.jar ] || need+=(libjsch-java)
+		[ -x /usr/bin/javac ] && [ -x /usr/bin/java ] || need+=(default-jdk-headless)
+		[ -x /usr/bin/psftp ] && [ -x /usr/bin/puttygen ] || need+=(putty-tools)
 		command -v chromium >/dev/null || need+=(chromium)
 		# go test -race needs cgo: a C compiler and the C library's headers.
 		command -v gcc >/dev/null || need+=(gcc)

@@ -57,6 +57,7 @@ func TestDeployNamesServedMetrics(t *testing.T) {
 	defer pool.Close()
 	registerDBMetrics(names, pool)
 	outbound.NewMetrics(names)
+	registerBuildInfo(names)
 
 	used := regexp.MustCompile(`\b(?:payintake|pgxpool|go|process)_[a-z_]+\b`)
 	for _, f := range []string{"../../deploy/prometheus/alerts.yml", "../../deploy/grafana/payintake.json"} {

@@ -45,7 +45,7 @@ func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	g := &globals{stderr: stderr}
-	fs.StringVar(&g.dataDir, "data-dir", envOr("PAYINTAKE_DATA_DIR", "./payintake-data"), "host keys, the embedded database, spool files")
+	fs.StringVar(&g.dataDir, "data-dir", envOr("PAYINTAKE_DATA_DIR", "./payintake-data"), "the embedded database, secret.key, spool files (the SSH host keys live in the database)")
 	fs.StringVar(&g.databaseURL, "database-url", os.Getenv("PAYINTAKE_DATABASE_URL"), "an external PostgreSQL; empty means the embedded one")
 	fs.BoolVar(&g.verbose, "verbose", false, "log progress to stderr")
 	g.log.register(fs)
@@ -162,9 +162,10 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 		return nil, err
 	}
 	e.store = st
-	if err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_secrets WHERE sealed IS NOT NULL)`).Scan(&sealedExist); err != nil {
+	if err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_secrets WHERE sealed IS NOT NULL)
+		OR EXISTS (SELECT 1 FROM ssh_host_keys)`).Scan(&sealedExist); err != nil {
 		e.close()
-		return nil, fmt.Errorf("look for sealed webhook secrets: %w", err)
+		return nil, fmt.Errorf("look for sealed webhook secrets and SSH host keys: %w", err)
 	}
 	if err := e.sealPlaintextSecrets(ctx); err != nil {
 		e.close()

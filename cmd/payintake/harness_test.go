@@ -86,6 +86,9 @@ type server struct {
 	state    *os.ProcessState
 }
 
+// testServersSecretKey is the secret key of the serve processes tests start.
+var testServersSecretKey = records.FormatSecretKey(bytes.Repeat([]byte{7}, records.SecretKeyLen))
+
 // startServer runs serve on url with data dir dir, extra flags and
 // environment (e.g. PAYINTAKE_FAULT=mid-apply), and waits until it listens.
 func startServer(t testing.TB, url, dir string, env []string, flags ...string) *server {
@@ -104,7 +107,10 @@ func startServerUnder(t testing.TB, wrapper []string, url, dir string, env []str
 	cmd := exec.Command(argv[0], argv[1:]...)
 	s := &server{t: t, cmd: cmd, logs: &syncbuf.Buffer{}, dataDir: dir, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = io.Discard, s.logs
-	cmd.Env = append(os.Environ(), env...)
+	// Servers on one database share the secret key that seals its host keys
+	// and webhook secrets, as every deployment must (docs/fleet.md); env
+	// may give another.
+	cmd.Env = append(append(os.Environ(), secretKeyEnv+"="+testServersSecretKey), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +130,7 @@ func startServerUnder(t testing.TB, wrapper []string, url, dir string, env []str
 		l := s.logs.String()
 		s.sftpAddr = match(l, `msg="sftp listening" addr=(\S+)`)
 		s.httpAddr = match(l, `msg="http listening" addr=(\S+)`)
-		s.hostKey = match(l, `msg="ssh host key" fingerprint=(\S+)`)
+		s.hostKey = match(l, `msg="ssh host key" fingerprint=(\S+) type=ssh-ed25519`)
 		select {
 		case <-s.done:
 			t.Fatalf("serve exited while starting: %v\n%s", s.state, l)
@@ -314,6 +320,7 @@ type client struct {
 func (s *server) dial(user string, key ssh.Signer, opts ...sftp.ClientOption) (*client, error) {
 	fp := s.hostKey
 	cfg := &ssh.ClientConfig{User: user, Auth: []ssh.AuthMethod{ssh.PublicKeys(key)}, Timeout: 30 * time.Second,
+		HostKeyAlgorithms: []string{ssh.KeyAlgoED25519},
 		HostKeyCallback: func(_ string, _ net.Addr, k ssh.PublicKey) error {
 			if ssh.FingerprintSHA256(k) != fp {
 				return errors.New("host key mismatch")

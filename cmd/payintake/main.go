@@ -80,6 +80,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		printOverview(stderr, table)
 		return usagef("no command given")
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args[0] = "version"
+	}
 	if isHelp(args[0]) {
 		if len(args) == 1 {
 			printOverview(stdout, table)

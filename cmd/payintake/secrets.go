@@ -42,7 +42,7 @@ func (g *globals) secretKeyLoader(mayCreate func() bool) func() (*records.Secret
 		b, err := os.ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			if !mayCreate() {
-				return nil, fmt.Errorf("no secret key: %s is unset and %s does not exist, but the database holds webhook secrets sealed under a key: give this process the key the others use (copy their secret.key, mode 0600, or set %s)", secretKeyEnv, path, secretKeyEnv)
+				return nil, fmt.Errorf("no secret key: %s is unset and %s does not exist, but the database holds webhook secrets or SSH host keys sealed under a key: give this process the key the others use (copy their secret.key, mode 0600, or set %s)", secretKeyEnv, path, secretKeyEnv)
 			}
 			if err := createSecretKeyFile(path); err != nil {
 				return nil, err
@@ -123,7 +123,8 @@ func (e *env) sealPlaintextSecrets(ctx context.Context) error {
 	return nil
 }
 
-// cmdSecretsRotate: `secrets rotate` seals every webhook secret again under
+// cmdSecretsRotate: `secrets rotate` seals every webhook secret and SSH
+// host key again under
 // a new key. With secret.key it creates the key, lists it first (the old
 // ones after it while sealing), seals everything under it, then drops the
 // old keys from the file; processes sharing the data dir pick the new key
@@ -149,8 +150,8 @@ func cmdSecretsRotate(ctx context.Context, args []string, stdout, stderr io.Writ
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%d webhook secrets sealed again under key %s (the first of %s); the other keys can now be removed from it\n",
-			rep.Resealed+rep.Sealed, rep.KeyID, secretKeyEnv)
+		fmt.Fprintf(stdout, "%d webhook secrets sealed again under key %s (the first of %s), and %d SSH host keys; the other keys can now be removed from it\n",
+			rep.Resealed+rep.Sealed, rep.KeyID, secretKeyEnv, rep.HostKeys)
 		return nil
 	}
 	path := g.secretKeyFile()
@@ -179,7 +180,7 @@ func cmdSecretsRotate(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err := writeSecretKeyFile(path, []string{newKey}); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d webhook secrets sealed again under the new key %s; %s holds only it now (%d old keys dropped)\n",
-		rep.Resealed+rep.Sealed, rep.KeyID, path, len(oldKeys))
+	fmt.Fprintf(stdout, "%d webhook secrets sealed again under the new key %s, and %d SSH host keys; %s holds only it now (%d old keys dropped)\n",
+		rep.Resealed+rep.Sealed, rep.KeyID, rep.HostKeys, path, len(oldKeys))
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ import (
 	"github.com/payintake/payintake/internal/clientaddr"
 	"github.com/payintake/payintake/internal/connlimit"
 	"github.com/payintake/payintake/internal/httpbody"
+	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/notify"
 	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/records"
@@ -41,6 +43,10 @@ import (
 
 // dispatchWorkers is how many periods one serve process dispatches at once.
 const dispatchWorkers = 2
+
+// hostKeyRefresh is how often serve reads the SSH host keys again: a
+// rotation reaches every server within it.
+const hostKeyRefresh = 30 * time.Second
 
 // cmdServe runs the SFTP drop zone, the HTTP address (API, reviewers,
 // /metrics, /healthz, /readyz) and the workers that process envelopes.
@@ -68,6 +74,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	httpIdleTimeout := fs.Duration("http-idle-timeout", 2*time.Minute, "an idle keep-alive HTTP connection is closed after this long")
 	metricsAddr := fs.String("metrics-addr", os.Getenv("PAYINTAKE_METRICS_ADDR"), "serve /metrics on this address only, not on --http-addr (PAYINTAKE_METRICS_ADDR; empty: on --http-addr)")
 	metricsTokenFile := fs.String("metrics-token-file", os.Getenv("PAYINTAKE_METRICS_TOKEN_FILE"), "/metrics requires \"Authorization: Bearer TOKEN\" with the token in this file (PAYINTAKE_METRICS_TOKEN_FILE; empty: no token)")
+	legacyAlgorithms := fs.Bool("ssh-legacy-algorithms", false, "also offer SSH algorithms with known weaknesses that old clients need: diffie-hellman-group14-sha1, hmac-sha1, hmac-sha1-96 and SHA-1 ssh-rsa host key signatures (docs/fleet.md)")
+	hostKeyTypes := fs.String("ssh-host-key-types", "ed25519,ecdsa,rsa", "the SSH host key types served (all are announced to clients): drop ecdsa and rsa for a while when partners pinned only the Ed25519 key with a client that would pick another type (docs/fleet.md)")
 	drainTimeout := fs.Duration("drain-timeout", 60*time.Second, "on SIGTERM, how long uploads and requests in flight may take to finish (new connections are refused and /readyz answers 503 meanwhile); set the orchestrator's stop timeout above it")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's profiler (net/http/pprof, /debug/pprof/) on this loopback address, for finding where time goes (off when empty)")
 	trustedProxies := fs.String("trusted-proxies", os.Getenv("PAYINTAKE_TRUSTED_PROXIES"), "load balancers (IPs or CIDR ranges, comma-separated) whose word on the client's address is taken: a PROXY protocol header on --sftp-addr (required from them, refused from others), --trusted-proxy-header on --http-addr (PAYINTAKE_TRUSTED_PROXIES; empty: none)")
@@ -94,6 +102,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *idleTimeout < time.Second || *maxSessions < 1 || *resumeWindow < time.Minute {
 		return usagef("--sftp-idle-timeout must be at least 1s, --sftp-max-sessions at least 1 and --sftp-resume-window at least 1m")
+	}
+	servedTypes, err := parseHostKeyTypes("--ssh-host-key-types", *hostKeyTypes)
+	if err != nil {
+		return err
 	}
 	proxies, err := clientaddr.Parse(*trustedProxies, clientaddr.Header(strings.ToLower(*proxyHeader)))
 	if err != nil {
@@ -126,6 +138,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := g.alwaysLogger(stderr)
+	// During a rolling deploy several releases serve at once: each says which it is.
+	build := observe.BuildInfo()
+	log.Info("starting", "version", build.Version, "revision", build.Revision, "go", build.GoVersion)
 	dataDir, err := filepath.Abs(g.dataDir)
 	if err != nil {
 		return fmt.Errorf("data dir %q: %w", g.dataDir, err)
@@ -157,17 +172,23 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	hostKey, err := sftpd.LoadOrCreateHostKey(filepath.Join(dataDir, sftpd.HostKeyFile))
+	// The host keys are the database's, the same on every server; a data
+	// dir's key from before is imported on the first start.
+	hostKeys, err := sftpd.EnsureHostKeys(ctx, e.store, filepath.Join(dataDir, sftpd.HostKeyFile), log)
 	if err != nil {
 		return err
 	}
-	log.Info("ssh host key", "fingerprint", ssh.FingerprintSHA256(hostKey.PublicKey()), "type", hostKey.PublicKey().Type())
+	for _, k := range hostKeys.Active {
+		log.Info("ssh host key", "fingerprint", ssh.FingerprintSHA256(k.PublicKey()), "type", k.PublicKey().Type(),
+			"served", slices.Contains(servedTypes, k.PublicKey().Type()))
+	}
 	spool := filepath.Join(dataDir, "spool")
 	sftpd.CleanSpool(spool, 24*time.Hour)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := intake.NewMetrics(reg)
+	registerBuildInfo(reg)
 	registerDBMetrics(reg, e.store.Pool())
 
 	// Outbound dispatch runs on the same River client, on a queue of its own.
@@ -181,7 +202,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	creds := partnerauth.New(e.store, partnerauth.WithMetrics(reg))
 	sftpSrv, err := sftpd.New(sftpd.Config{
-		Store: e.store, HostKey: hostKey, SpoolDir: spool, MaxFileSize: maxFileSize,
+		Store: e.store, HostKeys: hostKeys, HostKeyRefresh: hostKeyRefresh, LegacyAlgorithms: *legacyAlgorithms, HostKeyTypes: servedTypes, SpoolDir: spool, MaxFileSize: maxFileSize,
 		Intake: e.intake, Auth: creds, Enqueue: queue.Enqueue, Metrics: sftpd.NewMetrics(reg), Log: log.With("component", "sftp"),
 		IdleTimeout: *idleTimeout, MaxSessions: *maxSessions, ResumeWindow: *resumeWindow,
 	})
@@ -267,7 +288,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if certs != nil {
 			scheme = "https"
 		}
-		if err := setupDemo(ctx, e, dataDir, sftpLn.Addr(), httpLn.Addr(), scheme, hostKey.PublicKey(), stdout); err != nil {
+		if err := setupDemo(ctx, e, dataDir, sftpLn.Addr(), httpLn.Addr(), scheme, hostKeys, stdout); err != nil {
 			sftpLn.Close()
 			httpLn.Close()
 			_ = queue.Stop(context.Background())
@@ -464,7 +485,7 @@ type demo struct {
 	sftpAddr net.Addr
 	httpAddr net.Addr
 	httpURL  string // http://127.0.0.1:PORT (https:// with --tls-cert)
-	hostKey  ssh.PublicKey
+	hostKeys *sftpd.HostKeys
 	out      io.Writer
 	cli      string // how a printed line runs payintake on this server's database (demoCLI)
 }
@@ -491,9 +512,9 @@ func demoSteps() []demoStep {
 }
 
 // setupDemo runs the demo steps in order and prints what each one offers.
-func setupDemo(ctx context.Context, e *env, dataDir string, sftpAddr, httpAddr net.Addr, scheme string, hostKey ssh.PublicKey, stdout io.Writer) error {
+func setupDemo(ctx context.Context, e *env, dataDir string, sftpAddr, httpAddr net.Addr, scheme string, hostKeys *sftpd.HostKeys, stdout io.Writer) error {
 	d := &demo{e: e, dir: filepath.Join(dataDir, "demo"), sftpAddr: sftpAddr, httpAddr: httpAddr, httpURL: scheme + "://" + loopback(httpAddr.String()),
-		hostKey: hostKey, out: stdout, cli: demoCLI(e.g, dataDir)}
+		hostKeys: hostKeys, out: stdout, cli: demoCLI(e.g, dataDir)}
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", d.dir, err)
 	}
@@ -571,8 +592,11 @@ func demoSFTP(ctx context.Context, d *demo) error {
 		return fmt.Errorf("sftp address %s: %w", d.sftpAddr, err)
 	}
 	knownHosts := filepath.Join(d.dir, "known_hosts")
-	line := knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort(host, port))}, d.hostKey) + "\n"
-	if err := os.WriteFile(knownHosts, []byte(line), 0o644); err != nil {
+	var lines strings.Builder
+	for _, k := range d.hostKeys.Active {
+		lines.WriteString(knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort(host, port))}, k.PublicKey()) + "\n")
+	}
+	if err := os.WriteFile(knownHosts, []byte(lines.String()), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", knownHosts, err)
 	}
 	opts := fmt.Sprintf("-i %s -P %s -o UserKnownHostsFile=%s -o IdentitiesOnly=yes", shellQuote(keyPath), port, shellQuote(knownHosts))

@@ -235,6 +235,7 @@ func TestServeFlags(t *testing.T) {
 		{"--workers", "8", "--db-max-conns", "10"},
 		{"--workers", "-1"},
 		{"--max-file-size", "lots"},
+		{"--ssh-host-key-types", "ed25519,dsa"},
 		{"extra"},
 	} {
 		var out, errb bytes.Buffer

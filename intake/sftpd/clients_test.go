@@ -7,7 +7,12 @@ package sftpd_test
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"os"
@@ -19,6 +24,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/payintake/payintake/intake"
 )
 
 const (
@@ -29,7 +36,9 @@ const (
 )
 
 // clientEnv is a drop zone with partner acme, its key in OpenSSH format and
-// a known_hosts file naming the zone's host key, for external clients.
+// a known_hosts file naming the zone's host keys (all three, as the
+// contract tells partners: clients pick different types), for external
+// clients.
 type clientEnv struct {
 	*dropZone
 	t    *testing.T
@@ -37,17 +46,27 @@ type clientEnv struct {
 	key  string
 	kh   string
 	port string
+	// jschKey and jschClasspath: set by jsch.
+	jschKey, jschClasspath string
 }
 
 func newClientEnv(t *testing.T) *clientEnv {
 	t.Helper()
-	z := newDropZone(t, zoneOpts{})
+	return newClientEnvWith(t, zoneOpts{})
+}
+
+func newClientEnvWith(t *testing.T, o zoneOpts) *clientEnv {
+	t.Helper()
+	z := newDropZone(t, o)
 	z.partner("acme")
 	dir := t.TempDir()
 	key := z.keyFile("acme", dir)
 	kh := filepath.Join(dir, "known_hosts")
-	line := knownhosts.Line([]string{knownhosts.Normalize(z.addr)}, z.hostKey)
-	if err := os.WriteFile(kh, []byte(line+"\n"), 0o600); err != nil {
+	var lines strings.Builder
+	for _, k := range testHostKeys(t).Active {
+		lines.WriteString(knownhosts.Line([]string{knownhosts.Normalize(z.addr)}, k.PublicKey()) + "\n")
+	}
+	if err := os.WriteFile(kh, []byte(lines.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, port, _ := net.SplitHostPort(z.addr)
@@ -269,7 +288,8 @@ func TestClientCurl(t *testing.T) {
 		t.Fatalf("this curl has no sftp support (Debian's curl has, via libssh2):\n%s", out)
 	}
 	base := "sftp://127.0.0.1:" + ce.port
-	hostSHA := strings.TrimPrefix(ssh.FingerprintSHA256(ce.hostKey), "SHA256:")
+	// libssh2 prefers the ECDSA host key: its fingerprint is the one to pin.
+	hostSHA := strings.TrimPrefix(ssh.FingerprintSHA256(activeKey(t, testHostKeys(t), ssh.KeyAlgoECDSA256)), "SHA256:")
 	pub := ce.local("id_ed25519.pub", ssh.MarshalAuthorizedKey(ce.partnerKey().PublicKey()))
 	curl := func(args ...string) string {
 		t.Helper()
@@ -517,5 +537,209 @@ func TestClientParamiko(t *testing.T) {
 	for name := range files {
 		r := strings.TrimSuffix(name, ".csv") + ".result.csv"
 		ce.checkResult(r, filepath.Join(dl, r))
+	}
+}
+
+const (
+	javacBin = "/usr/bin/javac" // default-jdk-headless
+	javaBin  = "/usr/bin/java"
+	jschJar  = "/usr/share/java/jsch.jar" // libjsch-java 0.1.55
+	psftpBin = "/usr/bin/psftp"           // putty-tools
+	puttygen = "/usr/bin/puttygen"
+)
+
+// jschClient is a partner's Java integration as JSch 0.1.55 writes it: the
+// host key checked against known_hosts, a key file, one put or get.
+const jschClient = `
+import com.jcraft.jsch.*;
+
+public class JSchClient {
+    public static void main(String[] a) throws Exception {
+        String host = a[0], user = a[2], key = a[3], knownHosts = a[4], op = a[5], local = a[6], remote = a[7];
+        JSch jsch = new JSch();
+        jsch.setKnownHosts(knownHosts);
+        jsch.addIdentity(key);
+        Session s = jsch.getSession(user, host, Integer.parseInt(a[1]));
+        s.setConfig("StrictHostKeyChecking", "yes");
+        s.setConfig("PreferredAuthentications", "publickey");
+        s.connect(15000);
+        ChannelSftp c = (ChannelSftp) s.openChannel("sftp");
+        c.connect(15000);
+        if (op.equals("put")) {
+            c.put(local, remote);
+        } else {
+            c.get(remote, local);
+        }
+        System.out.println("ok host key " + s.getHostKey().getType());
+        c.disconnect();
+        s.disconnect();
+    }
+}
+`
+
+// ecdsaKeyFile writes a fresh ECDSA P-256 key as PEM (SEC 1, the format
+// JSch 0.1.55 reads) and registers it for the partner.
+func (ce *clientEnv) ecdsaKeyFile(partner string) string {
+	ce.t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		ce.t.Fatal(err)
+	}
+	der, err := x509.MarshalECPrivateKey(priv)
+	if err != nil {
+		ce.t.Fatal(err)
+	}
+	path := filepath.Join(ce.dir, "id_ecdsa")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		ce.t.Fatal(err)
+	}
+	s, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		ce.t.Fatal(err)
+	}
+	k, err := intake.ParseAuthorizedKeys(partner, ssh.MarshalAuthorizedKey(s.PublicKey()))
+	if err != nil {
+		ce.t.Fatal(err)
+	}
+	if err := ce.store.AddPartnerKey(ce.ctx, k[0]); err != nil {
+		ce.t.Fatal(err)
+	}
+	return path
+}
+
+// JSch 0.1.55 knows no Ed25519 and no rsa-sha2 signatures: it connects
+// with the ECDSA host key (ecdh-sha2-nistp256, aes128-ctr, hmac-sha2-256).
+func TestClientJSch(t *testing.T) {
+	t.Parallel()
+	ce := newClientEnv(t)
+	jsch := ce.jsch()
+	data := genPayroll("JS", 2000)
+	if out := jsch(ce.kh, "put", ce.local("j-put.csv", data), "/inbox/j-put.csv"); !strings.Contains(out, "ok host key ecdsa-sha2-nistp256") {
+		t.Fatalf("jsch put:\n%s", out)
+	}
+	ce.waitProcessed(1)
+	ce.checkEnvelope("j-put.csv", data)
+	got := filepath.Join(ce.dir, "j-put.result.csv")
+	jsch(ce.kh, "get", got, "/results/j-put.result.csv")
+	ce.checkResult("j-put.result.csv", got)
+}
+
+// jsch compiles the JSch client and returns a function that runs it as
+// acme with an ECDSA key, known_hosts kh, one put or get.
+func (ce *clientEnv) jsch() func(kh, op, local, remote string) string {
+	t := ce.t
+	requireBinary(t, javacBin, "default-jdk-headless")
+	requireBinary(t, javaBin, "default-jdk-headless")
+	requireBinary(t, jschJar, "libjsch-java")
+	classes := t.TempDir()
+	src := filepath.Join(classes, "JSchClient.java")
+	if err := os.WriteFile(src, []byte(jschClient), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ce.mustRun(nil, javacBin, "-cp", jschJar, "-d", classes, src)
+	ce.jschKey = ce.ecdsaKeyFile("acme")
+	ce.jschClasspath = classes + string(os.PathListSeparator) + jschJar
+	return func(kh, op, local, remote string) string {
+		t.Helper()
+		return ce.mustRun(nil, javaBin, "-cp", ce.jschClasspath, "JSchClient",
+			"127.0.0.1", ce.port, "acme", ce.jschKey, kh, op, local, remote)
+	}
+}
+
+// PuTTY's psftp (what WinSCP is built on) in batch mode, the host key
+// given by fingerprint, the key converted to PuTTY's format.
+func TestClientPsftp(t *testing.T) {
+	t.Parallel()
+	requireBinary(t, psftpBin, "putty-tools")
+	requireBinary(t, puttygen, "putty-tools")
+	ce := newClientEnv(t)
+	ppk := filepath.Join(ce.dir, "id.ppk")
+	ce.mustRun(nil, puttygen, ce.key, "-O", "private", "-o", ppk)
+	args := []string{"-batch", "-i", ppk, "-P", ce.port, "-l", "acme"}
+	for _, k := range testHostKeys(t).Active {
+		args = append(args, "-hostkey", ssh.FingerprintSHA256(k.PublicKey()))
+	}
+	psftp := func(script string) string {
+		t.Helper()
+		bf := ce.local(fmt.Sprintf("psftp-%d", time.Now().UnixNano()), []byte(script))
+		return ce.mustRun(nil, psftpBin, append(args, "-b", bf, "127.0.0.1")...)
+	}
+	files := map[string][]byte{"w-put.csv": genPayroll("WP", 500), "w-reput.csv": genPayroll("WR", 6000)}
+	put := ce.local("w-put.csv", files["w-put.csv"])
+	full := ce.local("w-reput.csv", files["w-reput.csv"])
+	half := ce.local("half/w-reput.csv", files["w-reput.csv"][:len(files["w-reput.csv"])/2])
+	// No cd: the login directory is /inbox. A half, then reput of the whole.
+	psftp(fmt.Sprintf("put %s\nput %s w-reput.csv.filepart\nreput %s w-reput.csv.filepart\nmv w-reput.csv.filepart w-reput.csv\n", put, half, full))
+	ce.waitProcessed(len(files))
+	var gets strings.Builder
+	for name, data := range files {
+		ce.checkEnvelope(name, data)
+		r := strings.TrimSuffix(name, ".csv") + ".result.csv"
+		fmt.Fprintf(&gets, "get /results/%s %s\n", r, filepath.Join(ce.dir, "got-"+r))
+	}
+	psftp(gets.String())
+	for name := range files {
+		r := strings.TrimSuffix(name, ".csv") + ".result.csv"
+		ce.checkResult(r, filepath.Join(ce.dir, "got-"+r))
+	}
+}
+
+// JSch 0.1.55 prefers ssh-rsa (SHA-1) host keys and knows no rsa-sha2:
+// with --ssh-legacy-algorithms it picks the RSA key (its known_hosts must
+// hold that line), without it the ECDSA key; a JSch that knows only the RSA
+// key is refused unless the flag is on.
+func TestClientJSchLegacyRSA(t *testing.T) {
+	t.Parallel()
+	for _, legacy := range []bool{false, true} {
+		ce := newClientEnvWith(t, zoneOpts{legacy: legacy, workers: -1})
+		jsch := ce.jsch()
+		want := "ok host key ecdsa-sha2-nistp256"
+		if legacy {
+			want = "ok host key ssh-rsa"
+		}
+		if out := jsch(ce.kh, "put", ce.local("all.csv", genPayroll("JA", 10)), "/inbox/all.csv"); !strings.Contains(out, want) {
+			t.Fatalf("legacy %v, all three keys in known_hosts: %s, want %s", legacy, out, want)
+		}
+		rsaOnly := filepath.Join(ce.dir, "known_hosts.rsa")
+		line := knownhosts.Line([]string{knownhosts.Normalize(ce.addr)}, activeKey(t, testHostKeys(t), ssh.KeyAlgoRSA))
+		if err := os.WriteFile(rsaOnly, []byte(line+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := ce.run(nil, javaBin, "-cp", ce.jschClasspath, "JSchClient", "127.0.0.1", ce.port, "acme", ce.jschKey, rsaOnly,
+			"put", ce.local("rsa.csv", genPayroll("JR", 10)), "/inbox/rsa.csv")
+		if legacy && (err != nil || !strings.Contains(out, "ok host key ssh-rsa")) {
+			t.Fatalf("with legacy algorithms, JSch knowing only the RSA key: %v\n%s", err, out)
+		}
+		if !legacy && err == nil {
+			t.Fatalf("without legacy algorithms, JSch knowing only the RSA key connected:\n%s", out)
+		}
+	}
+}
+
+// A partner who pinned only the Ed25519 key (as before the ECDSA and RSA
+// keys existed) with a client that picks ECDSA first — rclone, like every
+// Go client and curl — is refused while the server offers ECDSA, and
+// served when the operator limits the host key types to Ed25519.
+func TestClientPinnedToEd25519(t *testing.T) {
+	t.Parallel()
+	requireBinary(t, rcloneBin, "rclone")
+	for _, types := range [][]string{nil, {ssh.KeyAlgoED25519}} {
+		ce := newClientEnvWith(t, zoneOpts{keyTypes: types, workers: -1})
+		kh := filepath.Join(ce.dir, "known_hosts.ed25519")
+		if err := os.WriteFile(kh, []byte(knownhosts.Line([]string{knownhosts.Normalize(ce.addr)}, ce.hostKey)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env := []string{"RCLONE_CONFIG=" + filepath.Join(ce.dir, "rclone.conf"),
+			"RCLONE_CONFIG_PI_TYPE=sftp", "RCLONE_CONFIG_PI_HOST=127.0.0.1", "RCLONE_CONFIG_PI_PORT=" + ce.port,
+			"RCLONE_CONFIG_PI_USER=acme", "RCLONE_CONFIG_PI_KEY_FILE=" + ce.key,
+			"RCLONE_CONFIG_PI_KNOWN_HOSTS_FILE=" + kh, "RCLONE_CONFIG_PI_KEY_USE_AGENT=false"}
+		ce.local("rclone.conf", nil)
+		out, err := ce.run(env, rcloneBin, "lsf", "--retries", "1", "--low-level-retries", "1", "pi:/inbox")
+		switch {
+		case types == nil && (err == nil || !strings.Contains(out, "key mismatch")):
+			t.Fatalf("rclone pinned to the Ed25519 key, all key types served: %v\n%s", err, out)
+		case types != nil && err != nil:
+			t.Fatalf("rclone pinned to the Ed25519 key, only Ed25519 served: %v\n%s", err, out)
+		}
 	}
 }

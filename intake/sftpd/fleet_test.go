@@ -50,10 +50,15 @@ func TestSFTPResumeOnAnotherServer(t *testing.T) {
 	zb := newDropZone(t, zoneOpts{url: a.url})
 	_, portB, _ := net.SplitHostPort(zb.addr)
 	b := &clientEnv{dropZone: zb, t: t, dir: a.dir, key: a.key, kh: a.kh, port: portB}
-	// One known_hosts naming both servers (each has its own host key here).
-	lines := knownhosts.Line([]string{knownhosts.Normalize(a.addr)}, a.hostKey) + "\n" +
-		knownhosts.Line([]string{knownhosts.Normalize(zb.addr)}, zb.hostKey) + "\n"
-	if err := os.WriteFile(a.kh, []byte(lines), 0o600); err != nil {
+	// One known_hosts naming both servers' host keys (all three types: the
+	// clients pick different ones).
+	var lines strings.Builder
+	for _, z := range []*dropZone{a.dropZone, zb} {
+		for _, k := range testHostKeys(t).Active {
+			lines.WriteString(knownhosts.Line([]string{knownhosts.Normalize(z.addr)}, k.PublicKey()) + "\n")
+		}
+	}
+	if err := os.WriteFile(a.kh, []byte(lines.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
@@ -96,7 +101,7 @@ func TestSFTPResumeOnAnotherServer(t *testing.T) {
 	files["f-curl.csv"] = data
 	path := cutOnA("f-curl.csv", "f-curl.csv", data)
 	pub := b.local("id_ed25519.pub", ssh.MarshalAuthorizedKey(a.partnerKey().PublicKey()))
-	b.mustRun(nil, curlBin, "-sS", "--fail", "-u", "acme:", "--key", b.key, "--pubkey", pub, "--hostpubsha256", strings.TrimPrefix(ssh.FingerprintSHA256(zb.hostKey), "SHA256:"),
+	b.mustRun(nil, curlBin, "-sS", "--fail", "-u", "acme:", "--key", b.key, "--pubkey", pub, "--hostpubsha256", strings.TrimPrefix(ssh.FingerprintSHA256(activeKey(t, testHostKeys(t), ssh.KeyAlgoECDSA256)), "SHA256:"),
 		"-C", "-", "-T", path, "sftp://127.0.0.1:"+portB+"/inbox/f-curl.csv")
 
 	// lftp put -c.

@@ -42,10 +42,22 @@ type Config struct {
 	// Intake is what complete uploads are submitted to (Intake.Submit);
 	// nil: one on Store, with Log.
 	Intake *intake.Intake
+	// HostKeys are the keys the server starts with (EnsureHostKeys).
+	HostKeys *HostKeys
+	// HostKeyRefresh is how often the host keys are read again from Store,
+	// so that a rotation reaches a running server; 0: never.
+	HostKeyRefresh time.Duration
+	// LegacyAlgorithms adds the weak algorithms old clients need: key
+	// exchange diffie-hellman-group14-sha1, MACs hmac-sha1 and hmac-sha1-96,
+	// and SHA-1 ssh-rsa signatures by the RSA host key.
+	LegacyAlgorithms bool
+	// HostKeyTypes limits the host keys served to these SSH key formats
+	// (all are still announced); nil: every active key. For partners whose
+	// client pins one key but would pick another type.
+	HostKeyTypes []string
 	// Auth checks a partner's allowed client addresses (nil: a Checker on
 	// Store, its refusals counted nowhere).
-	Auth    *partnerauth.Checker
-	HostKey ssh.Signer
+	Auth *partnerauth.Checker
 	// SpoolDir holds the bytes of uploads while a handle on this server
 	// writes them (never a partner-chosen name: spool files are named by
 	// the server); what a handle leaves unfinished is stored in the
@@ -124,12 +136,17 @@ type Server struct {
 
 	smu      sync.Mutex
 	sessions map[string]int // logged-in connections per partner
+
+	hostKeys atomic.Pointer[HostKeys]
 }
 
 // New checks cfg and prepares the spool folder.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil || cfg.HostKey == nil || cfg.SpoolDir == "" {
-		return nil, errors.New("sftp server: Store, HostKey and SpoolDir are required")
+	if cfg.Store == nil || cfg.HostKeys == nil || len(cfg.HostKeys.Active) == 0 || cfg.SpoolDir == "" {
+		return nil, errors.New("sftp server: Store, HostKeys and SpoolDir are required")
+	}
+	if len(cfg.HostKeys.served(cfg.HostKeyTypes)) == 0 {
+		return nil, fmt.Errorf("sftp server: no active host key of the types %v", cfg.HostKeyTypes)
 	}
 	if cfg.MaxFileSize <= 0 {
 		cfg.MaxFileSize = DefaultMaxFileSize
@@ -176,7 +193,7 @@ func New(cfg Config) (*Server, error) {
 	host, _ := os.Hostname()
 	tag := make([]byte, 6)
 	_, _ = rand.Read(tag)
-	return &Server{
+	s := &Server{
 		cfg: cfg, log: cfg.Log, m: cfg.Metrics, id: fmt.Sprintf("%s/%d/%x", host, os.Getpid(), tag),
 		limiter: &loginLimiter{base: cfg.LoginDelay, max: cfg.MaxLoginDelay, window: loginFailureWindow,
 			m: map[string]*failures{}},
@@ -185,7 +202,9 @@ func New(cfg Config) (*Server, error) {
 		live:     map[net.Conn]*idleConn{},
 		inbox:    map[string]map[string]*pending{},
 		sessions: map[string]int{},
-	}, nil
+	}
+	s.hostKeys.Store(cfg.HostKeys)
+	return s, nil
 }
 
 // CleanSpool removes spool files older than age, left by a process that
@@ -217,6 +236,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ln.Close()
 	}
 	go s.sweepEvery(ctx, min(s.cfg.ResumeWindow/4, time.Minute))
+	if s.cfg.HostKeyRefresh > 0 {
+		go every(ctx, s.cfg.HostKeyRefresh, func(time.Time) bool { s.refreshHostKeys(ctx); return true })
+	}
 	go every(ctx, uploadLease/3, func(time.Time) bool { s.renewLeases(ctx); return true })
 	var backoff time.Duration
 	for {
@@ -516,7 +538,7 @@ func (s *Server) serverConfig(ctx context.Context, st *authState) *ssh.ServerCon
 			st.mu.Lock()
 		},
 	}
-	cfg.AddHostKey(s.cfg.HostKey)
+	s.setAlgorithms(cfg)
 	return cfg
 }
 
@@ -618,7 +640,9 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 		s.mu.Unlock()
 	}()
 	go s.closeWhenIdle(connCtx, ic, sconn, log)
-	go ssh.DiscardRequests(reqs)
+	keys := s.hostKeys.Load()
+	go s.globalRequests(reqs, sconn.Conn, keys, log)
+	s.announceHostKeys(sconn, keys, log)
 	var wg sync.WaitGroup
 	var channels atomic.Int32 // open at once
 	for nc := range chans {

@@ -124,6 +124,12 @@ type zoneOpts struct {
 	tracing     trace.TracerProvider
 	clock       *testClock    // Config.Now; nil: the real clock
 	commit      time.Duration // records.Options.CommitTimeout
+	// hostKeys: the server's; nil: testHostKeys. fromStore: the store's
+	// (EnsureHostKeys), read again every 50ms.
+	hostKeys  *sftpd.HostKeys
+	fromStore bool
+	legacy    bool     // Config.LegacyAlgorithms
+	keyTypes  []string // Config.HostKeyTypes
 	// proxies: the listener is wrapped (clientaddr.Proxies.Listener), as
 	// serve always does; nil: a bare listener.
 	proxies *clientaddr.Proxies
@@ -143,7 +149,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	if url == "" {
 		url = pgtest.New(t)
 	}
-	st, err := records.Open(ctx, url, records.Options{MaxConns: 20, TracerProvider: o.tracing, CommitTimeout: o.commit})
+	st, err := records.Open(ctx, url, records.Options{MaxConns: 20, TracerProvider: o.tracing, CommitTimeout: o.commit, SecretKeys: pgtest.TestSecretKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,10 +180,14 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	if err := q.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	hk, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
+	hks, refresh := o.hostKeys, time.Duration(0)
+	if o.fromStore {
+		if hks, err = sftpd.EnsureHostKeys(ctx, st, "", log); err != nil {
+			t.Fatal(err)
+		}
+		refresh = 50 * time.Millisecond
+	} else if hks == nil {
+		hks = testHostKeys(t)
 	}
 	spool := filepath.Join(t.TempDir(), "spool")
 	enqueued := &ids{}
@@ -189,7 +199,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 		return err
 	}
 	srv, err := sftpd.New(sftpd.Config{
-		Store: st, HostKey: hk, SpoolDir: spool, MaxFileSize: o.maxFileSize,
+		Store: st, HostKeys: hks, HostKeyRefresh: refresh, LegacyAlgorithms: o.legacy, HostKeyTypes: o.keyTypes, SpoolDir: spool, MaxFileSize: o.maxFileSize,
 		Intake: in, Auth: partnerauth.New(st, partnerauth.WithMetrics(reg)), Enqueue: enqueue, Log: log, LoginDelay: o.loginDelay, Metrics: sftpd.NewMetrics(reg), ResumeWindow: o.resume,
 		IdleTimeout: o.idle, MaxSessions: o.maxSessions, Now: nowOf(o.clock),
 	})
@@ -218,7 +228,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 			t.Errorf("stop queue: %v", err)
 		}
 	})
-	return &dropZone{t: t, ctx: ctx, url: url, store: st, srv: srv, addr: addr, hostKey: hk.PublicKey(), spool: spool, logs: logs, reg: reg, queue: q, enqueued: enqueued, stop: cancel}
+	return &dropZone{t: t, ctx: ctx, url: url, store: st, srv: srv, addr: addr, hostKey: activeKey(t, hks, ssh.KeyAlgoED25519), spool: spool, logs: logs, reg: reg, queue: q, enqueued: enqueued, stop: cancel}
 }
 
 func nowOf(c *testClock) func() time.Time {
@@ -261,7 +271,7 @@ func newKey(t testing.TB) ssh.Signer {
 
 func (z *dropZone) clientConfig(user string, key ssh.Signer) *ssh.ClientConfig {
 	return &ssh.ClientConfig{User: user, Auth: []ssh.AuthMethod{ssh.PublicKeys(key)},
-		HostKeyCallback: ssh.FixedHostKey(z.hostKey), Timeout: 10 * time.Second}
+		HostKeyCallback: ssh.FixedHostKey(z.hostKey), HostKeyAlgorithms: []string{z.hostKey.Type()}, Timeout: 10 * time.Second}
 }
 
 // login opens an SFTP session; it fails the test if the login fails.

@@ -62,12 +62,24 @@ func NewTracerProvider(ctx context.Context) (tp trace.TracerProvider, shutdown f
 	if err != nil {
 		return nil, nil, fmt.Errorf("OpenTelemetry trace exporter: %w", err)
 	}
-	// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (WithFromEnv) win over the default name.
-	res, err := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", "payintake")),
-		resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithHost())
+	res, err := serviceResource(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("OpenTelemetry resource: %w", err)
+		return nil, nil, err
 	}
 	p := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	return p, p.Shutdown, nil
+}
+
+// serviceResource is what every span says of its sender: service.name
+// payintake and service.version, the version this binary was built from
+// (BuildInfo). OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (WithFromEnv)
+// win over both.
+func serviceResource(ctx context.Context) (*resource.Resource, error) {
+	res, err := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", "payintake"),
+		attribute.String("service.version", BuildInfo().Version)),
+		resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithHost())
+	if err != nil {
+		return nil, fmt.Errorf("OpenTelemetry resource: %w", err)
+	}
+	return res, nil
 }
