@@ -156,7 +156,9 @@ func TestHostKeysCreatedOnceByConcurrentServers(t *testing.T) {
 		case *ed25519.PrivateKey:
 			secret = p.Seed()
 		case *ecdsa.PrivateKey:
-			secret = p.D.Bytes()
+			if secret, err = p.Bytes(); err != nil {
+				t.Fatal(err)
+			}
 		case *rsa.PrivateKey:
 			secret = p.D.Bytes()
 		}

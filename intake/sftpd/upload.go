@@ -474,9 +474,9 @@ func (fs *partnerFS) Filewrite(r *sftp.Request) (io.WriterAt, error) {
 		p, err = fs.newPending(name, u)
 	} else if p, err = fs.resumePending(name, u); err == nil && p == nil {
 		// No unfinished upload of that name.
-		_, found, err := fs.received(name)
-		if err != nil {
-			return nil, err
+		_, found, rerr := fs.received(name)
+		if rerr != nil {
+			return nil, rerr
 		}
 		if found {
 			// A received file: it can be opened (a client resuming a file

@@ -15,7 +15,7 @@ func TestServiceResourceNamesTheVersion(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, kv := range res.Attributes() {
-		got[string(kv.Key)] = kv.Value.Emit()
+		got[string(kv.Key)] = kv.Value.AsString()
 	}
 	if got["service.name"] != "payintake" || got["service.version"] != BuildInfo().Version || got["service.version"] == "" {
 		t.Fatalf("resource attributes %v", got)
