@@ -8,7 +8,8 @@
 #   test   serve's, plus what the tests run: the OpenSSH sftp client and
 #          sftp-server, the SFTP clients of the client matrix, Chromium, curl
 #          and openssl for the demo's printed lines, npm for the OpenAPI
-#          linter, prometheus for promtool, Python 3 and Node.js
+#          linter, prometheus for promtool, HAProxy for the fleet test,
+#          Python 3 and Node.js
 #
 # It installs only what is missing. As root it says what it runs, then runs
 # it; as another user it prints one sentence saying what to run as root and
@@ -70,6 +71,8 @@ missing() {
 		# The OpenAPI linter runs on Node.js (npm); promtool checks deploy/'s alerting rules.
 		command -v npm >/dev/null || need+=(npm)
 		command -v promtool >/dev/null || need+=(prometheus)
+		# deploy/haproxy is checked, and the fleet test runs replicas behind it.
+		command -v haproxy >/dev/null || need+=(haproxy)
 		# dispatch keys are checked against Python's json.dumps and Node's JSON.stringify.
 		command -v python3 >/dev/null || need+=(python3)
 		command -v node >/dev/null || need+=(nodejs)
