@@ -24,11 +24,11 @@ var (
 // row (lz4) when that makes it smaller and never moves it out of line, so a
 // chunk is one heap tuple and one primary-key entry. A chunk of a payroll
 // CSV compresses to about half (two rows a page, as small as the TOASTed
-// 1 MiB chunks were); incompressible bytes take a page a chunk. Stored
-// before 00245, a chunk held 1 MiB, TOASTed into ~2 KB pieces each with an
-// index entry of its own: PostgreSQL spent about twice the CPU a byte (see
-// BENCHMARKS.md, SFTP upload speed). Readers take chunks of any size, by
-// their numbers, so envelopes of both layouts read the same.
+// 1 MiB chunks were); incompressible bytes take a page a chunk. A larger
+// chunk is TOASTed into ~2 KB pieces, each with an index entry of its
+// own, which costs PostgreSQL about twice the CPU a byte. Readers take
+// chunks of any size, by their numbers, so envelopes stored with 1 MiB
+// chunks read the same.
 const chunkSize = 7400
 
 // readBatch is about how many bytes a reader of envelope bytes takes from
@@ -37,10 +37,10 @@ const readBatch = 1 << 20
 
 // fileBuffer is the buffer of a local file's reads and writes: the bytes
 // stored from a received file, the spool they are read back into, the
-// result lines. A buffer of readBatch (1 MiB) for each of them was ~2.3 MB
-// of garbage a file, whatever its size, that the garbage collector and
-// the OS's page faults paid for (BENCHMARKS.md, session 17); at 64 KiB a
-// 60 MB file takes ~900 write calls instead of ~60, a few ms.
+// result lines. A buffer of readBatch (1 MiB) for each of them would be
+// ~2.3 MB of garbage a file, whatever its size, that the garbage collector
+// and the OS's page faults pay for; at 64 KiB a 60 MB file takes ~900
+// write calls instead of ~60, a few ms.
 const fileBuffer = 64 << 10
 
 func hashFile(path string) ([]byte, int64, error) {
@@ -65,12 +65,18 @@ func storeChunks(ctx context.Context, tx pgx.Tx, id int64, path string, size int
 		return fmt.Errorf("open received file: %w", err)
 	}
 	defer f.Close()
-	src := &chunkSource{id: id, r: bufio.NewReaderSize(f, fileBuffer), buf: make([]byte, chunkSize)}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"envelope_chunks"}, []string{"envelope_id", "n", "data"}, src); err != nil {
-		return fmt.Errorf("store envelope bytes: %w", err)
+	return copyChunks(ctx, tx, pgx.Identifier{"envelope_chunks"}, []string{"envelope_id", "n", "data"}, id, 0, f, size)
+}
+
+// copyChunks copies the size bytes of r into table as chunks numbered from
+// first on, with COPY; r must hold exactly size bytes.
+func copyChunks(ctx context.Context, tx pgx.Tx, table pgx.Identifier, cols []string, id int64, first int32, r io.Reader, size int64) error {
+	src := &chunkSource{id: id, n: first, r: bufio.NewReaderSize(r, fileBuffer), buf: make([]byte, chunkSize)}
+	if _, err := tx.CopyFrom(ctx, table, cols, src); err != nil {
+		return fmt.Errorf("store %s bytes: %w", table[0], err)
 	}
 	if src.total != size {
-		return fmt.Errorf("store envelope bytes: the file holds %d bytes, %d were hashed", src.total, size)
+		return fmt.Errorf("store %s bytes: the file holds %d bytes, %d were hashed", table[0], src.total, size)
 	}
 	return nil
 }
@@ -115,24 +121,30 @@ type querier interface {
 // order, with one query through q (rows are read as they come: one chunk
 // in memory at a time).
 func copyEnvelopeBytes(ctx context.Context, q querier, id int64, w io.Writer) error {
-	rows, err := q.Query(ctx, sqlEnvelopeChunks, id)
+	return copyChunkRows(ctx, q, sqlEnvelopeChunks, "envelope", id, w)
+}
+
+// copyChunkRows writes to w the chunks that sql (numbered rows n, data of
+// the what called id, in order) returns.
+func copyChunkRows(ctx context.Context, q querier, sql, what string, id int64, w io.Writer) error {
+	rows, err := q.Query(ctx, sql, id)
 	if err != nil {
-		return fmt.Errorf("read bytes of envelope %d: %w", id, err)
+		return fmt.Errorf("read bytes of %s %d: %w", what, id, err)
 	}
 	defer rows.Close()
 	var want int32
 	for rows.Next() {
-		data, err := chunkRow(rows, id, want)
+		data, err := chunkRowOf(rows, what, id, want)
 		if err != nil {
 			return err
 		}
 		if _, err := w.Write(data); err != nil {
-			return fmt.Errorf("read bytes of envelope %d: %w", id, err)
+			return fmt.Errorf("read bytes of %s %d: %w", what, id, err)
 		}
 		want++
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read bytes of envelope %d: %w", id, err)
+		return fmt.Errorf("read bytes of %s %d: %w", what, id, err)
 	}
 	return nil
 }
@@ -140,12 +152,16 @@ func copyEnvelopeBytes(ctx context.Context, q querier, id int64, w io.Writer) er
 // chunkRow checks that the current row (n, data) is chunk want and returns
 // its bytes (valid until the next row is read).
 func chunkRow(rows pgx.Rows, id int64, want int32) ([]byte, error) {
+	return chunkRowOf(rows, "envelope", id, want)
+}
+
+func chunkRowOf(rows pgx.Rows, what string, id int64, want int32) ([]byte, error) {
 	var n int32
 	if err := rows.Scan(&n, nil); err != nil {
-		return nil, fmt.Errorf("read bytes of envelope %d: %w", id, err)
+		return nil, fmt.Errorf("read bytes of %s %d: %w", what, id, err)
 	}
 	if n != want {
-		return nil, fmt.Errorf("read bytes of envelope %d: chunk %d is missing (the next stored is %d): its bytes are incomplete", id, want, n)
+		return nil, fmt.Errorf("read bytes of %s %d: chunk %d is missing (the next stored is %d): its bytes are incomplete", what, id, want, n)
 	}
 	return rows.RawValues()[1], nil
 }

@@ -84,6 +84,10 @@ type Incoming struct {
 	// stream's transaction instead of storing the bytes from Path, and ends
 	// the stream either way. It needs SHA256.
 	Stream *Stream
+	// Upload, when set, is the unfinished upload (sftp_uploads) these bytes
+	// finish: it is dropped in the envelope's transaction, so the file is
+	// either received or still resumable, never both nor neither.
+	Upload int64
 }
 
 // AfterInsert runs inside the transaction that records a new envelope, so work
@@ -163,6 +167,11 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 				return fmt.Errorf("record the file's time: %w", err)
 			}
 		}
+		if in.Upload != 0 {
+			if _, err := tx.Exec(ctx, sqlDropUpload, in.Upload); err != nil {
+				return fmt.Errorf("drop the finished upload: %w", err)
+			}
+		}
 		var claimed bool
 		err := tx.QueryRow(ctx, sqlClaimSubmissionKey,
 			env.PartnerID, env.Key, env.ID, env.SHA256).Scan(&claimed)
@@ -210,7 +219,7 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 	if st != nil {
 		err = st.commit(ctx, record)
 	} else {
-		err = pgx.BeginFunc(ctx, s.pool, record)
+		err = s.inTxWithin(ctx, "record envelope", record)
 	}
 	if err != nil {
 		return Envelope{}, err
@@ -221,12 +230,9 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 // MarkIncomplete records an upload that was cut off before a clean close, for
 // audit. It takes no submission key and is never processed.
 func (s *Store) MarkIncomplete(ctx context.Context, partner, fileName, source string, received int64) error {
-	_, err := s.pool.Exec(ctx, sqlMarkIncomplete,
+	_, err := s.execWithin(ctx, fmt.Sprintf("record incomplete upload %q", fileName), sqlMarkIncomplete,
 		partner, fileName, SubmissionKey(fileName), make([]byte, 32), received, source)
-	if err != nil {
-		return fmt.Errorf("record incomplete upload %q: %w", fileName, err)
-	}
-	return nil
+	return err
 }
 
 // Envelope reads one envelope, or ErrNotFound.

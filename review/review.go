@@ -10,8 +10,9 @@
 //     hashed with argon2id (PHC string in reviewers.password_hash).
 //   - The console logs in with a form and keeps a session cookie
 //     (payintake_review: random 256-bit token, only its SHA-256 stored;
-//     HttpOnly, SameSite=Strict, Path=/review, Secure on TLS or with
-//     SecureCookies; 12 hours).
+//     HttpOnly, SameSite=Strict, Path=/review, Secure when the client's
+//     connection is HTTPS — direct TLS, or a trusted proxy's word
+//     (clientaddr.HTTPS) — or with SecureCookies; 12 hours).
 //   - The API takes `Authorization: Bearer TOKEN` (a token from
 //     POST /v1/review/token, 12 hours) or HTTP Basic with the reviewer's name
 //     and password. It never reads the console cookie, so a browser's
@@ -33,12 +34,13 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/payintake/payintake/internal/clientaddr"
+	"github.com/payintake/payintake/internal/httpbody"
 	"github.com/payintake/payintake/records"
 )
 
@@ -49,10 +51,14 @@ type Server struct {
 	// SessionTTL is how long a console session or API token lasts.
 	SessionTTL time.Duration
 	// SecureCookies marks the session cookie Secure even on plain HTTP
-	// requests (behind a TLS-terminating proxy). TLS requests always get it.
+	// requests. HTTPS requests always get it, also through a trusted
+	// TLS-terminating proxy that says so (clientaddr.HTTPS).
 	SecureCookies bool
 	// LoginReadTimeout bounds the reading of a console login form (10 s).
 	LoginReadTimeout time.Duration
+	// Body bounds the reading of the API's JSON bodies and the console's
+	// forms (Max is each one's own; zero: httpbody's defaults).
+	Body httpbody.Limits
 
 	handler http.Handler
 	// hashing holds one token per password check that may run at once.
@@ -89,13 +95,12 @@ func retryAfter(err error) string {
 }
 
 // clientAddress is the address failed logins are counted against: the
-// connection's IP (no proxy header is trusted).
+// client's (behind a trusted proxy, the one it forwarded; clientaddr).
 func clientAddress(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+	if a := clientaddr.From(r); a.IsValid() {
+		return a.String()
 	}
-	return host
+	return r.RemoteAddr
 }
 
 // New returns a Server on store.
@@ -118,7 +123,10 @@ func New(store *records.Store, log *slog.Logger) *Server {
 		}
 		http.Error(w, "Cross-origin request refused: this form was sent from another web site. Open the payintake console directly and try again.", http.StatusForbidden)
 	}))
-	s.handler = cop.Handler(mux)
+	// Guard: a request refused before its body is read (no session, not
+	// the reviewer's partner, a wrong content type) is answered at once and
+	// its connection closed, without waiting for the body.
+	s.handler = httpbody.Guard(cop.Handler(mux))
 	return s
 }
 

@@ -44,15 +44,15 @@ func (n *pgNode) ctl(args ...string) {
 	n.run("pg_ctl", append([]string{"-D", n.dir, "-l", n.dir + ".log", "-w", "-t", "60"}, args...)...)
 }
 
-// freePort asks the kernel for a loopback port nobody listens on.
-func freePort(t testing.TB) int {
+// loopbackPort is a loopback port free at the time of the call.
+func loopbackPort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	_, p, _ := net.SplitHostPort(freePort(t))
+	n, err := strconv.Atoi(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return n
 }
 
 // newPGPair starts a primary and a streaming standby made from it by
@@ -86,8 +86,8 @@ func newPGPair(t *testing.T) (primary, standby *pgNode) {
 			t.Fatal(err)
 		}
 	}
-	primary = &pgNode{t: t, bin: bin, dir: filepath.Join(root, "primary"), port: freePort(t), cred: cred}
-	standby = &pgNode{t: t, bin: bin, dir: filepath.Join(root, "standby"), port: freePort(t), cred: cred}
+	primary = &pgNode{t: t, bin: bin, dir: filepath.Join(root, "primary"), port: loopbackPort(t), cred: cred}
+	standby = &pgNode{t: t, bin: bin, dir: filepath.Join(root, "standby"), port: loopbackPort(t), cred: cred}
 	opts := func(n *pgNode) string {
 		return fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s -c fsync=off", n.port, root)
 	}

@@ -68,8 +68,8 @@ func newFleet(t *testing.T) *fleet {
 	}
 	t.Cleanup(st.Close)
 	f.st = st
-	f.sftpAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	f.httpAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	f.sftpAddr = freePort(t)
+	f.httpAddr = freePort(t)
 	var addrs [3]struct{ SFTP, HTTP string }
 	for i, r := range f.replicas {
 		addrs[i].SFTP, addrs[i].HTTP = r.sftpAddr, r.httpAddr

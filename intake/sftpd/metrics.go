@@ -54,11 +54,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		idleClosed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "payintake_sftp_idle_closed_total",
-			Help: "Logged-in SSH connections closed after --sftp-idle-timeout without traffic.",
+			Help: "Logged-in SSH connections closed after --sftp-idle-timeout without SFTP traffic (SSH keepalives do not count).",
 		}),
 		loginsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payintake_sftp_prelogin_closed_total",
-			Help: "Connections closed before login by the pre-login bounds: reason silent (sent nothing), evicted (a newer connection from the address needed the slot of an idle one), full (no slot within the wait).",
+			Help: "Connections closed before login by the pre-login bounds: reason silent (sent nothing), evicted (a newer connection from the address needed the slot of an idle one), full (no slot within the wait), proxy_header (a trusted proxy sent no valid PROXY header, or another source sent one).",
 		}, []string{"reason"}),
 	}
 	if reg != nil {

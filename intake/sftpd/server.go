@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/clientaddr"
+	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/records"
 )
 
@@ -38,10 +41,15 @@ type Config struct {
 	Store *records.Store
 	// Intake is what complete uploads are submitted to (Intake.Submit);
 	// nil: one on Store, with Log.
-	Intake  *intake.Intake
+	Intake *intake.Intake
+	// Auth checks a partner's allowed client addresses (nil: a Checker on
+	// Store, its refusals counted nowhere).
+	Auth    *partnerauth.Checker
 	HostKey ssh.Signer
-	// SpoolDir holds uploads while they are written (never a partner-chosen
-	// name: spool files are named by the server).
+	// SpoolDir holds the bytes of uploads while a handle on this server
+	// writes them (never a partner-chosen name: spool files are named by
+	// the server); what a handle leaves unfinished is stored in the
+	// database.
 	SpoolDir string
 	// MaxFileSize bounds one upload; writes beyond it fail. 0 means DefaultMaxFileSize.
 	MaxFileSize int64
@@ -57,8 +65,8 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// ResumeWindow is how long an upload not received yet (cut off, or
 	// temp-named and never renamed) is kept after its last write so that its
-	// partner can resume or rename it from any connection; then it is
-	// discarded. 0 means DefaultResumeWindow.
+	// partner can resume or rename it from any connection to any server on
+	// the database; then it is discarded. 0 means DefaultResumeWindow.
 	ResumeWindow time.Duration
 	// InboxWindow is how long a received file stays visible in /inbox (stat,
 	// listing) after it arrived. 0 means DefaultInboxWindow.
@@ -98,9 +106,19 @@ type Server struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+	// Drain's state: the listener Serve takes connections from, whether a
+	// drain has begun, and the logged-in connections (by their raw
+	// connection), whose open uploads it waits for.
+	ln       net.Listener
+	draining bool
+	live     map[net.Conn]*idleConn
 
-	// imu guards inbox: per partner, per name, the files not received yet.
-	// Lock order: imu before a pending's mu.
+	// id names this server (process) as the writer of the uploads it
+	// writes (records.Upload leases).
+	id string
+
+	// imu guards inbox: per partner, per name, the files being written on
+	// this server. Lock order: imu before a pending's mu.
 	imu   sync.Mutex
 	inbox map[string]map[string]*pending
 
@@ -149,15 +167,22 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Intake == nil {
 		cfg.Intake = intake.New(cfg.Store, cfg.Log)
 	}
+	if cfg.Auth == nil {
+		cfg.Auth = partnerauth.New(cfg.Store)
+	}
 	if err := os.MkdirAll(cfg.SpoolDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create spool folder: %w", err)
 	}
+	host, _ := os.Hostname()
+	tag := make([]byte, 6)
+	_, _ = rand.Read(tag)
 	return &Server{
-		cfg: cfg, log: cfg.Log, m: cfg.Metrics,
+		cfg: cfg, log: cfg.Log, m: cfg.Metrics, id: fmt.Sprintf("%s/%d/%x", host, os.Getpid(), tag),
 		limiter: &loginLimiter{base: cfg.LoginDelay, max: cfg.MaxLoginDelay, window: loginFailureWindow,
 			m: map[string]*failures{}},
 		gate:     newLoginGate(cfg.Now, func(reason string) { cfg.Metrics.loginsClosed.WithLabelValues(reason).Inc() }),
 		conns:    map[net.Conn]struct{}{},
+		live:     map[net.Conn]*idleConn{},
 		inbox:    map[string]map[string]*pending{},
 		sessions: map[string]int{},
 	}, nil
@@ -177,13 +202,22 @@ func CleanSpool(dir string, age time.Duration) {
 	}
 }
 
-// Serve accepts connections on ln until ctx is done, then closes every
-// connection (uploads still open are recorded as incomplete) and returns.
+// Serve accepts connections on ln until ctx is done (Drain stops it taking
+// new ones earlier), then closes every connection (uploads still open are
+// recorded as incomplete and stored, to be resumed on any server) and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer s.shutdown()
+	s.mu.Lock()
+	s.ln = ln
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		ln.Close()
+	}
 	go s.sweepEvery(ctx, min(s.cfg.ResumeWindow/4, time.Minute))
+	go every(ctx, uploadLease/3, func(time.Time) bool { s.renewLeases(ctx); return true })
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -191,13 +225,32 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
+			s.mu.Lock()
+			draining := s.draining
+			s.mu.Unlock()
+			if draining {
+				// Connections still open end by themselves (Drain) or at
+				// the end of ctx.
+				<-ctx.Done()
+				return nil
 			}
-			return fmt.Errorf("sftp accept: %w", err)
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("sftp accept: %w", err)
+			}
+			// Descriptors run out (EMFILE, ENFILE), a connection aborted
+			// before it was taken, a timeout: none is the end of the
+			// server. Back off (as net/http does) and accept again once
+			// connections have gone.
+			if backoff == 0 {
+				s.log.Warn("sftp accept failed; retrying with backoff", "err", err)
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			continue
 		}
 		backoff = 0
 		s.mu.Lock()
@@ -217,9 +270,47 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
+// drainQuiet is how long a connection with no upload open must have sent
+// and received nothing before a drain closes it: the answer to an upload's
+// close goes out just after the upload is stored.
+const drainQuiet = 250 * time.Millisecond
+
+// Drain stops taking connections and waits, until every connection has
+// ended or ctx is done, for the uploads in flight to end: a connection is
+// closed once no upload is open on it, no close is being stored, and it
+// has been quiet for drainQuiet (connections still logging in are closed
+// at once). The client of a
+// connection closed between two files sees it closed and connects again,
+// to another server. Serve's ctx then closes what is left (uploads still
+// open are stored, to be resumed on any server).
+func (s *Server) Drain(ctx context.Context) {
+	s.mu.Lock()
+	s.draining = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	s.mu.Unlock()
+	s.log.Info("draining: no new connections; waiting for the uploads in flight")
+	idleNow := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for c := range s.conns {
+			if ic := s.live[c]; ic == nil || (ic.uploads.Load() == 0 && ic.busy.Load() == 0 &&
+				time.Since(time.Unix(0, ic.last.Load())) > drainQuiet) {
+				c.Close()
+			}
+		}
+		return len(s.conns) == 0
+	}
+	if idleNow() {
+		return
+	}
+	every(ctx, 20*time.Millisecond, func(time.Time) bool { return !idleNow() })
+}
+
 // sweepEvery discards expired unfinished uploads until ctx is done.
 func (s *Server) sweepEvery(ctx context.Context, d time.Duration) {
-	every(ctx, d, func(now time.Time) bool { s.sweep(now); return true })
+	every(ctx, d, func(now time.Time) bool { s.sweep(ctx, now); return true })
 }
 
 // every calls f every d (at least 10ms) until ctx is done or f returns false.
@@ -238,8 +329,8 @@ func every(ctx context.Context, d time.Duration, f func(now time.Time) bool) {
 	}
 }
 
-// shutdown closes every connection and drops the unfinished uploads' spool
-// files (a restarted server cannot resume them).
+// shutdown closes every connection (each upload open stores what it has
+// for a resume, on any server) and drops what is left in the spool.
 func (s *Server) shutdown() {
 	defer func() {
 		s.imu.Lock()
@@ -268,6 +359,7 @@ const (
 // authState is what one connection's authentication attempts left behind.
 type authState struct {
 	ip       string
+	addr     netip.Addr // the client's, as ip
 	mu       sync.Mutex
 	user     string
 	delay    time.Duration
@@ -284,10 +376,18 @@ type authState struct {
 
 var errKeyNotAllowed = errors.New("public key not authorised for this partner")
 
+// errAddressNotAllowed is a proven key used from a client address outside
+// its partner's allowlist: to the client, a failed login like any other.
+var errAddressNotAllowed = errors.New("client address not in the partner's allow-from")
+
 // errKeyCheckUnavailable is a login refused because the key could not be
 // looked up (the database is unreachable). It is not the partner's fault: it
 // is not counted as a failed login, and the client is told why.
 var errKeyCheckUnavailable = errors.New("key check unavailable")
+
+// keyCheckUnavailable is errKeyCheckUnavailable as the client is told it.
+var keyCheckUnavailable = &ssh.BannerError{Err: errKeyCheckUnavailable,
+	Message: "payintake cannot check keys right now (its database is unreachable); nothing was received: try again in a minute\n"}
 
 // errTooManySessions is a login refused because the partner already has
 // MaxSessions connections to this server.
@@ -324,8 +424,7 @@ func (s *Server) serverConfig(ctx context.Context, st *authState) *ssh.ServerCon
 		ok, err := s.cfg.Store.KeyAllowed(cctx, user, fp)
 		if err != nil {
 			s.log.Error("check partner key", "partner", user, "key", fp, "err", err)
-			return &ssh.BannerError{Err: errKeyCheckUnavailable,
-				Message: "payintake cannot check keys right now (its database is unreachable); nothing was received: try again in a minute\n"}
+			return keyCheckUnavailable
 		}
 		if !ok {
 			return errKeyNotAllowed
@@ -358,6 +457,21 @@ func (s *Server) serverConfig(ctx context.Context, st *authState) *ssh.ServerCon
 			}
 			if err := check(c.User(), fp); err != nil {
 				return nil, err
+			}
+			// The allowlist is checked once the key is proven, not when it
+			// is offered: a public key is no secret, and a refusal writes
+			// an audit row, which only a holder of the private key may
+			// cause. (Such a holder can tell, from a verbose client, that
+			// the key was accepted before the login failed.)
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			allowed, err := s.cfg.Auth.AllowedFrom(cctx, c.User(), partnerauth.DoorSFTP, st.addr)
+			cancel()
+			if err != nil {
+				s.log.Error("check partner's allowed addresses", "partner", c.User(), "remote", st.ip, "err", err)
+				return nil, keyCheckUnavailable
+			}
+			if !allowed {
+				return nil, fmt.Errorf("%w: %s", errAddressNotAllowed, st.ip)
 			}
 			st.mu.Lock()
 			defer st.mu.Unlock()
@@ -412,19 +526,26 @@ func newConnID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func remoteIP(c net.Conn) string {
-	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
-	if err != nil {
-		return c.RemoteAddr().String()
-	}
-	return host
-}
-
 func (s *Server) handleConn(ctx context.Context, c net.Conn) {
-	ip := remoteIP(c)
-	log := s.log.With("conn", newConnID(), "remote", c.RemoteAddr().String())
+	// The client's address (behind a trusted proxy, its PROXY header's) is
+	// what every bound, limit, allowlist and log line below counts.
+	client, proxy, err := clientaddr.Client(c)
+	log := s.log.With("conn", newConnID(), "remote", client.String())
+	if proxy.IsValid() {
+		log = log.With("proxy", proxy.String())
+	}
+	if err != nil {
+		s.m.loginsClosed.WithLabelValues("proxy_header").Inc()
+		log.Warn("connection refused", "err", err)
+		return
+	}
+	ip := client.Addr().String()
 	bc := newBannerConn(c)
-	if !s.gate.hello(bc, ip) {
+	if err := s.gate.hello(bc, ip); err != nil {
+		if errors.Is(err, clientaddr.ErrRefused) {
+			log.Warn("connection refused", "err", err)
+			return
+		}
 		log.Debug("connection closed before it sent anything")
 		return
 	}
@@ -440,7 +561,7 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 		}
 	}
 	defer leave()
-	st := &authState{ip: ip}
+	st := &authState{ip: ip, addr: client.Addr()}
 	defer func() {
 		st.mu.Lock()
 		defer st.mu.Unlock()
@@ -448,10 +569,10 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 			s.releaseSession(st.session)
 		}
 	}()
-	ic := &idleConn{Conn: bc}
+	ic := &idleConn{}
 	ic.touch()
 	_ = c.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	sconn, chans, reqs, err := ssh.NewServerConn(ic, s.serverConfig(ctx, st))
+	sconn, chans, reqs, err := ssh.NewServerConn(bc, s.serverConfig(ctx, st))
 	if err != nil {
 		st.mu.Lock()
 		failed, offered, last, user, unavailable, capped := st.failures, st.offered, st.lastErr, st.user, st.unavailable, st.capped
@@ -488,6 +609,14 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 	log.Info("logged in", "client", string(sconn.ClientVersion()))
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.mu.Lock()
+	s.live[c] = ic
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.live, c)
+		s.mu.Unlock()
+	}()
 	go s.closeWhenIdle(connCtx, ic, sconn, log)
 	go ssh.DiscardRequests(reqs)
 	var wg sync.WaitGroup
@@ -578,7 +707,7 @@ func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, 
 	fs := newPartnerFS(ctx, s, partner, log)
 	fs.conn = ic
 	h := sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs}
-	rs := sftp.NewRequestServer(ch, h, sftp.WithStartDirectory("/"+dirInbox))
+	rs := sftp.NewRequestServer(ic.channel(ch), h, sftp.WithStartDirectory("/"+dirInbox))
 	log.Info("sftp session started")
 	err := rs.Serve()
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -589,29 +718,42 @@ func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, 
 	_ = rs.Close()
 }
 
-// idleConn notes when bytes last went either way on a connection, and how
-// many operations the server is working on for it (storing a file before
-// answering its close): a connection is idle only when both are quiet.
+// idleConn notes when SFTP bytes last went either way on a connection's
+// sessions, and how many operations the server is working on for it
+// (storing a file before answering its close): a connection is idle only
+// when both are quiet. Only the SFTP channels' data counts: SSH traffic of
+// its own (keepalive requests, window adjustments, channel requests) keeps
+// the TCP connection up, not the session.
 type idleConn struct {
-	net.Conn
 	last atomic.Int64 // unix nanoseconds
 	busy atomic.Int32
+	// uploads counts the upload handles open on the connection (a drain
+	// waits for them).
+	uploads atomic.Int32
 }
 
 func (c *idleConn) touch() { c.last.Store(time.Now().UnixNano()) }
 
-func (c *idleConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+// channel is ch, noting its data as activity.
+func (c *idleConn) channel(ch ssh.Channel) io.ReadWriteCloser { return activeChannel{ch, c} }
+
+type activeChannel struct {
+	ssh.Channel
+	ic *idleConn
+}
+
+func (a activeChannel) Read(p []byte) (int, error) {
+	n, err := a.Channel.Read(p)
 	if n > 0 {
-		c.touch()
+		a.ic.touch()
 	}
 	return n, err
 }
 
-func (c *idleConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
+func (a activeChannel) Write(p []byte) (int, error) {
+	n, err := a.Channel.Write(p)
 	if n > 0 {
-		c.touch()
+		a.ic.touch()
 	}
 	return n, err
 }
