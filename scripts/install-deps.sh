@@ -10,7 +10,8 @@
 #   test   serve's and demo's, plus what the tests run: sftp-server, the SFTP
 #          clients of the client matrix (with JSch and a JDK to compile its
 #          client, PuTTY's psftp), Chromium, npm for the OpenAPI linter,
-#          prometheus for promtool, Python 3, Node.js, and a C compiler and
+#          prometheus for promtool, HAProxy for the fleet tests, Python 3,
+#          Node.js, and a C compiler and
 #          C library headers for the race detector (go test -race needs cgo)
 #
 # It installs only what is missing. As root it says what it runs, then runs
@@ -95,6 +96,8 @@ missing() {
 		# The OpenAPI linter runs on Node.js (npm); promtool checks deploy/'s alerting rules.
 		command -v npm >/dev/null || need+=(npm)
 		command -v promtool >/dev/null || need+=(prometheus)
+		# deploy/haproxy is checked, and the fleet test runs replicas behind it.
+		command -v haproxy >/dev/null || need+=(haproxy)
 		# dispatch keys are checked against Python's json.dumps and Node's JSON.stringify.
 		command -v python3 >/dev/null || need+=(python3)
 		command -v node >/dev/null || need+=(nodejs)

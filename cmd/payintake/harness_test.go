@@ -285,30 +285,37 @@ func (s *server) healthy() bool {
 	return code == 200
 }
 
-// partnerKeys creates partners with one fresh key each.
+// addPartners creates partners with one fresh key each.
 func addPartners(t testing.TB, st *records.Store, ids ...string) map[string]ssh.Signer {
 	t.Helper()
-	ctx := context.Background()
 	keys := map[string]ssh.Signer{}
 	for _, id := range ids {
-		if err := st.AddPartner(ctx, records.Partner{ID: id}); err != nil && !errors.Is(err, records.ErrExists) {
-			t.Fatal(err)
-		}
 		_, priv, _ := ed25519.GenerateKey(rand.Reader)
-		signer, err := ssh.NewSignerFromKey(priv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, err := intake.ParseAuthorizedKeys(id, ssh.MarshalAuthorizedKey(signer.PublicKey()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.AddPartnerKey(ctx, k[0]); err != nil {
-			t.Fatal(err)
-		}
-		keys[id] = signer
+		keys[id] = addPartnerKey(t, st, id, priv)
 	}
 	return keys
+}
+
+// addPartnerKey creates partner id (if new) with the public half of priv as
+// its key.
+func addPartnerKey(t testing.TB, st *records.Store, id string, priv ed25519.PrivateKey) ssh.Signer {
+	t.Helper()
+	ctx := context.Background()
+	if err := st.AddPartner(ctx, records.Partner{ID: id}); err != nil && !errors.Is(err, records.ErrExists) {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := intake.ParseAuthorizedKeys(id, ssh.MarshalAuthorizedKey(signer.PublicKey()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AddPartnerKey(ctx, k[0]); err != nil {
+		t.Fatal(err)
+	}
+	return signer
 }
 
 // client is one SFTP connection of a partner.

@@ -1,0 +1,461 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	neturl "net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/payintake/payintake/internal/syncbuf"
+	"github.com/payintake/payintake/pgserver/pgtest"
+	"github.com/payintake/payintake/records"
+	"github.com/payintake/payintake/review"
+)
+
+// fleet is three `payintake serve` replicas on one database behind
+// Debian's HAProxy running the shipped deploy/haproxy/haproxy.cfg, the way
+// platforms deploy it. The balancer reaches the replicas from 127.0.0.1,
+// which they trust to send PROXY headers and X-Forwarded-For; partners'
+// clients bind other loopback addresses (127.0.0.2 and up), so each has an
+// address of its own as partners' hosts do.
+type fleet struct {
+	t        *testing.T
+	url      string
+	st       *records.Store
+	replicas [3]*server
+	sftpAddr string // the balancer's
+	httpAddr string
+	proxyLog *syncbuf.Buffer
+	secret   string
+}
+
+func newFleet(t *testing.T) *fleet {
+	t.Helper()
+	f := &fleet{t: t, url: pgtest.New(t), proxyLog: &syncbuf.Buffer{}}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	// Every replica has the one secret key, as a Kubernetes Secret gives it;
+	// nothing else is copied between them.
+	f.secret = base64.StdEncoding.EncodeToString(key)
+	for i := range f.replicas {
+		f.replicas[i] = startServer(t, f.url, filepath.Join(t.TempDir(), fmt.Sprint("replica", i)),
+			[]string{"PAYINTAKE_SECRET_KEY=" + f.secret},
+			"--workers", "2", "--trusted-proxies", "127.0.0.1/32", "--drain-timeout", "60s")
+	}
+	st, err := records.Open(context.Background(), f.url, records.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	f.st = st
+	f.sftpAddr = freePort(t)
+	f.httpAddr = freePort(t)
+	var addrs [3]struct{ SFTP, HTTP string }
+	for i, r := range f.replicas {
+		addrs[i].SFTP, addrs[i].HTTP = r.sftpAddr, r.httpAddr
+	}
+	proxy := exec.Command("haproxy", "-db", "-f", "../../deploy/haproxy/haproxy.cfg")
+	proxy.Env = haproxyEnv(t, f.sftpAddr, f.httpAddr, addrs)
+	proxy.Stdout, proxy.Stderr = f.proxyLog, f.proxyLog
+	if err := proxy.Start(); err != nil {
+		t.Fatalf("haproxy: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = proxy.Process.Kill()
+		_ = proxy.Wait()
+		if t.Failed() {
+			t.Logf("haproxy log tail:\n%s", tail(f.proxyLog.String(), 4000))
+		}
+	})
+	f.waitBackends(3)
+	return f
+}
+
+// waitBackends waits until HAProxy's health checks have n SFTP servers up
+// (its log says "Server payintake_sftp/rN is UP" as each check passes
+// after a DOWN; all start UP, so at start this waits for the frontends).
+func (f *fleet) waitBackends(n int) {
+	f.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", f.sftpAddr, time.Second)
+		if err == nil {
+			c.Close()
+			if resp, err := http.Get("http://" + f.httpAddr + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("HAProxy did not come up in front of the replicas")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// dialFrom opens an SSH connection to addr from the loopback address local.
+func dialFrom(local, addr string, cfg *ssh.ClientConfig) (*ssh.Client, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 10 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	sc, chans, reqs, err := ssh.NewClientConn(c, addr, cfg)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return ssh.NewClient(sc, chans, reqs), nil
+}
+
+// hostKeysOf returns the host key addr shows for each algorithm, in
+// authorized_keys form.
+func hostKeysOf(t *testing.T, local, addr string, algos []string) map[string]string {
+	t.Helper()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, _ := ssh.NewSignerFromKey(priv)
+	keys := map[string]string{}
+	for _, a := range algos {
+		var got ssh.PublicKey
+		_, err := dialFrom(local, addr, &ssh.ClientConfig{User: "nobody", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+			HostKeyAlgorithms: []string{a}, Timeout: 10 * time.Second,
+			HostKeyCallback: func(_ string, _ net.Addr, k ssh.PublicKey) error {
+				got = k
+				return errors.New("host key seen")
+			}})
+		if got == nil {
+			t.Fatalf("%s shows no %s host key: %v", addr, a, err)
+		}
+		keys[a] = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(got)))
+	}
+	return keys
+}
+
+// partnerKeyFile adds partner id with a fresh key and writes the key where
+// OpenSSH's clients read it (-i).
+func partnerKeyFile(t *testing.T, st *records.Store, id string) (ssh.Signer, string) {
+	t.Helper()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer := addPartnerKey(t, st, id, priv)
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), id+"_ed25519")
+	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return signer, path
+}
+
+// openSSHSFTP runs OpenSSH's sftp in batch mode from the loopback address
+// local against addr, as partner with the key file, trusting only the
+// host keys in knownHosts (a changed host key fails the connection).
+func openSSHSFTP(t *testing.T, local, addr, partner, keyFile, knownHosts, batch string, extra ...string) *exec.Cmd {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(addr)
+	args := append([]string{"-b", "-", "-i", keyFile, "-P", port,
+		"-o", "BindAddress=" + local, "-o", "UserKnownHostsFile=" + knownHosts, "-o", "GlobalKnownHostsFile=/dev/null",
+		"-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", "-o", "BatchMode=yes",
+		"-o", "IdentitiesOnly=yes", "-o", "ConnectTimeout=10"}, extra...)
+	cmd := exec.Command("sftp", append(args, partner+"@"+host)...)
+	cmd.Stdin = strings.NewReader(batch)
+	return cmd
+}
+
+// loginsOf counts the logins a replica has logged.
+func loginsOf(s *server) int { return strings.Count(s.logs.String(), `msg="logged in"`) }
+
+// TestFleet: three replicas on one database behind HAProxy, as issue
+// "run as a fleet" asks: the same host keys from every replica; OpenSSH
+// through the balancer; results identical from every replica; failed
+// logins from one address not locking out another; an upload cut by the
+// SIGKILL of its replica resumed through another; SIGTERM of a replica
+// during an upload letting the upload finish.
+func TestFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three replicas behind HAProxy: not in -short")
+	}
+	f := newFleet(t)
+	_, acmeKey := partnerKeyFile(t, f.st, "acme")
+
+	// The same host keys, of each type, from every replica, with nothing
+	// copied: connect to each replica directly (from an untrusted address,
+	// so without a PROXY header).
+	algos := []string{ssh.KeyAlgoED25519, ssh.KeyAlgoECDSA256, ssh.KeyAlgoRSASHA256}
+	want := hostKeysOf(t, "127.0.0.2", f.replicas[0].sftpAddr, algos)
+	for i, r := range f.replicas[1:] {
+		if got := hostKeysOf(t, "127.0.0.2", r.sftpAddr, algos); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("replica %d shows host keys\n%v\nreplica 0 shows\n%v", i+1, got, want)
+		}
+	}
+	knownHosts := filepath.Join(t.TempDir(), "known_hosts")
+	host, port, _ := net.SplitHostPort(f.sftpAddr)
+	var kh bytes.Buffer
+	for _, a := range algos {
+		fmt.Fprintf(&kh, "[%s]:%s %s\n", host, port, want[a])
+	}
+	if err := os.WriteFile(knownHosts, kh.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// OpenSSH through the balancer, nine connections: every one accepts the
+	// host key it is shown, and the balancer spreads them over the replicas.
+	local := filepath.Join(t.TempDir(), "fleet.csv")
+	if err := os.WriteFile(local, payrollFile("F", 200), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := [3]int{}
+	for i, r := range f.replicas {
+		before[i] = loginsOf(r)
+	}
+	if out, err := openSSHSFTP(t, "127.0.0.2", f.sftpAddr, "acme", acmeKey, knownHosts, "put "+local+" /inbox/fleet.csv\n").CombinedOutput(); err != nil {
+		t.Fatalf("sftp put through HAProxy: %v\n%s", err, out)
+	}
+	got := filepath.Join(t.TempDir(), "fleet.result.csv")
+	for i := range 8 {
+		out, err := openSSHSFTP(t, "127.0.0.2", f.sftpAddr, "acme", acmeKey, knownHosts, "get /results/fleet.result.csv "+got+"\n").CombinedOutput()
+		if err != nil && (i == 7 || !strings.Contains(string(out), "No such file")) {
+			t.Fatalf("sftp get through HAProxy (connection %d): %v\n%s", i+2, err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for i, r := range f.replicas {
+		if loginsOf(r) == before[i] {
+			t.Errorf("replica %d had no login of the nine through HAProxy: the balancer did not spread them", i)
+		}
+	}
+	viaBalancer, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, "fleet.csv", viaBalancer, 200, "created")
+
+	// The result is the same, byte for byte, from every replica.
+	for i, r := range f.replicas {
+		c, err := dialFrom("127.0.0.2", r.sftpAddr, &ssh.ClientConfig{User: "acme", Auth: []ssh.AuthMethod{ssh.PublicKeys(mustSigner(t, acmeKey))},
+			HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatalf("replica %d: %v", i, err)
+		}
+		sc, err := sftp.NewClient(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := (&client{sc, c}).result("fleet.csv")
+		sc.Close()
+		c.Close()
+		if err != nil || !bytes.Equal(res, viaBalancer) {
+			t.Fatalf("replica %d's result differs (%v):\n%s\nthrough the balancer:\n%s", i, err, res, viaBalancer)
+		}
+	}
+
+	t.Run("failed logins from one address do not lock out another", func(t *testing.T) { fleetLockout(t, f, acmeKey, knownHosts) })
+	t.Run("an upload cut by SIGKILL of its replica resumes on another", func(t *testing.T) { fleetResume(t, f, acmeKey, knownHosts, false) })
+	t.Run("SIGTERM of a replica lets its upload finish", func(t *testing.T) { fleetResume(t, f, acmeKey, knownHosts, true) })
+}
+
+func mustSigner(t *testing.T, keyFile string) ssh.Signer {
+	t.Helper()
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ssh.ParsePrivateKey(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// fleetLockout: eight failed logins from 127.0.0.4 through the balancer
+// (SFTP with a key nobody registered, and the reviewer console with a wrong
+// password) do not slow or refuse the right logins from 127.0.0.5: the
+// replicas see each client's address, not the balancer's.
+func fleetLockout(t *testing.T, f *fleet, acmeKey, knownHosts string) {
+	_, stranger, _ := ed25519.GenerateKey(rand.Reader)
+	strangerSigner, _ := ssh.NewSignerFromKey(stranger)
+	for range 8 {
+		c, err := dialFrom("127.0.0.4", f.sftpAddr, &ssh.ClientConfig{User: "acme", Auth: []ssh.AuthMethod{ssh.PublicKeys(strangerSigner)},
+			HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 30 * time.Second})
+		if err == nil {
+			c.Close()
+			t.Fatal("a key nobody registered logged in")
+		}
+	}
+	start := time.Now()
+	if out, err := openSSHSFTP(t, "127.0.0.5", f.sftpAddr, "acme", acmeKey, knownHosts, "ls /results\n").CombinedOutput(); err != nil {
+		t.Fatalf("the right login from another address: %v\n%s", err, out)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("the right login from 127.0.0.5 took %v after 127.0.0.4's failures: it was slowed as if from the same address", took)
+	}
+
+	hash, err := review.HashPassword("right horse battery staple")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.AddReviewer(context.Background(), "alice", hash, nil); err != nil {
+		t.Fatal(err)
+	}
+	post := func(local, password string) int {
+		tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}).DialContext}
+		c := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := c.PostForm("http://"+f.httpAddr+"/review/login", neturl.Values{"name": {"alice"}, "password": {password}, "next": {"/review/queue"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		tr.CloseIdleConnections()
+		return resp.StatusCode
+	}
+	for range 8 {
+		if code := post("127.0.0.4", "wrong"); code != http.StatusUnauthorized && code != http.StatusTooManyRequests {
+			t.Fatalf("a wrong password answered %d", code)
+		}
+	}
+	if code := post("127.0.0.4", "right horse battery staple"); code != http.StatusTooManyRequests {
+		t.Fatalf("the address that failed eight times logged in (%d): its failures were not counted against it", code)
+	}
+	if code := post("127.0.0.5", "right horse battery staple"); code != http.StatusSeeOther {
+		t.Fatalf("the right password from another address answered %d, want 303", code)
+	}
+}
+
+// fleetResume uploads a file slowly through the balancer, and once its
+// replica is receiving it, kills that replica (SIGKILL: the upload is cut,
+// and resumed with reput through the balancer on another replica) or asks
+// it to stop (SIGTERM: the upload finishes on it before it exits 0).
+// Either way the file received is the partner's, byte for byte, once.
+func fleetResume(t *testing.T, f *fleet, acmeKey, knownHosts string, drain bool) {
+	name := "cut.csv"
+	if drain {
+		name = "drained.csv"
+	}
+	data := payrollFile(strings.ToUpper(name[:1]), 60000) // ~2 MB
+	local := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(local, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var alive []int
+	before := map[int]int{}
+	for i, r := range f.replicas {
+		if r.alive() {
+			alive = append(alive, i)
+			before[i] = loginsOf(r)
+		}
+	}
+	// 4 Mbit/s: about four seconds for the file, time to act mid-upload.
+	put := openSSHSFTP(t, "127.0.0.6", f.sftpAddr, "acme", acmeKey, knownHosts, "put "+local+" /inbox/"+name+"\n", "-l", "4000")
+	var out syncbuf.Buffer
+	put.Stdout, put.Stderr = &out, &out
+	if err := put.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- put.Wait() }()
+
+	victim := -1
+	deadline := time.Now().Add(20 * time.Second)
+	for victim < 0 {
+		for _, i := range alive {
+			if loginsOf(f.replicas[i]) > before[i] {
+				victim = i
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no replica logged the upload's login\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // mid-upload: about a quarter is sent
+	r := f.replicas[victim]
+	if drain {
+		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code, _ := r.get("/readyz"); code != http.StatusServiceUnavailable {
+			t.Errorf("/readyz of the draining replica answered %d, want 503", code)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("the upload to a replica given SIGTERM failed: %v\n%s", err, out.String())
+		}
+		select {
+		case <-r.done:
+		case <-time.After(70 * time.Second):
+			t.Fatal("the draining replica did not exit")
+		}
+		if !r.state.Success() {
+			t.Fatalf("the drained replica exited with %v", r.state)
+		}
+	} else {
+		r.kill()
+		if err := <-done; err == nil {
+			t.Fatalf("the upload went through although its replica was killed mid-way:\n%s", out.String())
+		}
+		f.waitBackends(len(alive) - 1)
+		// The partner resumes from any new connection: the balancer sends it
+		// to a replica that lives.
+		var err error
+		for try := 0; try < 5; try++ {
+			var o []byte
+			o, err = openSSHSFTP(t, "127.0.0.6", f.sftpAddr, "acme", acmeKey, knownHosts, "reput "+local+" /inbox/"+name+"\n").CombinedOutput()
+			if err == nil {
+				break
+			}
+			t.Logf("reput try %d: %v\n%s", try+1, err, o)
+			time.Sleep(time.Second)
+		}
+		if err != nil {
+			t.Fatal("the cut upload could not be resumed through the balancer")
+		}
+	}
+
+	sum := sha256.Sum256(data)
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		var status string
+		var got []byte
+		var n int
+		err := f.st.Pool().QueryRow(context.Background(),
+			`SELECT count(*), min(status), min(sha256) FROM envelopes WHERE partner_id = 'acme' AND submission_key = $1 AND status <> 'incomplete'`, name).Scan(&n, &status, &got)
+		if err != nil && n != 0 {
+			t.Fatal(err)
+		}
+		if n > 1 {
+			t.Fatalf("%s became %d envelopes", name, n)
+		}
+		if n == 1 && status == records.StatusProcessed {
+			if !bytes.Equal(got, sum[:]) {
+				t.Fatalf("%s was received with SHA-256 %x, the partner's file has %x", name, got, sum)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d envelopes, status %q", name, n, status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
