@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
@@ -320,10 +321,10 @@ func fleetLockout(t *testing.T, f *fleet, acmeKey, knownHosts string) {
 	if err := f.st.AddReviewer(context.Background(), "alice", hash, nil); err != nil {
 		t.Fatal(err)
 	}
-	post := func(local, password string) int {
+	post := func(local, name, password string) int {
 		tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}).DialContext}
 		c := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		resp, err := c.PostForm("http://"+f.httpAddr+"/review/login", neturl.Values{"name": {"alice"}, "password": {password}, "next": {"/review/queue"}})
+		resp, err := c.PostForm("http://"+f.httpAddr+"/review/login", neturl.Values{"name": {name}, "password": {password}, "next": {"/review/queue"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,15 +332,21 @@ func fleetLockout(t *testing.T, f *fleet, acmeKey, knownHosts string) {
 		tr.CloseIdleConnections()
 		return resp.StatusCode
 	}
+	// The guesses name another reviewer: a name's own failures lock that
+	// name from everywhere (a distributed guess), the address's lock every
+	// name from that address only.
+	if err := f.st.AddReviewer(context.Background(), "bob", hash, nil); err != nil {
+		t.Fatal(err)
+	}
 	for range 8 {
-		if code := post("127.0.0.4", "wrong"); code != http.StatusUnauthorized && code != http.StatusTooManyRequests {
+		if code := post("127.0.0.4", "bob", "wrong"); code != http.StatusUnauthorized && code != http.StatusTooManyRequests {
 			t.Fatalf("a wrong password answered %d", code)
 		}
 	}
-	if code := post("127.0.0.4", "right horse battery staple"); code != http.StatusTooManyRequests {
+	if code := post("127.0.0.4", "alice", "right horse battery staple"); code != http.StatusTooManyRequests {
 		t.Fatalf("the address that failed eight times logged in (%d): its failures were not counted against it", code)
 	}
-	if code := post("127.0.0.5", "right horse battery staple"); code != http.StatusSeeOther {
+	if code := post("127.0.0.5", "alice", "right horse battery staple"); code != http.StatusSeeOther {
 		t.Fatalf("the right password from another address answered %d, want 303", code)
 	}
 }
@@ -417,44 +424,53 @@ func fleetResume(t *testing.T, f *fleet, acmeKey, knownHosts string, drain bool)
 		}
 		f.waitBackends(len(alive) - 1)
 		// The partner resumes from any new connection: the balancer sends it
-		// to a replica that lives.
-		var err error
-		for try := 0; try < 5; try++ {
-			var o []byte
-			o, err = openSSHSFTP(t, "127.0.0.6", f.sftpAddr, "acme", acmeKey, knownHosts, "reput "+local+" /inbox/"+name+"\n").CombinedOutput()
+		// to a replica that lives. Until the dead replica's lease on the
+		// upload lapses, the resume is refused ("Failure"), and the
+		// partner tries again.
+		killed := time.Now()
+		for try := 1; ; try++ {
+			o, err := openSSHSFTP(t, "127.0.0.6", f.sftpAddr, "acme", acmeKey, knownHosts, "reput "+local+" /inbox/"+name+"\n").CombinedOutput()
 			if err == nil {
+				t.Logf("resumed %v after the kill, at try %d", time.Since(killed).Round(100*time.Millisecond), try)
 				break
 			}
-			t.Logf("reput try %d: %v\n%s", try+1, err, o)
+			if time.Since(killed) > 40*time.Second {
+				t.Fatalf("the cut upload could not be resumed through the balancer: %v\n%s", err, o)
+			}
 			time.Sleep(time.Second)
-		}
-		if err != nil {
-			t.Fatal("the cut upload could not be resumed through the balancer")
 		}
 	}
 
 	sum := sha256.Sum256(data)
 	deadline = time.Now().Add(60 * time.Second)
 	for {
-		var status string
-		var got []byte
-		var n int
-		err := f.st.Pool().QueryRow(context.Background(),
-			`SELECT count(*), min(status), min(sha256) FROM envelopes WHERE partner_id = 'acme' AND submission_key = $1 AND status <> 'incomplete'`, name).Scan(&n, &status, &got)
-		if err != nil && n != 0 {
+		rows, err := f.st.Pool().Query(context.Background(),
+			`SELECT status, sha256 FROM envelopes WHERE partner_id = 'acme' AND submission_key = $1 AND status <> 'incomplete'`, name)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if n > 1 {
-			t.Fatalf("%s became %d envelopes", name, n)
+		type env struct {
+			status string
+			sum    []byte
 		}
-		if n == 1 && status == records.StatusProcessed {
-			if !bytes.Equal(got, sum[:]) {
-				t.Fatalf("%s was received with SHA-256 %x, the partner's file has %x", name, got, sum)
+		envs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (env, error) {
+			var e env
+			return e, r.Scan(&e.status, &e.sum)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(envs) > 1 {
+			t.Fatalf("%s became %d envelopes: %+v", name, len(envs), envs)
+		}
+		if len(envs) == 1 && envs[0].status == records.StatusProcessed {
+			if !bytes.Equal(envs[0].sum, sum[:]) {
+				t.Fatalf("%s was received with SHA-256 %x, the partner's file has %x", name, envs[0].sum, sum)
 			}
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d envelopes, status %q", name, n, status)
+			t.Fatalf("%s: %+v, not processed", name, envs)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
