@@ -8,7 +8,8 @@
 #   test   serve's, plus what the tests run: the OpenSSH sftp client and
 #          sftp-server, the SFTP clients of the client matrix, Chromium, curl
 #          and openssl for the demo's printed lines, npm for the OpenAPI
-#          linter, prometheus for promtool, Python 3 and Node.js
+#          linter, prometheus for promtool, Python 3 and Node.js, GnuPG
+#          for OpenPGP interop
 #
 # It installs only what is missing. As root it says what it runs, then runs
 # it; as another user it prints one sentence saying what to run as root and
@@ -66,6 +67,8 @@ missing() {
 		[ -x /usr/bin/rclone ] || need+=(rclone)
 		/usr/bin/python3 -c 'import paramiko' 2>/dev/null || need+=(python3-paramiko)
 		command -v chromium >/dev/null || need+=(chromium)
+		# OpenPGP interop (pgp, intake): the partner's side is Debian's GnuPG.
+		command -v gpg >/dev/null || need+=(gnupg)
 		command -v openssl >/dev/null || need+=(openssl) # the demo's webhook signature; leg-key test vectors
 		# The OpenAPI linter runs on Node.js (npm); promtool checks deploy/'s alerting rules.
 		command -v npm >/dev/null || need+=(npm)
