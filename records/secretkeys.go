@@ -219,6 +219,7 @@ func (s *Store) keyIDs() string {
 type SealReport struct {
 	Sealed   int    // plaintext secrets sealed
 	Resealed int    // secrets sealed again under the sealing key
+	PGPKeys  int    // platform OpenPGP secret keys sealed again under it
 	KeyID    string // the sealing key
 }
 
@@ -268,6 +269,11 @@ func (s *Store) SealWebhookSecrets(ctx context.Context, reseal bool) (SealReport
 			if _, err := tx.Exec(ctx, sqlSealWebhookSecret, x.id, sealed); err != nil {
 				return fmt.Errorf("seal webhook secret %d: %w", x.id, err)
 			}
+		}
+		if reseal {
+			n, err := resealPlatformPGPKeys(ctx, tx, ks)
+			rep.PGPKeys = n
+			return err
 		}
 		return nil
 	})
