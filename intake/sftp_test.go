@@ -130,7 +130,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	if url == "" {
 		url = pgtest.New(t)
 	}
-	st, err := records.Open(ctx, url, records.Options{MaxConns: 20, TracerProvider: o.tracing})
+	st, err := records.Open(ctx, url, records.Options{MaxConns: 20, TracerProvider: o.tracing, SecretKeys: pgtest.TestSecretKeys})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,11 @@ type Submission struct {
 	// (ErrNameMismatch), never answered with the first name's result.
 	Key    string
 	Source string // the door: sftp, cli, http (demo, bench, test)
-	Path   string // the complete bytes
+	// PGP: the door knows the bytes are an OpenPGP message (HTTP
+	// Content-Type application/pgp-encrypted) whatever the name; a name
+	// ending in .pgp, .gpg or .asc says so too.
+	PGP  bool
+	Path string // the complete bytes
 	// SHA256, Size, ModTime and Stream are what the door already knows of
 	// the bytes (see records.Incoming); zero: Submit reads the file.
 	SHA256  []byte
@@ -85,9 +89,22 @@ func (in *Intake) Submit(ctx context.Context, s Submission) (Submitted, error) {
 	if s.Detach {
 		ctx = context.WithoutCancel(ctx)
 	}
+	pg, err := in.receivePGP(ctx, s)
+	if err != nil {
+		if s.Stream != nil {
+			s.Stream.Abort()
+		}
+		return res, fmt.Errorf("receive %s: %w", s.Name, err)
+	}
+	key := s.Key
+	if key == "" && pg.rec != nil {
+		// An OpenPGP file's submission is its plaintext's: NAME.pgp is NAME.
+		key = records.PlainName(s.Name)
+	}
 	got, err := in.Store.Receive(ctx, records.Incoming{
-		PartnerID: s.Partner, FileName: s.Name, Key: s.Key, Source: s.Source, Path: s.Path,
+		PartnerID: s.Partner, FileName: s.Name, Key: key, Source: s.Source, Path: s.Path,
 		SHA256: s.SHA256, Size: s.Size, ModTime: s.ModTime, Stream: s.Stream,
+		Identity: pg.identity, PGP: pg.rec, Seal: pg.seal,
 	}, s.Enqueue)
 	if err != nil {
 		return res, fmt.Errorf("receive %s: %w", s.Name, err)
