@@ -158,7 +158,7 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 		return nil, err
 	}
 	e.store = st
-	if err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_secrets WHERE sealed IS NOT NULL)`).Scan(&sealedExist); err != nil {
+	if err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_secrets WHERE sealed IS NOT NULL) OR EXISTS (SELECT 1 FROM pgp_platform_keys)`).Scan(&sealedExist); err != nil {
 		e.close()
 		return nil, fmt.Errorf("look for sealed webhook secrets: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/pgp"
 	"github.com/payintake/payintake/records"
 )
 
@@ -126,6 +127,21 @@ func partnerSettings() []partnerSetting {
 				u.NotifyURL = &v
 				return nil
 			}},
+		{flag: "pgp", usage: "OpenPGP: off (files read as they come), accept (OpenPGP files decrypted and verified, plain ones read) or require (only files encrypted to the platform key and signed by the partner's)",
+			check: func(v string, u *records.PartnerUpdate) error {
+				switch v {
+				case records.PGPOff, records.PGPAccept, records.PGPRequire:
+				default:
+					return usagef("--pgp %q: use off, accept or require", v)
+				}
+				u.PGP = &v
+				return nil
+			}},
+		{flag: "pgp-key", usage: "the partner's OpenPGP public key(s), as gpg --export --armor writes them: they become its current keys (results are encrypted to the first); the ones before are kept as replaced",
+			check: func(v string, u *records.PartnerUpdate) error {
+				u.PGPKeys = &[]records.PartnerPGPKey{} // read once the flags are checked
+				return nil
+			}},
 		{flag: "target", usage: "payroll vendor (a NAME of target add) that its periods locked as approved are dispatched to; empty: none",
 			check: func(v string, u *records.PartnerUpdate) error {
 				u.Target = &v
@@ -140,6 +156,7 @@ type partnerFlags struct {
 	fs     *flag.FlagSet
 	values map[string]*string
 	keys   *string
+	pgpKey *string
 }
 
 func definePartnerFlags(fs *flag.FlagSet) *partnerFlags {
@@ -160,6 +177,7 @@ func definePartnerFlags(fs *flag.FlagSet) *partnerFlags {
 		pf.values[s.flag] = fs.String(s.flag, "", s.usage)
 	}
 	pf.keys = pf.values["authorized-keys"]
+	pf.pgpKey = pf.values["pgp-key"]
 	return pf
 }
 
@@ -197,6 +215,21 @@ func (pf *partnerFlags) update(id string) (records.PartnerUpdate, error) {
 			return u, fmt.Errorf("--authorized-keys %s: %w", *pf.keys, err)
 		}
 		u.AuthorizedKeys = &keys
+	}
+	if u.PGPKeys != nil {
+		data, err := os.ReadFile(*pf.pgpKey)
+		if err != nil {
+			return u, fmt.Errorf("read --pgp-key: %w", err)
+		}
+		keys, err := pgp.ReadPublicKeys(data)
+		if err != nil {
+			return u, fmt.Errorf("--pgp-key %s: %w", *pf.pgpKey, err)
+		}
+		pk := make([]records.PartnerPGPKey, len(keys))
+		for i, k := range keys {
+			pk[i] = records.PartnerPGPKey{Fingerprint: k.Fingerprint, UserID: k.UserID, PublicKey: string(k.Armored)}
+		}
+		u.PGPKeys = &pk
 	}
 	return u, nil
 }
@@ -362,9 +395,9 @@ func decimalMark(comma bool) string {
 
 // describePartner is a partner's settings on one line, as partner set prints them.
 func describePartner(p records.Partner) string {
-	return fmt.Sprintf("name=%q keys=%d delimiter=%s decimal=%s date-format=%s currency=%s mode=%s unknown-employee=%s target=%s notify-url=%s file-pattern=%s",
+	return fmt.Sprintf("name=%q keys=%d delimiter=%s decimal=%s date-format=%s currency=%s mode=%s unknown-employee=%s target=%s notify-url=%s file-pattern=%s pgp=%s",
 		p.Name, p.Keys, delimName(p.Delimiter), decimalMark(p.DecimalComma), orDash(p.DateFormat), orDash(p.Currency),
-		p.Mode, p.UnknownEmployee, orDash(p.Target), orDash(p.NotifyURL), orDash(p.FilePattern))
+		p.Mode, p.UnknownEmployee, orDash(p.Target), orDash(p.NotifyURL), orDash(p.FilePattern), p.PGP)
 }
 
 func orDash(s string) string {

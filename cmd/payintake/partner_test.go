@@ -59,9 +59,9 @@ func TestPartnerSet(t *testing.T) {
 		return nil
 	}
 	want := map[string]any{"id": "acme", "name": "Acme", "delimiter": "", "decimal_comma": false, "date_format": "DD.MM.YYYY",
-		"currency": "", "file_pattern": "", "mode": "all-or-nothing", "unknown_employee": "hold", "target": "", "notify_url": "", "keys": float64(1)}
+		"currency": "", "file_pattern": "", "mode": "all-or-nothing", "unknown_employee": "hold", "target": "", "notify_url": "", "keys": float64(1), "pgp": "off"}
 	plain := map[string]any{"id": "plain", "name": "", "delimiter": "", "decimal_comma": false, "date_format": "",
-		"currency": "", "file_pattern": "", "mode": "row", "unknown_employee": "create", "target": "", "notify_url": "", "keys": float64(0)}
+		"currency": "", "file_pattern": "", "mode": "row", "unknown_employee": "create", "target": "", "notify_url": "", "keys": float64(0), "pgp": "off"}
 	check := func(step string) {
 		t.Helper()
 		for id, w := range map[string]map[string]any{"acme": want, "plain": plain} {
@@ -92,6 +92,7 @@ func TestPartnerSet(t *testing.T) {
 		{[]string{"--file-pattern", `^pay_(?P<seq>\d+)\.csv$`}, map[string]any{"file_pattern": `^pay_(?P<seq>\d+)\.csv$`}},
 		{[]string{"--authorized-keys", keysBoth}, map[string]any{"keys": float64(2)}},
 		{[]string{"--authorized-keys", keysTwo}, map[string]any{"keys": float64(1)}}, // the rotated-out key is revoked
+		{[]string{"--pgp", "accept"}, map[string]any{"pgp": "accept"}},
 		// Empty values go back to the defaults where the default is "none".
 		{[]string{"--delimiter", "", "--date-format", "", "--currency", "", "--file-pattern", ""},
 			map[string]any{"delimiter": "", "date_format": "", "currency": "", "file_pattern": ""}},
@@ -118,6 +119,8 @@ func TestPartnerSet(t *testing.T) {
 		{[]string{"partner", "set", "acme", "--date-format", "DD/MM/YY"}, 2, "--date-format"},
 		{[]string{"partner", "set", "acme", "--file-pattern", "a(?P<seq>[a-z]+)"}, 2, "digits only"},
 		{[]string{"partner", "set", "acme", "--decimal-comma=maybe"}, 2, "true or false"},
+		{[]string{"partner", "set", "acme", "--pgp", "sometimes"}, 2, "off, accept or require"},
+		{[]string{"partner", "set", "acme", "--pgp-key", c.file("junk.asc", "not a key\n")}, 1, "junk.asc"},
 		{[]string{"partner", "set", "nobody", "--name", "x"}, 1, "partner add nobody"},
 		{[]string{"partner", "set", "acme", "--authorized-keys", c.file("junk.pub", "not a key\n")}, 1, "junk.pub"},
 		{[]string{"partner", "add", "x", "--unknown-employee", "maybe"}, 2, "--unknown-employee"},

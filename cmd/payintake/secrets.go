@@ -151,6 +151,9 @@ func cmdSecretsRotate(ctx context.Context, args []string, stdout, stderr io.Writ
 		}
 		fmt.Fprintf(stdout, "%d webhook secrets sealed again under key %s (the first of %s); the other keys can now be removed from it\n",
 			rep.Resealed+rep.Sealed, rep.KeyID, secretKeyEnv)
+		if rep.PGPKeys > 0 {
+			fmt.Fprintf(stdout, "%d OpenPGP secret keys sealed again under it\n", rep.PGPKeys)
+		}
 		return nil
 	}
 	path := g.secretKeyFile()
@@ -181,5 +184,8 @@ func cmdSecretsRotate(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	fmt.Fprintf(stdout, "%d webhook secrets sealed again under the new key %s; %s holds only it now (%d old keys dropped)\n",
 		rep.Resealed+rep.Sealed, rep.KeyID, path, len(oldKeys))
+	if rep.PGPKeys > 0 {
+		fmt.Fprintf(stdout, "%d OpenPGP secret keys sealed again under it\n", rep.PGPKeys)
+	}
 	return nil
 }
