@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -74,6 +75,25 @@ func pgpRefusal(err error) (*normalize.ParseError, bool) {
 	return &normalize.ParseError{Err: pe, Message: pe.Message}, true
 }
 
+// pgpAttr is what the receipt's log line says of an OpenPGP file: the
+// keys by fingerprint (never key material), the plaintext's hash (the
+// submission's identity) or the refusal's code.
+func pgpAttr(rec *records.EnvelopePGP) slog.Attr {
+	attrs := []any{slog.Bool("encrypted", rec.Encrypted), slog.Bool("signed", rec.Signed)}
+	if rec.DecryptedWith != "" {
+		attrs = append(attrs, slog.String("platform_key", rec.DecryptedWith))
+	}
+	if rec.Signer != "" {
+		attrs = append(attrs, slog.String("signer", rec.Signer))
+	}
+	if rec.Refusal != nil {
+		attrs = append(attrs, slog.String("refused", string(rec.Refusal.Code())))
+	} else {
+		attrs = append(attrs, slog.String("plaintext_sha256", fmt.Sprintf("%x", rec.PlainSHA256)), slog.Int64("plaintext_bytes", rec.PlainSize))
+	}
+	return slog.Group("pgp", attrs...)
+}
+
 // receivedPGP is what an upload is as OpenPGP, decided at receipt.
 type receivedPGP struct {
 	rec      *records.EnvelopePGP // nil: a plain file, read as today
@@ -136,7 +156,9 @@ func (in *Intake) receivePGP(ctx context.Context, s Submission) (receivedPGP, er
 		if !ok {
 			return got, fmt.Errorf("read the OpenPGP file %s: %w", s.Name, err)
 		}
-		got.rec = &records.EnvelopePGP{Refusal: pe}
+		// What was learnt before the refusal (armor, the key that
+		// decrypted) stays, for the audit; the plaintext does not count.
+		got.rec.Refusal, got.rec.PlainSHA256, got.rec.PlainSize, got.rec.Signer = pe, nil, 0, ""
 	}
 	if got.rec.Refusal == nil {
 		got.identity = got.rec.PlainSHA256

@@ -31,7 +31,7 @@ const pgpPayroll = "employee_ref,pay_period,component,amount,currency\n" +
 
 // pgpSide is a partner that speaks OpenPGP with GnuPG, and the platform's key.
 type pgpSide struct {
-	t        *testing.T
+	t        testing.TB
 	ctx      context.Context
 	st       *records.Store
 	in       *intake.Intake
@@ -44,7 +44,7 @@ type pgpSide struct {
 
 // newPGPSide adds a platform key (rsa: RSA 4096) and a partner with a GnuPG
 // key of algo under policy; the partner's gpg has the platform's key.
-func newPGPSide(t *testing.T, st *records.Store, in *intake.Intake, partner, policy, algo string, rsa bool) *pgpSide {
+func newPGPSide(t testing.TB, st *records.Store, in *intake.Intake, partner, policy, algo string, rsa bool) *pgpSide {
 	t.Helper()
 	ctx := context.Background()
 	s := &pgpSide{t: t, ctx: ctx, st: st, in: in, partner: partner, gpg: gpgtest.New(t), dir: t.TempDir()}
@@ -365,5 +365,19 @@ func TestPGPOverSFTP(t *testing.T) {
 	put(t, c, "/inbox/plain.csv", []byte(pgpPayroll))
 	if p := s.open(waitResult(t, c, "plain.result.csv.pgp"), s.platform); !strings.Contains(p, string(normalize.CodePGPRequired)) {
 		t.Errorf("plain upload under require:\n%s", p)
+	}
+	// Metrics and the receipt's log line name the keys by fingerprint only.
+	if n := z.metric("payintake_pgp_files_total", "result=ok", "platform_key="+s.platform, "signer="+s.fp); n != 1 {
+		t.Errorf("payintake_pgp_files_total ok = %v, want 1", n)
+	}
+	if n := z.metric("payintake_pgp_files_total", "result=pgp_required", "platform_key=none", "signer=none"); n != 1 {
+		t.Errorf("payintake_pgp_files_total pgp_required = %v, want 1", n)
+	}
+	logs := z.logs.String()
+	if !strings.Contains(logs, "pgp.platform_key="+s.platform) || !strings.Contains(logs, "pgp.signer="+s.fp) || !strings.Contains(logs, "pgp.refused=pgp_required") {
+		t.Errorf("the receipt's log lines do not name the keys and the refusal:\n%s", logs)
+	}
+	if strings.Contains(logs, "BEGIN PGP") {
+		t.Error("key material in the logs")
 	}
 }

@@ -109,8 +109,9 @@ func (in *Intake) Submit(ctx context.Context, s Submission) (Submitted, error) {
 	if err != nil {
 		return res, fmt.Errorf("receive %s: %w", s.Name, err)
 	}
-	in.logReceipt(ctx, s, got, start)
+	in.logReceipt(ctx, s, got, pg.rec, start)
 	in.Metrics.Received(got)
+	in.Metrics.pgpFile(pg.rec)
 	res.Received, res.Outcome = got, got
 	if got.Status == records.StatusKeyReuse {
 		return res, nil
@@ -147,7 +148,7 @@ func (in *Intake) Submit(ctx context.Context, s Submission) (Submitted, error) {
 }
 
 // logReceipt writes the one log line of a submission's receipt.
-func (in *Intake) logReceipt(ctx context.Context, s Submission, got records.Envelope, start time.Time) {
+func (in *Intake) logReceipt(ctx context.Context, s Submission, got records.Envelope, pg *records.EnvelopePGP, start time.Time) {
 	log := s.Log
 	attrs := make([]slog.Attr, 0, 10)
 	attrs = append(attrs, slog.Int64("envelope", got.ID))
@@ -159,6 +160,9 @@ func (in *Intake) logReceipt(ctx context.Context, s Submission, got records.Enve
 		slog.Int64("bytes", got.Size), slog.String("source", s.Source), slog.String("sha256", fmt.Sprintf("%x", got.SHA256)))
 	if got.ReplayOf != 0 {
 		attrs = append(attrs, slog.Int64("replay_of", got.ReplayOf))
+	}
+	if pg != nil {
+		attrs = append(attrs, pgpAttr(pg))
 	}
 	if !s.Started.IsZero() {
 		attrs = append(attrs, slog.Duration("duration", time.Since(s.Started).Round(time.Millisecond)))
