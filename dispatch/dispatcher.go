@@ -13,12 +13,14 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payintake/payintake/backoff"
+	"github.com/payintake/payintake/internal/egress"
 	"github.com/payintake/payintake/internal/fault"
 )
 
@@ -26,8 +28,10 @@ import (
 type Config struct {
 	Log     *slog.Logger
 	Metrics *Metrics
-	Client  *http.Client // default: a client with keep-alive; each request has the target's --timeout
-	Rand    backoff.Rand // default: math/rand/v2 Float64
+	// Client sends the chunks (default: egress.NewClient, which never
+	// follows a redirect); each request has the target's --timeout.
+	Client *http.Client
+	Rand   backoff.Rand // default: math/rand/v2 Float64
 	// Sleep waits d (default: a timer); tests replace it to see the delays.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Progress, when set, is called after every recorded answer.
@@ -58,9 +62,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Dispatcher {
 		cfg.Metrics = NewMetrics(nil)
 	}
 	if cfg.Client == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = 16
-		cfg.Client = &http.Client{Transport: t}
+		cfg.Client = egress.NewClient()
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
@@ -415,7 +417,12 @@ func (s *sender) send(ctx context.Context, chunk []line) error {
 				return err
 			}
 		default:
+			// Any other status, 3xx included: the client follows no
+			// redirect, so a 3xx is the vendor's answer and pays nothing.
 			detail := truncate(string(respBody))
+			if r := egress.Redirect(status, hdr); r != "" {
+				detail = truncate(strings.TrimSuffix(r+": "+string(respBody), ": "))
+			}
 			log.Info("dispatch chunk", "result", "failed")
 			return s.settle(ctx, log, chunk, cursor, func(l line) outcome {
 				return outcome{key: l.key, dueID: l.dueID, state: StateFailed, status: status, detail: detail}

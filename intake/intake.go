@@ -1,7 +1,8 @@
 // Package intake turns received files into applied records: it records each
 // file as an envelope, normalises its rows (package normalize), and applies
-// them through the store (package records). Every transport — the CLI, the
-// SFTP drop zone, the HTTP API — goes through the same Intake.
+// them through the store (package records). Every door — the CLI, the
+// SFTP drop zone (intake/sftpd), the HTTP API (intake/httpapi) — goes
+// through the same Intake.
 package intake
 
 import (

@@ -12,52 +12,23 @@ import (
 	"github.com/payintake/payintake/records"
 )
 
-// Metrics are the operator-facing counters of the drop zone and the workers,
+// Metrics are the operator-facing counters of the envelopes and the workers,
 // registered on a registry of the caller's (never the global default).
 type Metrics struct {
-	uploads       *prometheus.CounterVec
-	uploadBytes   prometheus.Counter
-	uploadStored  *prometheus.CounterVec
-	downloads     prometheus.Counter
-	downloadBytes prometheus.Counter
-	envelopes     *prometheus.CounterVec
-	rows          *prometheus.CounterVec
-	processing    prometheus.Histogram
-	latency       prometheus.Histogram
-	logins        *prometheus.CounterVec
-	sessions      prometheus.Gauge
-	failures      prometheus.Counter
-	stuck         prometheus.Gauge
-	idleClosed    prometheus.Counter
-	loginsClosed  *prometheus.CounterVec
-	partnerBusy   prometheus.Counter
-	webhooks      *prometheus.CounterVec
-	pgpFiles      *prometheus.CounterVec
+	envelopes   *prometheus.CounterVec
+	rows        *prometheus.CounterVec
+	processing  prometheus.Histogram
+	latency     prometheus.Histogram
+	failures    prometheus.Counter
+	stuck       prometheus.Gauge
+	partnerBusy prometheus.Counter
+	webhooks    *prometheus.CounterVec
+	pgpFiles    *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		uploads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "payintake_sftp_uploads_total",
-			Help: "SFTP uploads by result: received (a new envelope), replay, key_reuse, incomplete (connection dropped), too_large, failed.",
-		}, []string{"result"}),
-		uploadStored: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "payintake_sftp_upload_stored_total",
-			Help: "SFTP uploads recorded as envelopes by how their bytes reached the database: streamed (while they arrived) or at_close (from the spool after the last write: resumed, temp-named and renamed, or no stream free).",
-		}, []string{"how"}),
-		uploadBytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "payintake_sftp_upload_bytes_total",
-			Help: "Bytes written by SFTP clients to upload handles.",
-		}),
-		downloads: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "payintake_sftp_downloads_total",
-			Help: "Result files opened for download over SFTP.",
-		}),
-		downloadBytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "payintake_sftp_download_bytes_total",
-			Help: "Result file bytes read by SFTP clients.",
-		}),
 		envelopes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payintake_envelopes_total",
 			Help: "Envelopes by source (sftp, http, cli: the ingest command) and outcome: processed, replay, key_reuse, incomplete.",
@@ -76,14 +47,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from an envelope being received to its result being available.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
 		}),
-		logins: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "payintake_sftp_logins_total",
-			Help: "SSH logins by result (ok, failed, unavailable: refused because keys could not be checked, too_many_sessions: the partner had --sftp-max-sessions open).",
-		}, []string{"result"}),
-		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "payintake_sftp_connections",
-			Help: "SSH connections currently logged in.",
-		}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "payintake_processing_failures_total",
 			Help: "Processing attempts of envelopes that failed (retried later, each after a longer wait).",
@@ -92,14 +55,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "payintake_envelopes_stuck",
 			Help: "Received envelopes no longer retried: their job failed every attempt, or the sweep queued them again too often. They wait for an operator.",
 		}),
-		idleClosed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "payintake_sftp_idle_closed_total",
-			Help: "Logged-in SSH connections closed after --sftp-idle-timeout without traffic.",
-		}),
-		loginsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "payintake_sftp_prelogin_closed_total",
-			Help: "Connections closed before login by the pre-login bounds: reason silent (sent nothing), evicted (a newer connection from the address needed the slot of an idle one), full (no slot within the wait).",
-		}, []string{"reason"}),
 		partnerBusy: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "payintake_jobs_put_back_total",
 			Help: "Processing jobs put back because their partner was busy with another file (the worker took another partner's file instead).",
@@ -112,9 +67,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.webhooks)
-		reg.MustRegister(m.uploads, m.uploadStored, m.uploadBytes, m.downloads, m.downloadBytes, m.envelopes, m.rows,
-			m.processing, m.latency, m.logins, m.sessions, m.failures, m.stuck, m.idleClosed, m.loginsClosed,
-			m.partnerBusy, m.pgpFiles)
+		reg.MustRegister(m.envelopes, m.rows, m.processing, m.latency, m.failures, m.stuck, m.partnerBusy, m.pgpFiles)
 	}
 	return m
 }
@@ -150,11 +103,13 @@ func orNone(fp string) string {
 	return fp
 }
 
-func uploadResult(status string) string {
-	if status == records.StatusReceived {
-		return "received"
+// Incomplete counts an upload of a door (source) cut off before it was
+// received: it never became an envelope of its own.
+func (m *Metrics) Incomplete(source string) {
+	if m == nil {
+		return
 	}
-	return status
+	m.envelopes.WithLabelValues(source, records.StatusIncomplete).Inc()
 }
 
 // processed counts an envelope that this process processed (by any door:

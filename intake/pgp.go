@@ -27,9 +27,10 @@ const PGPContentType = "application/pgp-encrypted"
 const SealedSuffix = records.SealedSuffix
 
 // DefaultMaxPlaintext bounds the plaintext of an OpenPGP upload when
-// Intake.MaxPlaintext is 0: the SFTP door's bound on an upload, so that a
-// compressed message cannot carry more than a plain file may.
-const DefaultMaxPlaintext = DefaultMaxFileSize
+// Intake.MaxPlaintext is 0: the SFTP door's default bound on an upload
+// (sftpd.DefaultMaxFileSize), so that a compressed message cannot carry
+// more than a plain file may. serve sets its --max-file-size.
+const DefaultMaxPlaintext = 1 << 30
 
 func (in *Intake) maxPlaintext() int64 {
 	if in.MaxPlaintext > 0 {

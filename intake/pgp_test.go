@@ -19,7 +19,6 @@ import (
 	"github.com/payintake/payintake/intake/httpapi"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/partnerauth"
-	"github.com/payintake/payintake/pgp"
 	"github.com/payintake/payintake/pgp/gpgtest"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -29,64 +28,26 @@ const pgpPayroll = "employee_ref,pay_period,component,amount,currency\n" +
 	"E001,2026-11,BASE,4000.00,USD\n" +
 	"E002,2026-11,BASE,3100.50,USD\n"
 
-// pgpSide is a partner that speaks OpenPGP with GnuPG, and the platform's key.
+// pgpSide is an OpenPGP exchange (gpgtest.Exchange) and the door of
+// `payintake ingest` to send its files through.
 type pgpSide struct {
-	t        testing.TB
-	ctx      context.Context
-	st       *records.Store
-	in       *intake.Intake
-	partner  string
-	gpg      *gpgtest.GPG
-	fp       string // the partner's key
-	platform string // the platform's signing key
-	dir      string
+	*gpgtest.Exchange
+	t       testing.TB
+	ctx     context.Context
+	st      *records.Store
+	in      *intake.Intake
+	partner string
+	dir     string
 }
 
-// newPGPSide adds a platform key (rsa: RSA 4096) and a partner with a GnuPG
-// key of algo under policy; the partner's gpg has the platform's key.
 func newPGPSide(t testing.TB, st *records.Store, in *intake.Intake, partner, policy, algo string, rsa bool) *pgpSide {
 	t.Helper()
-	ctx := context.Background()
-	s := &pgpSide{t: t, ctx: ctx, st: st, in: in, partner: partner, gpg: gpgtest.New(t), dir: t.TempDir()}
-	s.platform = s.addPlatformKey(rsa)
-	s.fp = s.gpg.NewKey(partner+" <ops@"+partner+".example>", algo)
-	keys, err := pgp.ReadPublicKeys(s.gpg.Export(s.fp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk := []records.PartnerPGPKey{{Fingerprint: keys[0].Fingerprint, UserID: keys[0].UserID, PublicKey: string(keys[0].Armored)}}
-	u := records.PartnerUpdate{PGP: &policy, PGPKeys: &pk}
-	err = st.CreatePartner(ctx, partner, u)
-	if errors.Is(err, records.ErrExists) {
-		err = st.UpdatePartner(ctx, partner, u)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func (s *pgpSide) addPlatformKey(rsa bool) string {
-	s.t.Helper()
-	kp, err := pgp.NewKeyPair("payintake test", rsa, time.Now())
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if err := s.st.AddPlatformPGPKey(s.ctx, records.PlatformPGPKey{Fingerprint: kp.Fingerprint, Algorithm: kp.Algorithm,
-		PublicKey: string(kp.Public), CreatedAt: kp.Created}, kp.Secret); err != nil {
-		s.t.Fatal(err)
-	}
-	if s.gpg != nil {
-		s.gpg.Import(kp.Public)
-	}
-	return kp.Fingerprint
+	return &pgpSide{Exchange: gpgtest.NewExchange(t, st, partner, policy, algo, rsa), t: t, ctx: context.Background(),
+		st: st, in: in, partner: partner, dir: t.TempDir()}
 }
 
 // seal is gpg --encrypt --sign of plain by the partner to the platform key.
-func (s *pgpSide) seal(plain string, extra ...string) []byte {
-	s.t.Helper()
-	return s.gpg.Run([]byte(plain), append([]string{"--encrypt", "--sign", "--local-user", s.fp, "--recipient", s.platform}, extra...)...)
-}
+func (s *pgpSide) seal(plain string, extra ...string) []byte { return s.Seal([]byte(plain), extra...) }
 
 // ingest sends data as a file called name through `payintake ingest`'s door.
 func (s *pgpSide) ingest(name string, data []byte) (got, out records.Envelope) {
@@ -115,20 +76,6 @@ func (s *pgpSide) result(id int64) []byte {
 	return b.Bytes()
 }
 
-// open is gpg --decrypt of a sealed result: it must verify the platform's
-// signature (signer), and gives the plaintext.
-func (s *pgpSide) open(sealed []byte, signer string) string {
-	s.t.Helper()
-	out, status, err := s.gpg.Try(sealed, "--status-fd", "2", "--decrypt")
-	if err != nil {
-		s.t.Fatalf("gpg --decrypt of the result: %v\n%s\n%q", err, status, sealed)
-	}
-	if !bytes.Contains(status, []byte("[GNUPG:] GOODSIG")) || !bytes.Contains(status, []byte("[GNUPG:] VALIDSIG "+signer)) {
-		s.t.Fatalf("the result is not signed by %s:\n%s", signer, status)
-	}
-	return string(out)
-}
-
 func TestPGPIngestRequire(t *testing.T) {
 	st := pgtest.Store(t)
 	in := intake.New(st, nil)
@@ -144,14 +91,14 @@ func TestPGPIngestRequire(t *testing.T) {
 		t.Errorf("the envelope is %q %x (%d bytes), want the bytes that arrived: %x (%d)", got.FileName, got.SHA256, got.Size, sum, len(sealed))
 	}
 	rec, ok, err := st.EnvelopePGP(s.ctx, got.ID)
-	if err != nil || !ok || !rec.Encrypted || !rec.Signed || !rec.Armored || rec.Signer != s.fp || rec.DecryptedWith != s.platform || !rec.SealResults {
+	if err != nil || !ok || !rec.Encrypted || !rec.Signed || !rec.Armored || rec.Signer != s.PartnerKey || rec.DecryptedWith != s.Platform || !rec.SealResults {
 		t.Errorf("OpenPGP record %+v %v %v", rec, ok, err)
 	}
 	first := s.result(got.ID)
 	if bytes.Contains(first, []byte("E001")) {
 		t.Fatalf("the result is in the clear:\n%s", first)
 	}
-	plain := s.open(first, s.platform)
+	plain := s.Open(first, s.Platform)
 	if !strings.HasPrefix(plain, normalize.ResultHeader) || strings.Count(plain, ",created,") != 2 {
 		t.Errorf("decrypted result:\n%s", plain)
 	}
@@ -178,7 +125,7 @@ func TestPGPIngestRequire(t *testing.T) {
 	if got3.Status != records.StatusKeyReuse {
 		t.Fatalf("other plaintext under the name: %s, want key_reuse", got3.Status)
 	}
-	if r := s.open(s.result(got3.ID), s.platform); !strings.Contains(r, "idempotency_key_reuse") {
+	if r := s.Open(s.result(got3.ID), s.Platform); !strings.Contains(r, "idempotency_key_reuse") {
 		t.Errorf("key reuse result:\n%s", r)
 	}
 	if n := pgtest.Count(context.Background(), t, st, "SELECT count(*) FROM records WHERE partner_id = $1", "acme"); n != 2 {
@@ -191,14 +138,14 @@ func TestPGPRefusals(t *testing.T) {
 	in := intake.New(st, nil)
 	in.MaxPlaintext = 1 << 20
 	s := newPGPSide(t, st, in, "acme", records.PGPRequire, "ed25519", false)
-	stranger := s.gpg.NewKey("Stranger <x@stranger.example>", "ed25519")
+	stranger := s.NewKey("Stranger <x@stranger.example>", "ed25519")
 	enc := func(extra ...string) []byte {
-		return s.gpg.Run([]byte(pgpPayroll), append([]string{"--encrypt", "--recipient", s.platform}, extra...)...)
+		return s.Run([]byte(pgpPayroll), append([]string{"--encrypt", "--recipient", s.Platform}, extra...)...)
 	}
 	tampered := s.seal(pgpPayroll, "--compress-algo", "none")
 	tampered[len(tampered)-40] ^= 1
-	signedOnly := s.gpg.Run([]byte(pgpPayroll), "--sign", "--local-user", s.fp)
-	bomb := s.gpg.Run(bytes.Repeat([]byte("E001,2026-11,BASE,1.00,USD\n"), 200000), "--encrypt", "--sign", "--local-user", s.fp, "--recipient", s.platform, "-z", "9")
+	signedOnly := s.Run([]byte(pgpPayroll), "--sign", "--local-user", s.PartnerKey)
+	bomb := s.Run(bytes.Repeat([]byte("E001,2026-11,BASE,1.00,USD\n"), 200000), "--encrypt", "--sign", "--local-user", s.PartnerKey, "--recipient", s.Platform, "-z", "9")
 	for i, c := range []struct {
 		name string
 		data []byte
@@ -206,7 +153,7 @@ func TestPGPRefusals(t *testing.T) {
 	}{
 		{"pay.csv", []byte(pgpPayroll), normalize.CodePGPRequired},
 		{"pay.csv.gpg", signedOnly, normalize.CodePGPRequired},
-		{"pay.csv.gpg", s.gpg.Run([]byte(pgpPayroll), "--encrypt", "--sign", "--local-user", s.fp, "--recipient", stranger), normalize.CodePGPWrongKey},
+		{"pay.csv.gpg", s.Run([]byte(pgpPayroll), "--encrypt", "--sign", "--local-user", s.PartnerKey, "--recipient", stranger), normalize.CodePGPWrongKey},
 		{"pay.csv.gpg", enc(), normalize.CodePGPSignatureMissing},
 		{"pay.csv.gpg", enc("--sign", "--local-user", stranger), normalize.CodePGPSignatureUnknown},
 		{"pay.csv.gpg", tampered, normalize.CodePGPCorrupt},
@@ -219,7 +166,7 @@ func TestPGPRefusals(t *testing.T) {
 			if got.Status != records.StatusProcessed || out.Counts["rejected"] != 1 || len(out.Counts) != 1 {
 				t.Fatalf("%s: %s %v, want processed with one rejected (row 0)", name, got.Status, out.Counts)
 			}
-			r := s.open(s.result(got.ID), s.platform)
+			r := s.Open(s.result(got.ID), s.Platform)
 			if !strings.Contains(r, ",0,") || !strings.Contains(r, string(c.want)) {
 				t.Errorf("%s: result\n%s\nlacks row 0 with %s", name, r, c.want)
 			}
@@ -244,7 +191,7 @@ func TestPGPAcceptAndOff(t *testing.T) {
 	if out.Counts["created"] != 2 {
 		t.Fatalf("encrypted file under accept: %s %v", got.Status, out.Counts)
 	}
-	if r := s.open(s.result(got.ID), s.platform); strings.Count(r, ",created,") != 2 {
+	if r := s.Open(s.result(got.ID), s.Platform); strings.Count(r, ",created,") != 2 {
 		t.Errorf("result:\n%s", r)
 	}
 	// Off: an OpenPGP file is refused, not read as CSV.
@@ -262,16 +209,15 @@ func TestPGPRotation(t *testing.T) {
 	st := pgtest.Store(t)
 	in := intake.New(st, nil)
 	s := newPGPSide(t, st, in, "acme", records.PGPRequire, "ed25519", false)
-	old := s.platform
+	old := s.Platform
 	toOld := s.seal(pgpPayroll)
-	newer := s.addPlatformKey(false)
-	s.platform = newer
+	newer := s.AddPlatformKey(false)
 	// Both decrypt; the newest signs.
 	got, out := s.ingest("old.csv.gpg", toOld)
 	if out.Counts["created"] != 2 {
 		t.Fatalf("encrypted to the older key: %v", out.Counts)
 	}
-	s.open(s.result(got.ID), newer)
+	s.Open(s.result(got.ID), newer)
 	got, out = s.ingest("new.csv.gpg", s.seal(strings.ReplaceAll(pgpPayroll, "2026-11", "2026-12")))
 	if out.Counts["created"] != 2 {
 		t.Fatalf("encrypted to the newer key: %v", out.Counts)
@@ -284,7 +230,7 @@ func TestPGPRotation(t *testing.T) {
 		t.Errorf("retiring twice: %v", err)
 	}
 	got, _ = s.ingest("late.csv.gpg", toOld)
-	if r := s.open(s.result(got.ID), newer); !strings.Contains(r, string(normalize.CodePGPWrongKey)) || !strings.Contains(r, newer) {
+	if r := s.Open(s.result(got.ID), newer); !strings.Contains(r, string(normalize.CodePGPWrongKey)) || !strings.Contains(r, newer) {
 		t.Errorf("encrypted to the retired key:\n%s", r)
 	}
 }
@@ -333,7 +279,7 @@ func TestPGPOverHTTP(t *testing.T) {
 		!strings.Contains(r.Header.Get("Content-Disposition"), "pay.result.csv.pgp") {
 		t.Fatalf("GET result: %d %v", r.StatusCode, r.Header)
 	}
-	if p := s.open(first, s.platform); strings.Count(p, ",created,") != 2 {
+	if p := s.Open(first, s.Platform); strings.Count(p, ",created,") != 2 {
 		t.Errorf("result:\n%s", p)
 	}
 	// Encrypted again under the same key: the stored answer, not a key reuse.
@@ -348,36 +294,5 @@ func TestPGPOverHTTP(t *testing.T) {
 	resp = post(s.seal(strings.Replace(pgpPayroll, "3100.50", "1.00", 1)))
 	if resp.StatusCode == http.StatusCreated {
 		t.Error("other plaintext under the key was accepted")
-	}
-}
-
-func TestPGPOverSFTP(t *testing.T) {
-	z := newDropZone(t, zoneOpts{})
-	in := intake.New(z.store, nil)
-	key := z.partner("acme")
-	s := newPGPSide(t, z.store, in, "acme", records.PGPRequire, "ed25519", false)
-	c := z.login("acme", key)
-	put(t, c, "/inbox/pay.csv.gpg", s.seal(pgpPayroll))
-	res := waitResult(t, c, "pay.result.csv.pgp")
-	if p := s.open(res, s.platform); strings.Count(p, ",created,") != 2 {
-		t.Errorf("result over SFTP:\n%s", p)
-	}
-	put(t, c, "/inbox/plain.csv", []byte(pgpPayroll))
-	if p := s.open(waitResult(t, c, "plain.result.csv.pgp"), s.platform); !strings.Contains(p, string(normalize.CodePGPRequired)) {
-		t.Errorf("plain upload under require:\n%s", p)
-	}
-	// Metrics and the receipt's log line name the keys by fingerprint only.
-	if n := z.metric("payintake_pgp_files_total", "result=ok", "platform_key="+s.platform, "signer="+s.fp); n != 1 {
-		t.Errorf("payintake_pgp_files_total ok = %v, want 1", n)
-	}
-	if n := z.metric("payintake_pgp_files_total", "result=pgp_required", "platform_key=none", "signer=none"); n != 1 {
-		t.Errorf("payintake_pgp_files_total pgp_required = %v, want 1", n)
-	}
-	logs := z.logs.String()
-	if !strings.Contains(logs, "pgp.platform_key="+s.platform) || !strings.Contains(logs, "pgp.signer="+s.fp) || !strings.Contains(logs, "pgp.refused=pgp_required") {
-		t.Errorf("the receipt's log lines do not name the keys and the refusal:\n%s", logs)
-	}
-	if strings.Contains(logs, "BEGIN PGP") {
-		t.Error("key material in the logs")
 	}
 }

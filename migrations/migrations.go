@@ -4,7 +4,8 @@ package migrations
 
 import "embed"
 
-// FS holds the SQL migration files, named NNNNN_description.sql.
+// FS holds the SQL migration files, named NNNNN_description.sql (not
+// schema.sql, the dump of the schema they make, which is for reading).
 //
-//go:embed *.sql
+//go:embed [0-9]*.sql
 var FS embed.FS

@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/payintake/payintake/backoff"
+	"github.com/payintake/payintake/internal/egress"
 	"github.com/payintake/payintake/records"
 )
 
@@ -33,8 +36,8 @@ const (
 type Config struct {
 	Log     *slog.Logger
 	Metrics *Metrics
-	// Client sends the POSTs (default: keep-alive, no redirects followed);
-	// each request is bounded by Timeout.
+	// Client sends the POSTs (default: egress.NewClient, which never
+	// follows a redirect); each request is bounded by Timeout.
 	Client *http.Client
 	Rand   backoff.Rand     // default: math/rand/v2 Float64
 	Now    func() time.Time // default: time.Now
@@ -64,8 +67,7 @@ func New(st *records.Store, cfg Config) *Notifier {
 		cfg.Metrics = NewMetrics(nil)
 	}
 	if cfg.Client == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		cfg.Client = &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		cfg.Client = egress.NewClient()
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
@@ -101,26 +103,30 @@ func (n *Notifier) secrets(ctx context.Context, partner string) ([][]byte, error
 	return n.records.WebhookSecrets(ctx, partner)
 }
 
-// Run delivers due events until ctx is done, Concurrency at a time, looking
-// for new ones every SweepEvery and whenever a delivery ends; then it waits
-// for the deliveries in flight.
+// Run delivers due events until ctx is done, Concurrency at a time and at
+// most one per partner, looking for new ones every SweepEvery and whenever
+// a delivery ends; then it waits for the deliveries in flight. One per
+// partner: a partner whose receiver hangs holds one slot until Timeout,
+// never the others, so its queue cannot hold up another partner's events
+// (and a partner's events go out one after the other).
 func (n *Notifier) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	done := make(chan struct{}, n.cfg.Concurrency)
+	done := make(chan string, n.cfg.Concurrency) // the partner whose delivery ended
 	t := time.NewTicker(SweepEvery)
 	defer t.Stop()
-	inFlight := 0
+	inFlight, busy := 0, map[string]int{} // deliveries in flight, by partner
 	for {
 		if free := n.cfg.Concurrency - inFlight; free > 0 {
-			cs, err := n.st.claim(ctx, n.cfg.Now(), n.lease(), free)
+			cs, err := n.st.claim(ctx, n.cfg.Now(), n.lease(), free, true, slices.Collect(maps.Keys(busy)))
 			if err != nil && ctx.Err() == nil {
 				n.cfg.Log.ErrorContext(ctx, "notifications: claiming due events failed; trying again later", "err", err)
 			}
 			for _, c := range cs {
 				inFlight++
+				busy[c.partner]++
 				wg.Go(func() {
-					defer func() { done <- struct{}{} }()
+					defer func() { done <- c.partner }()
 					n.deliver(ctx, c)
 				})
 			}
@@ -128,8 +134,11 @@ func (n *Notifier) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-done:
+		case p := <-done:
 			inFlight--
+			if busy[p]--; busy[p] == 0 {
+				delete(busy, p)
+			}
 		case <-t.C:
 		}
 	}
@@ -139,7 +148,7 @@ func (n *Notifier) Run(ctx context.Context) {
 // Concurrency at a time, and returns how many it attempted. `serve` runs
 // Run; tests and one-off tools call this.
 func (n *Notifier) DeliverDue(ctx context.Context) (int, error) {
-	cs, err := n.st.claim(ctx, n.cfg.Now(), n.lease(), 10000)
+	cs, err := n.st.claim(ctx, n.cfg.Now(), n.lease(), 10000, false, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -231,7 +240,12 @@ func (n *Notifier) post(c claimed, req *http.Request) result {
 	case backoff.Retryable(resp.StatusCode):
 		return n.retry(c, resp.StatusCode, resp.Header.Get("Retry-After"), answer(resp.StatusCode, body))
 	default:
-		return result{state: StateFailed, status: resp.StatusCode, err: answer(resp.StatusCode, body)}
+		// Any other status, 3xx included: the client follows no redirect.
+		msg := answer(resp.StatusCode, body)
+		if r := egress.Redirect(resp.StatusCode, resp.Header); r != "" {
+			msg = fmt.Sprintf("HTTP %d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), r)
+		}
+		return result{state: StateFailed, status: resp.StatusCode, err: msg}
 	}
 }
 

@@ -185,24 +185,48 @@ type claimed struct {
 	url       string
 }
 
+// dueAll selects up to $3 events due at $1, oldest first.
+const dueAll = `SELECT id FROM notify_events WHERE state = 'pending' AND next_attempt_at <= $1
+	ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED`
+
+// duePerPartner selects the oldest due event of each of up to $3 partners,
+// the partners with the oldest due events first, leaving out the partners
+// in $4 (those with an attempt in flight in this process): a partner
+// whose receiver hangs holds one delivery slot, not all of them, and every
+// other partner's events go on.
+const duePerPartner = `WITH partners AS (
+		SELECT partner_id, min(next_attempt_at) AS first FROM notify_events
+		WHERE state = 'pending' AND next_attempt_at <= $1 AND partner_id <> ALL ($4::text[])
+		GROUP BY partner_id ORDER BY first, partner_id LIMIT $3)
+	SELECT ev.id FROM partners p CROSS JOIN LATERAL (
+		SELECT id FROM notify_events e
+		WHERE e.partner_id = p.partner_id AND e.state = 'pending' AND e.next_attempt_at <= $1
+		ORDER BY e.next_attempt_at, e.id LIMIT 1 FOR UPDATE SKIP LOCKED) ev`
+
 // claim takes up to limit due events for one attempt each: it counts the
 // attempt, opens its log row and pushes the event's due time past lease, in
 // one transaction, so the attempt is counted even if the process dies
 // while sending, and another process takes the event once lease has passed.
-func (s *Store) claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]claimed, error) {
+// With perPartner, at most one event of a partner, and none of the
+// partners in busy (see duePerPartner).
+func (s *Store) claim(ctx context.Context, now time.Time, lease time.Duration, limit int, perPartner bool, busy []string) ([]claimed, error) {
+	due, args := dueAll, []any{now, now.Add(lease), limit}
+	if perPartner {
+		if busy == nil {
+			busy = []string{}
+		}
+		due, args = duePerPartner, append(args, busy)
+	}
 	var cs []claimed
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		cs = cs[:0]
 		rows, err := tx.Query(ctx, `
-			WITH due AS (
-				SELECT id FROM notify_events WHERE state = 'pending' AND next_attempt_at <= $1
-				ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED)
+			WITH due AS (`+due+`)
 			UPDATE notify_events e SET attempts = e.attempts + 1, round_attempts = e.round_attempts + 1,
 				next_attempt_at = $2, updated_at = now()
 			FROM due WHERE e.id = due.id
 			RETURNING e.id, e.partner_id, e.event_type, e.webhook_id, e.payload, e.attempts, e.round_attempts,
-				coalesce((SELECT notify_url FROM partners p WHERE p.id = e.partner_id), '')`,
-			now, now.Add(lease), limit)
+				coalesce((SELECT notify_url FROM partners p WHERE p.id = e.partner_id), '')`, args...)
 		if err != nil {
 			return fmt.Errorf("claim due notifications: %w", err)
 		}

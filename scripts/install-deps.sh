@@ -61,7 +61,7 @@ missing() {
 	if [ "$profile" = test ]; then
 		command -v sftp >/dev/null || need+=(openssh-client)
 		[ -x /usr/lib/openssh/sftp-server ] || need+=(openssh-sftp-server)
-		# The SFTP client matrix (intake/sftp_clients_test.go): the clients partners run.
+		# The SFTP client matrix (intake/sftpd/clients_test.go): the clients partners run.
 		/usr/bin/curl -V 2>/dev/null | grep -q sftp || need+=(curl)
 		[ -x /usr/bin/lftp ] || need+=(lftp)
 		[ -x /usr/bin/rclone ] || need+=(rclone)

@@ -13,6 +13,7 @@ import (
 
 	outbound "github.com/payintake/payintake/dispatch"
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/intake/sftpd"
 	"github.com/payintake/payintake/internal/observe"
 )
 
@@ -47,6 +48,7 @@ func TestDeployNamesServedMetrics(t *testing.T) {
 	names := descNames{}
 	names.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	intake.NewMetrics(names)
+	sftpd.NewMetrics(names)
 	observe.NewHTTPMetrics(names)
 	pool, err := pgxpool.New(context.Background(), "postgres://127.0.0.1:1/none") // never connects: Describe only
 	if err != nil {

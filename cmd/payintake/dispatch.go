@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	outbound "github.com/payintake/payintake/dispatch"
+	"github.com/payintake/payintake/internal/egress"
 )
 
 // cmdTarget: target add|list, the payroll vendors dispatch sends to.
@@ -37,7 +38,7 @@ func cmdTarget(ctx context.Context, sub string, args []string, stdout, stderr io
 func cmdTargetAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, g := newFlagSet("target add", stderr)
 	var t outbound.Target
-	fs.StringVar(&t.URL, "url", "", "the vendor's batch endpoint, http:// or https:// (required)")
+	fs.StringVar(&t.URL, "url", "", "the vendor's batch endpoint, http:// or https://, no user:password@, not a link-local or cloud metadata address (required)")
 	fs.StringVar(&t.TokenFile, "token-file", "", "file whose first line is the bearer token (read at each run; the token is not stored)")
 	fs.Float64Var(&t.RateLimit, "rate-limit", outbound.DefaultRateLimit, "the vendor's limit in requests per second; payintake stays at 80% of it (0: no limit)")
 	fs.IntVar(&t.ChunkSize, "chunk-size", 0, "lines per request (default 200; 40 with --no-line-status)")
@@ -55,6 +56,9 @@ func cmdTargetAdd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	t.Name, t.LineStatus = pos[0], !*noLineStatus
 	if t.URL == "" {
 		return usagef("target add %s needs --url URL", t.Name)
+	}
+	if t.URL, err = egress.ParseURL(t.URL); err != nil {
+		return usagef("--url: %v", err)
 	}
 	if t.RateLimit < 0 || t.ChunkSize < 0 || t.MaxAttempts < 1 || t.RetryBase < 0 || t.Timeout <= 0 {
 		return usagef("--rate-limit, --chunk-size and --retry-base cannot be negative, --max-attempts is at least 1 and --timeout more than 0")

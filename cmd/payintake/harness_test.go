@@ -11,7 +11,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/payintake/payintake/internal/syncbuf"
 	"io"
 	"net"
 	"net/http"
@@ -25,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/payintake/payintake/internal/syncbuf"
 
 	"github.com/pkg/sftp"
 	"github.com/riverqueue/river"

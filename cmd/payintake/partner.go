@@ -7,13 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/egress"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/pgp"
 	"github.com/payintake/payintake/records"
@@ -117,12 +117,14 @@ func partnerSettings() []partnerSetting {
 				u.UnknownEmployee = &v
 				return nil
 			}},
-		{flag: "notify-url", usage: "http(s) URL that result notifications are POSTed to, signed with the partner's webhook secret; empty: none",
+		{flag: "notify-url", usage: "http(s) URL that result notifications are POSTed to, signed with the partner's webhook secret (no user:password@, not a link-local or cloud metadata address); empty: none",
 			check: func(v string, u *records.PartnerUpdate) error {
 				if v != "" {
-					if p, err := url.Parse(v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || strings.ContainsAny(v, " \t\n") {
-						return usagef("--notify-url %q: give an absolute http:// or https:// URL", v)
+					n, err := egress.ParseURL(v)
+					if err != nil {
+						return usagef("--notify-url: %v", err)
 					}
+					v = n
 				}
 				u.NotifyURL = &v
 				return nil

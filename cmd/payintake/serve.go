@@ -23,6 +23,7 @@ import (
 	outbound "github.com/payintake/payintake/dispatch"
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/intake/httpapi"
+	"github.com/payintake/payintake/intake/sftpd"
 	"github.com/payintake/payintake/notify"
 	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/records"
@@ -43,9 +44,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	workers := fs.Int("workers", 4, "files processed at once by this process (0: only receive; another serve processes)")
 	maxConns := fs.Int("db-max-conns", 20, "database connections at most (at least 2 per worker plus 2)")
 	maxSize := fs.String("max-file-size", "1GiB", "largest file accepted over SFTP (bytes, or with KiB, MiB, GiB)")
-	idleTimeout := fs.Duration("sftp-idle-timeout", intake.DefaultIdleTimeout, "an SFTP connection with no traffic for this long is closed (uploads left open can be resumed)")
-	maxSessions := fs.Int("sftp-max-sessions", intake.DefaultMaxSessions, "SFTP connections one partner may have logged in to this process at once")
-	resumeWindow := fs.Duration("sftp-resume-window", intake.DefaultResumeWindow, "an SFTP upload cut off (or temp-named, never renamed) can be resumed this long after its last write")
+	idleTimeout := fs.Duration("sftp-idle-timeout", sftpd.DefaultIdleTimeout, "an SFTP connection with no traffic for this long is closed (uploads left open can be resumed)")
+	maxSessions := fs.Int("sftp-max-sessions", sftpd.DefaultMaxSessions, "SFTP connections one partner may have logged in to this process at once")
+	resumeWindow := fs.Duration("sftp-resume-window", sftpd.DefaultResumeWindow, "an SFTP upload cut off (or temp-named, never renamed) can be resumed this long after its last write")
 	jobTimeout := fs.Duration("job-timeout", intake.DefaultJobTimeout, "longest processing of one file; then it is cancelled and retried")
 	orphanAfter := fs.Duration("orphan-after", intake.DefaultOrphanAfter, "a received file left unprocessed by a stopped process is queued again after this long")
 	readTimeout := fs.Duration("http-read-timeout", 5*time.Minute, "longest time to read one HTTP request, body included (a 64 MiB submission needs about 220 KB/s)")
@@ -112,17 +113,19 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	hostKey, err := intake.LoadOrCreateHostKey(filepath.Join(dataDir, intake.HostKeyFile))
+	hostKey, err := sftpd.LoadOrCreateHostKey(filepath.Join(dataDir, sftpd.HostKeyFile))
 	if err != nil {
 		return err
 	}
 	log.Info("ssh host key", "fingerprint", ssh.FingerprintSHA256(hostKey.PublicKey()), "type", hostKey.PublicKey().Type())
 	spool := filepath.Join(dataDir, "spool")
-	intake.CleanSpool(spool, 24*time.Hour)
+	sftpd.CleanSpool(spool, 24*time.Hour)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := intake.NewMetrics(reg)
+	// An OpenPGP upload's plaintext is bounded as a plain upload is.
+	e.intake.MaxPlaintext = maxFileSize
 	registerDBMetrics(reg, e.store.Pool())
 
 	// Outbound dispatch runs on the same River client, on a queue of its own.
@@ -134,9 +137,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	sftpSrv, err := intake.NewSFTPServer(intake.SFTPConfig{
+	sftpSrv, err := sftpd.New(sftpd.Config{
 		Store: e.store, HostKey: hostKey, SpoolDir: spool, MaxFileSize: maxFileSize,
-		Enqueue: queue.Enqueue, Metrics: metrics, Log: log.With("component", "sftp"),
+		Intake: e.intake, Enqueue: queue.Enqueue, Metrics: sftpd.NewMetrics(reg), Log: log.With("component", "sftp"),
 		IdleTimeout: *idleTimeout, MaxSessions: *maxSessions, ResumeWindow: *resumeWindow,
 	})
 	if err != nil {
@@ -399,7 +402,7 @@ func loopback(hostport string) string {
 func demoSFTP(ctx context.Context, d *demo) error {
 	st := d.e.store
 	keyPath := filepath.Join(d.dir, "id_ed25519")
-	if _, err := intake.EnsureKeyPair(keyPath, "payintake demo partner"); err != nil {
+	if _, err := sftpd.EnsureKeyPair(keyPath, "payintake demo partner"); err != nil {
 		return fmt.Errorf("demo key: %w", err)
 	}
 	pub, err := os.ReadFile(keyPath + ".pub")

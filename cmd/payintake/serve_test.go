@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/payintake/payintake/internal/syncbuf"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/payintake/payintake/internal/syncbuf"
 
 	"github.com/payintake/payintake/pgserver/pgtest"
 )

@@ -1,4 +1,4 @@
-package intake_test
+package sftpd_test
 
 // The client matrix: the SFTP clients partners run, installed from Debian
 // packages by .ci/run, driven as partners drive them. Every case checks the

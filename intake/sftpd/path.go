@@ -1,4 +1,4 @@
-package intake
+package sftpd
 
 // Path rules of the drop zone: what a client path may name, and which names
 // are accepted for uploads.

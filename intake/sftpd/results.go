@@ -1,4 +1,4 @@
-package intake
+package sftpd
 
 // /results: result files and review reports, read from the database.
 

@@ -1,4 +1,4 @@
-package intake
+package sftpd
 
 // The pre-login gate: what a connection may cost before it has logged in.
 //

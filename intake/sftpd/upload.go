@@ -1,4 +1,4 @@
-package intake
+package sftpd
 
 // Uploads to /inbox.
 //
@@ -6,7 +6,7 @@ package intake
 // server (not by the SFTP session): being written, cut off and waiting to be
 // resumed, or temp-named and waiting for a rename. Any connection of the
 // partner to this server sees it, resumes it or renames it, for
-// SFTPConfig.ResumeWindow after its last write; then it is discarded.
+// Config.ResumeWindow after its last write; then it is discarded.
 //
 // Open flags and offsets are honoured exactly or refused with a message:
 //
@@ -40,6 +40,7 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/records"
 )
 
@@ -156,13 +157,13 @@ func (p *pending) settle() {
 // ---- the server's pending files
 
 // pendingFile is the partner's pending file called name, or nil.
-func (s *SFTPServer) pendingFile(partner, name string) *pending {
+func (s *Server) pendingFile(partner, name string) *pending {
 	s.imu.Lock()
 	defer s.imu.Unlock()
 	return s.inbox[partner][name]
 }
 
-func (s *SFTPServer) pendingFiles(partner string) []*pending {
+func (s *Server) pendingFiles(partner string) []*pending {
 	s.imu.Lock()
 	defer s.imu.Unlock()
 	out := make([]*pending, 0, len(s.inbox[partner]))
@@ -175,7 +176,7 @@ func (s *SFTPServer) pendingFiles(partner string) []*pending {
 // newPending creates an empty pending file called name, replacing the one of
 // that name (discarded unless a handle is still writing it: that upload goes
 // on, on its own, and is received when closed).
-func (s *SFTPServer) newPending(partner, name string, writer *upload) (*pending, error) {
+func (s *Server) newPending(partner, name string, writer *upload) (*pending, error) {
 	s.imu.Lock()
 	files := s.inbox[partner]
 	if files == nil {
@@ -205,7 +206,7 @@ func (s *SFTPServer) newPending(partner, name string, writer *upload) (*pending,
 }
 
 // detach removes p from its partner's pending files (if still there).
-func (s *SFTPServer) detach(p *pending) {
+func (s *Server) detach(p *pending) {
 	s.imu.Lock()
 	defer s.imu.Unlock()
 	p.mu.Lock()
@@ -220,7 +221,7 @@ func (s *SFTPServer) detach(p *pending) {
 }
 
 // current tells whether p is the pending file its name shows.
-func (s *SFTPServer) current(p *pending) bool {
+func (s *Server) current(p *pending) bool {
 	s.imu.Lock()
 	defer s.imu.Unlock()
 	p.mu.Lock()
@@ -230,7 +231,7 @@ func (s *SFTPServer) current(p *pending) bool {
 }
 
 // discardIdle drops p and its bytes unless a handle is writing it.
-func (s *SFTPServer) discardIdle(p *pending, why string) bool {
+func (s *Server) discardIdle(p *pending, why string) bool {
 	p.mu.Lock()
 	if p.writer != nil || p.gone {
 		p.mu.Unlock()
@@ -246,7 +247,7 @@ func (s *SFTPServer) discardIdle(p *pending, why string) bool {
 }
 
 // sweep discards pending files not written to within the resume window.
-func (s *SFTPServer) sweep(now time.Time) {
+func (s *Server) sweep(now time.Time) {
 	s.imu.Lock()
 	var old []*pending
 	for _, files := range s.inbox {
@@ -266,7 +267,7 @@ func (s *SFTPServer) sweep(now time.Time) {
 
 // rename moves a pending file that no handle writes to another name, which
 // must be free of pending files being written.
-func (s *SFTPServer) renamePending(p *pending, to string) error {
+func (s *Server) renamePending(p *pending, to string) error {
 	s.imu.Lock()
 	p.mu.Lock()
 	if p.writer != nil {
@@ -651,7 +652,7 @@ func (u *upload) Close() error {
 			fs.srv.discardIdle(p, "a newer upload of the same name replaced it")
 		}
 		fs.srv.m.uploads.WithLabelValues(reason).Inc()
-		fs.srv.m.envelopes.WithLabelValues("sftp", records.StatusIncomplete).Inc()
+		fs.srv.cfg.Intake.Metrics.Incomplete("sftp")
 		ctx, cancel := fs.bgCtx(30 * time.Second)
 		defer cancel()
 		if err := fs.srv.cfg.Store.MarkIncomplete(ctx, fs.partner, name, "sftp", size); err != nil {
@@ -695,7 +696,7 @@ func (fs *partnerFS) receive(p *pending) error {
 	defer cancel()
 	// Submit writes the upload's one log line ("envelope received") with
 	// this session's logger.
-	res, err := fs.srv.cfg.Intake.Submit(ctx, Submission{
+	res, err := fs.srv.cfg.Intake.Submit(ctx, intake.Submission{
 		Partner: fs.partner, Name: name, Source: "sftp", Path: p.spool,
 		SHA256: sum, Size: size, ModTime: mtime, Stream: stream, Enqueue: fs.srv.cfg.Enqueue,
 		Log: fs.log, Started: p.started,

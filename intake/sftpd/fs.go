@@ -1,4 +1,4 @@
-package intake
+package sftpd
 
 // The partner's view of the drop zone, served by pkg/sftp's request server.
 //
@@ -6,8 +6,8 @@ package intake
 //	/inbox     the login directory; write-only. It shows the partner's files
 //	           not received yet (being uploaded, cut off and waiting to be
 //	           resumed, temp-named and waiting for a rename; see
-//	           sftpupload.go) and the files received over SFTP within
-//	           SFTPConfig.InboxWindow, with their size and time (the time the
+//	           upload.go) and the files received over SFTP within
+//	           Config.InboxWindow, with their size and time (the time the
 //	           client set, else when it arrived). Received files come from the
 //	           database, so every connection and every server on the database
 //	           shows them. Nothing in /inbox can be read back, and a received
@@ -42,7 +42,7 @@ const maxInboxListing = 10000
 // partnerFS is one SFTP session of one partner.
 type partnerFS struct {
 	ctx     context.Context
-	srv     *SFTPServer
+	srv     *Server
 	partner string
 	log     *slog.Logger
 	conn    *idleConn // nil in tests of the view alone
@@ -51,7 +51,7 @@ type partnerFS struct {
 	open int // upload handles open on this session
 }
 
-func newPartnerFS(ctx context.Context, srv *SFTPServer, partner string, log *slog.Logger) *partnerFS {
+func newPartnerFS(ctx context.Context, srv *Server, partner string, log *slog.Logger) *partnerFS {
 	return &partnerFS{ctx: ctx, srv: srv, partner: partner, log: log}
 }
 

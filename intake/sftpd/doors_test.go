@@ -1,4 +1,4 @@
-package intake_test
+package sftpd_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package intake
+package sftpd
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/records"
 )
 
@@ -32,12 +33,12 @@ const (
 	maxUploadsPerSession    = 16
 )
 
-// SFTPConfig configures the drop zone.
-type SFTPConfig struct {
+// Config configures the drop zone.
+type Config struct {
 	Store *records.Store
 	// Intake is what complete uploads are submitted to (Intake.Submit);
-	// nil: one on Store, with Log and Metrics.
-	Intake  *Intake
+	// nil: one on Store, with Log.
+	Intake  *intake.Intake
 	HostKey ssh.Signer
 	// SpoolDir holds uploads while they are written (never a partner-chosen
 	// name: spool files are named by the server).
@@ -84,11 +85,11 @@ const (
 // DefaultInboxWindow is how long /inbox shows a received file.
 const DefaultInboxWindow = 7 * 24 * time.Hour
 
-// SFTPServer is the partners' SFTP drop zone: /inbox to upload, /results to
+// Server is the partners' SFTP drop zone: /inbox to upload, /results to
 // download. Everything a partner sees comes from the database, so several
 // servers on one database show the same.
-type SFTPServer struct {
-	cfg     SFTPConfig
+type Server struct {
+	cfg     Config
 	log     *slog.Logger
 	m       *Metrics
 	limiter *loginLimiter
@@ -107,8 +108,8 @@ type SFTPServer struct {
 	sessions map[string]int // logged-in connections per partner
 }
 
-// NewSFTPServer checks cfg and prepares the spool folder.
-func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
+// New checks cfg and prepares the spool folder.
+func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil || cfg.HostKey == nil || cfg.SpoolDir == "" {
 		return nil, errors.New("sftp server: Store, HostKey and SpoolDir are required")
 	}
@@ -146,13 +147,12 @@ func NewSFTPServer(cfg SFTPConfig) (*SFTPServer, error) {
 		cfg.Metrics = NewMetrics(nil)
 	}
 	if cfg.Intake == nil {
-		cfg.Intake = New(cfg.Store, cfg.Log)
-		cfg.Intake.Metrics = cfg.Metrics
+		cfg.Intake = intake.New(cfg.Store, cfg.Log)
 	}
 	if err := os.MkdirAll(cfg.SpoolDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create spool folder: %w", err)
 	}
-	return &SFTPServer{
+	return &Server{
 		cfg: cfg, log: cfg.Log, m: cfg.Metrics,
 		limiter: &loginLimiter{base: cfg.LoginDelay, max: cfg.MaxLoginDelay, window: loginFailureWindow,
 			m: map[string]*failures{}},
@@ -179,7 +179,7 @@ func CleanSpool(dir string, age time.Duration) {
 
 // Serve accepts connections on ln until ctx is done, then closes every
 // connection (uploads still open are recorded as incomplete) and returns.
-func (s *SFTPServer) Serve(ctx context.Context, ln net.Listener) error {
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer s.shutdown()
@@ -218,7 +218,7 @@ func (s *SFTPServer) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // sweepEvery discards expired unfinished uploads until ctx is done.
-func (s *SFTPServer) sweepEvery(ctx context.Context, d time.Duration) {
+func (s *Server) sweepEvery(ctx context.Context, d time.Duration) {
 	every(ctx, d, func(now time.Time) bool { s.sweep(now); return true })
 }
 
@@ -240,7 +240,7 @@ func every(ctx context.Context, d time.Duration, f func(now time.Time) bool) {
 
 // shutdown closes every connection and drops the unfinished uploads' spool
 // files (a restarted server cannot resume them).
-func (s *SFTPServer) shutdown() {
+func (s *Server) shutdown() {
 	defer func() {
 		s.imu.Lock()
 		defer s.imu.Unlock()
@@ -294,7 +294,7 @@ var errKeyCheckUnavailable = errors.New("key check unavailable")
 var errTooManySessions = errors.New("too many sessions")
 
 // takeSession reserves one of the partner's session slots.
-func (s *SFTPServer) takeSession(partner string) bool {
+func (s *Server) takeSession(partner string) bool {
 	s.smu.Lock()
 	defer s.smu.Unlock()
 	if s.sessions[partner] >= s.cfg.MaxSessions {
@@ -304,7 +304,7 @@ func (s *SFTPServer) takeSession(partner string) bool {
 	return true
 }
 
-func (s *SFTPServer) releaseSession(partner string) {
+func (s *Server) releaseSession(partner string) {
 	s.smu.Lock()
 	defer s.smu.Unlock()
 	if s.sessions[partner]--; s.sessions[partner] <= 0 {
@@ -312,7 +312,7 @@ func (s *SFTPServer) releaseSession(partner string) {
 	}
 }
 
-func (s *SFTPServer) serverConfig(ctx context.Context, st *authState) *ssh.ServerConfig {
+func (s *Server) serverConfig(ctx context.Context, st *authState) *ssh.ServerConfig {
 	check := func(user, fp string) error {
 		if !records.ValidPartnerID(user) {
 			// Malformed input (invalid UTF-8, odd characters, too long) is an
@@ -420,7 +420,7 @@ func remoteIP(c net.Conn) string {
 	return host
 }
 
-func (s *SFTPServer) handleConn(ctx context.Context, c net.Conn) {
+func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 	ip := remoteIP(c)
 	log := s.log.With("conn", newConnID(), "remote", c.RemoteAddr().String())
 	bc := newBannerConn(c)
@@ -526,7 +526,7 @@ func errString(err error) string {
 }
 
 // session serves one SSH session channel: the sftp subsystem and nothing else.
-func (s *SFTPServer) session(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request, partner string, ic *idleConn, log *slog.Logger) {
+func (s *Server) session(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request, partner string, ic *idleConn, log *slog.Logger) {
 	defer ch.Close()
 	started := false
 	done := make(chan struct{})
@@ -574,7 +574,7 @@ func subsystemName(payload []byte) string {
 	return string(payload[4 : 4+n])
 }
 
-func (s *SFTPServer) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, ic *idleConn, log *slog.Logger) {
+func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, ic *idleConn, log *slog.Logger) {
 	fs := newPartnerFS(ctx, s, partner, log)
 	fs.conn = ic
 	h := sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs}
@@ -628,7 +628,7 @@ func (c *idleConn) working() func() {
 
 // closeWhenIdle closes the connection once it has been idle for
 // IdleTimeout (uploads left open are then cut off, kept to be resumed).
-func (s *SFTPServer) closeWhenIdle(ctx context.Context, ic *idleConn, sconn *ssh.ServerConn, log *slog.Logger) {
+func (s *Server) closeWhenIdle(ctx context.Context, ic *idleConn, sconn *ssh.ServerConn, log *slog.Logger) {
 	limit := s.cfg.IdleTimeout
 	every(ctx, limit/8, func(now time.Time) bool {
 		if ic.busy.Load() > 0 || now.Sub(time.Unix(0, ic.last.Load())) < limit {

@@ -1,4 +1,4 @@
-package intake_test
+package sftpd_test
 
 import (
 	"bytes"
@@ -7,8 +7,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/payintake/payintake/internal/syncbuf"
-	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"net"
@@ -21,12 +19,17 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/payintake/payintake/internal/syncbuf"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/pkg/sftp"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/intake/sftpd"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
@@ -38,7 +41,7 @@ type dropZone struct {
 	ctx     context.Context
 	url     string
 	store   *records.Store
-	srv     *intake.SFTPServer
+	srv     *sftpd.Server
 	addr    string
 	hostKey ssh.PublicKey
 	spool   string
@@ -109,11 +112,11 @@ type zoneOpts struct {
 	workers     int    // -1: none (insert only)
 	maxFileSize int64
 	loginDelay  time.Duration
-	resume      time.Duration // SFTPConfig.ResumeWindow
-	idle        time.Duration // SFTPConfig.IdleTimeout
-	maxSessions int           // SFTPConfig.MaxSessions
+	resume      time.Duration // Config.ResumeWindow
+	idle        time.Duration // Config.IdleTimeout
+	maxSessions int           // Config.MaxSessions
 	tracing     trace.TracerProvider
-	clock       *testClock // SFTPConfig.Now; nil: the real clock
+	clock       *testClock // Config.Now; nil: the real clock
 }
 
 // testClock is the real clock plus a lead the test gives it (Advance), so
@@ -175,9 +178,9 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 		}
 		return err
 	}
-	srv, err := intake.NewSFTPServer(intake.SFTPConfig{
+	srv, err := sftpd.New(sftpd.Config{
 		Store: st, HostKey: hk, SpoolDir: spool, MaxFileSize: o.maxFileSize,
-		Enqueue: enqueue, Log: log, LoginDelay: o.loginDelay, Metrics: m, ResumeWindow: o.resume,
+		Intake: in, Enqueue: enqueue, Log: log, LoginDelay: o.loginDelay, Metrics: sftpd.NewMetrics(reg), ResumeWindow: o.resume,
 		IdleTimeout: o.idle, MaxSessions: o.maxSessions, Now: nowOf(o.clock),
 	})
 	if err != nil {
