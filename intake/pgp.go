@@ -39,13 +39,28 @@ func (in *Intake) maxPlaintext() int64 {
 	return DefaultMaxPlaintext
 }
 
+// SealerOf is records.Options.Sealer: what seals partner's files (a
+// review report written after its submission was processed), or nil when
+// the platform or the partner has no OpenPGP key.
+func SealerOf(ctx context.Context, st *records.Store, partner string) (*records.Sealer, error) {
+	keys, err := pgpKeys(ctx, st, partner)
+	if err != nil || !keys.CanSeal() {
+		return nil, err
+	}
+	return sealer(keys), nil
+}
+
 // pgpKeys are the platform's active keys and the partner's current ones.
 func (in *Intake) pgpKeys(ctx context.Context, partner string) (*pgp.Keys, error) {
-	secrets, err := in.Store.PlatformPGPSecrets(ctx)
+	return pgpKeys(ctx, in.Store, partner)
+}
+
+func pgpKeys(ctx context.Context, st *records.Store, partner string) (*pgp.Keys, error) {
+	secrets, err := st.PlatformPGPSecrets(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pks, err := in.Store.PartnerPGPKeys(ctx, partner, false)
+	pks, err := st.PartnerPGPKeys(ctx, partner, false)
 	if err != nil {
 		return nil, err
 	}

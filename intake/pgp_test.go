@@ -296,3 +296,68 @@ func TestPGPOverHTTP(t *testing.T) {
 		t.Error("other plaintext under the key was accepted")
 	}
 }
+
+// TestPGPReviewReport: a held change of a partner whose files go sealed,
+// decided by a reviewer: its review report is sealed in the decision's
+// transaction, listed as NAME.review.csv.pgp, and every read gives the
+// same bytes, which gpg opens.
+func TestPGPReviewReport(t *testing.T) {
+	ctx := context.Background()
+	st, err := records.Open(ctx, pgtest.New(t), records.Options{SecretKeys: pgtest.TestSecretKeys, Sealer: intake.SealerOf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	in := intake.New(st, nil)
+	s := newPGPSide(t, st, in, "acme", records.PGPRequire, "ed25519", false)
+	if _, out := s.ingest("jan.csv.gpg", s.seal(pgpPayroll)); out.Counts["created"] != 2 {
+		t.Fatalf("first file: %v", out.Counts)
+	}
+	if _, err := st.LockPeriod(ctx, "acme", "2026-11", records.LockApproved, "lead"); err != nil {
+		t.Fatal(err)
+	}
+	got, out := s.ingest("jan-fix.csv.gpg", s.seal(strings.Replace(pgpPayroll, "3100.50", "3300.50", 1)))
+	if out.Counts["held"] != 1 {
+		t.Fatalf("correction: %v", out.Counts)
+	}
+	xs, err := st.Exceptions(ctx, records.ExceptionFilter{Partner: "acme", Status: records.ExceptionOpen})
+	if err != nil || len(xs) != 1 {
+		t.Fatalf("exceptions: %v %v", xs, err)
+	}
+	if _, err := st.Decide(ctx, records.Decision{ExceptionID: xs[0].ID, Approve: true, Reviewer: "lead", Note: "confirmed"}); err != nil {
+		t.Fatal(err)
+	}
+	rrs, err := st.ReviewReports(ctx, "acme")
+	if err != nil || len(rrs) != 1 || rrs[0].Name != "jan-fix.review.csv.pgp" || !rrs[0].Sealed || rrs[0].EnvelopeID != got.ID {
+		t.Fatalf("review reports: %+v %v", rrs, err)
+	}
+	var first, again bytes.Buffer
+	if err := st.ReviewReport(ctx, got.ID, &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ReviewReport(ctx, got.ID, &again); err != nil || !bytes.Equal(first.Bytes(), again.Bytes()) || int64(first.Len()) != rrs[0].Size {
+		t.Errorf("second read differs or size %d is not the listed %d: %v", first.Len(), rrs[0].Size, err)
+	}
+	if r := s.Open(first.Bytes(), s.Platform); !strings.Contains(r, ",approved,") || !strings.Contains(r, "confirmed") {
+		t.Errorf("decrypted review report:\n%s", r)
+	}
+	// Over HTTP: the same bytes, as application/pgp-encrypted.
+	api := httptest.NewServer(httpapi.New(in, partnerauth.New(st), httpapi.Config{SpoolDir: t.TempDir()}).Handler())
+	t.Cleanup(api.Close)
+	tok, err := st.IssueAPIToken(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", fmt.Sprintf("%s/v1/submissions/%d/review.csv", api.URL, got.ID), nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != intake.PGPContentType ||
+		!strings.Contains(resp.Header.Get("Content-Disposition"), "jan-fix.review.csv.pgp") || !bytes.Equal(body, first.Bytes()) {
+		t.Errorf("GET review.csv: %d %v, same bytes %v", resp.StatusCode, resp.Header, bytes.Equal(body, first.Bytes()))
+	}
+}

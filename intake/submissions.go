@@ -171,6 +171,11 @@ func (in *Intake) ResultFile(ctx context.Context, env, out Envelope, original bo
 
 // ReviewReport writes the review report of out (an outcome envelope) to w,
 // or returns ErrNotFound while it has open exceptions (or never had any).
-func (in *Intake) ReviewReport(ctx context.Context, out Envelope, w io.Writer) error {
-	return in.Store.ReviewReport(ctx, out.ID, w)
+// sealed tells whether it was sealed for the partner (OpenPGP): the bytes
+// written are then the sealed ones.
+func (in *Intake) ReviewReport(ctx context.Context, out Envelope, w io.Writer) (sealed bool, err error) {
+	if _, sealed, err = in.Store.Sealed(ctx, out.ID, records.SealedReview); err != nil {
+		return false, err
+	}
+	return sealed, in.Store.ReviewReport(ctx, out.ID, w)
 }

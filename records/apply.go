@@ -184,8 +184,16 @@ func (s *Store) process(ctx context.Context, id int64, plan Planner, skipBusyPar
 			env.Seq = pl.Seq
 			err = s.apply(ctx, tx, &env, pl)
 		}
-		if err != nil || pl.Seal == nil {
+		if err != nil {
 			return err
+		}
+		// A later file supersedes held changes: review reports it completes
+		// are sealed as decisions' are.
+		if err := s.sealReviews(ctx, tx, env.PartnerID); err != nil {
+			return err
+		}
+		if pl.Seal == nil {
+			return nil
 		}
 		// Sealed in the transaction that stores the result: the sealed
 		// bytes are the outcome the partner reads, every time.

@@ -19,6 +19,7 @@ var (
 	sqlAddSealedResult    = query("AddSealedResult")
 	sqlSealedResultChunks = query("SealedResultChunks")
 	sqlSealedResult       = query("SealedResult")
+	sqlReviewsToSeal      = query("ReviewsToSeal")
 )
 
 // EnvelopePGP is what an OpenPGP upload was, decided when it was received
@@ -149,21 +150,48 @@ func (c *sealedSource) Values() ([]any, error) { return []any{c.id, c.kind, c.n 
 func (s *Store) sealResult(ctx context.Context, tx pgx.Tx, env *Envelope, sl *Sealer) error {
 	name := ResultName(PlainName(env.FileName))
 	return s.storeSealed(ctx, tx, env.ID, SealedResult, name, sl, func(w io.Writer) error {
-		rows, err := tx.Query(ctx, sqlResultChunks, env.ID)
-		if err != nil {
-			return fmt.Errorf("read result of envelope %d: %w", env.ID, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if _, err := w.Write(rows.RawValues()[0]); err != nil {
-				return fmt.Errorf("seal result: %w", err)
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("read result of envelope %d: %w", env.ID, err)
-		}
-		return nil
+		return copyChunks(ctx, tx, w, fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
 	})
+}
+
+// sealReviews seals, in tx, the review reports of partner's submissions
+// whose results go back sealed and that have none sealed yet: those the
+// trigger on exceptions wrote in tx. Without a sealer (Options.Sealer)
+// they stay plain.
+func (s *Store) sealReviews(ctx context.Context, tx pgx.Tx, partner string) error {
+	if s.sealer == nil {
+		return nil
+	}
+	rows, err := tx.Query(ctx, sqlReviewsToSeal, partner)
+	if err != nil {
+		return fmt.Errorf("read review reports to seal: %w", err)
+	}
+	type report struct {
+		id   int64
+		name string
+		data []byte
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (report, error) {
+		var x report
+		return x, r.Scan(&x.id, &x.name, &x.data)
+	})
+	if err != nil || len(all) == 0 {
+		return err
+	}
+	sl, err := s.sealer(ctx, s, partner)
+	if err != nil || sl == nil {
+		return err
+	}
+	for _, x := range all {
+		err := s.storeSealed(ctx, tx, x.id, SealedReview, ReviewReportName(x.name), sl, func(w io.Writer) error {
+			_, err := w.Write(x.data)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SealedInfo describes a sealed result or review report.
@@ -189,18 +217,5 @@ func (s *Store) Sealed(ctx context.Context, id int64, kind string) (SealedInfo, 
 // WriteSealed streams the stored sealed result (or review report) of the
 // envelope id (not following replays: give the outcome's id) to w.
 func (s *Store) WriteSealed(ctx context.Context, id int64, kind string, w io.Writer) error {
-	rows, err := s.pool.Query(ctx, sqlSealedResultChunks, id, kind)
-	if err != nil {
-		return fmt.Errorf("read the sealed %s of envelope %d: %w", kind, id, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if _, err := w.Write(rows.RawValues()[0]); err != nil {
-			return fmt.Errorf("write the sealed %s: %w", kind, err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read the sealed %s of envelope %d: %w", kind, id, err)
-	}
-	return nil
+	return copyChunks(ctx, s.pool, w, fmt.Sprintf("sealed %s of envelope %d", kind, id), sqlSealedResultChunks, id, kind)
 }

@@ -17,3 +17,12 @@ SELECT data FROM sealed_result_chunks WHERE envelope_id = $1 AND kind = $2 ORDER
 
 -- name: SealedResult
 SELECT recipient, signer, size FROM sealed_results WHERE envelope_id = $1 AND kind = $2;
+
+-- name: ReviewsToSeal
+SELECT r.envelope_id, e.file_name, r.data
+FROM envelope_reviews r
+JOIN envelopes e ON e.id = r.envelope_id
+JOIN envelope_pgp p ON p.envelope_id = r.envelope_id AND p.seal_results
+WHERE e.partner_id = $1
+	AND NOT EXISTS (SELECT 1 FROM sealed_results s WHERE s.envelope_id = r.envelope_id AND s.kind = 'review')
+ORDER BY r.envelope_id;

@@ -52,20 +52,7 @@ func (s *Store) writeResult(ctx context.Context, id int64, w io.Writer, sealed b
 			return s.WriteSealed(ctx, env.ID, SealedResult, w)
 		}
 	}
-	rows, err := s.pool.Query(ctx, sqlResultChunks, env.ID)
-	if err != nil {
-		return fmt.Errorf("read result of envelope %d: %w", env.ID, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if _, err := w.Write(rows.RawValues()[0]); err != nil {
-			return fmt.Errorf("write result: %w", err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read result of envelope %d: %w", env.ID, err)
-	}
-	return nil
+	return copyChunks(ctx, s.pool, w, fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
 }
 
 // ResultRow is one row of a result file, as its cells say.

@@ -149,7 +149,7 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 	// secrets sealed under a key this process would then not have.
 	var sealedExist bool
 	opts := records.Options{MaxConns: maxConns, Logger: log, TracerProvider: e.tracing,
-		SecretKeys: g.secretKeyLoader(func() bool { return !sealedExist })}
+		SecretKeys: g.secretKeyLoader(func() bool { return !sealedExist }), Sealer: intake.SealerOf}
 	if fault.Enabled() { // crash tests only: PAYINTAKE_FAULT
 		opts.QueryTracer = fault.Tracer{}
 	}

@@ -465,7 +465,7 @@ func (a *API) getReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b bytes.Buffer
-	err := a.in.ReviewReport(r.Context(), out, &b)
+	sealed, err := a.in.ReviewReport(r.Context(), out, &b)
 	if errors.Is(err, intake.ErrNotFound) {
 		w.Header().Set("Retry-After", "60") // reviewers decide in human time
 		writeProblem(w, newProblem(http.StatusConflict, "not_ready",
@@ -476,7 +476,13 @@ func (a *API) getReview(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, r, "read review report", err)
 		return
 	}
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", intake.ReviewReportName(env.FileName)))
+	name := intake.ReviewReportName(env.FileName)
+	if sealed {
+		w.Header().Set("Content-Type", intake.PGPContentType)
+		name += intake.SealedSuffix
+	} else {
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
 	_, _ = w.Write(b.Bytes())
 }
