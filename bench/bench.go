@@ -108,8 +108,8 @@ func Run(ctx context.Context, in *intake.Intake, opt Options) (Result, error) {
 		n, err := f.WriteTo(out)
 		if err == nil {
 			// Written out now, outside the clock: left to the kernel, the
-			// four files of a 1,000,000-row run (230 MB) were written back
-			// ~30 s later, inside whichever step ran then.
+			// four files of a 1,000,000-row run (230 MB) would be written
+			// back ~30 s later, inside whichever step ran then.
 			err = out.Sync()
 		}
 		if cerr := out.Close(); err == nil {

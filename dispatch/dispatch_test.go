@@ -201,21 +201,23 @@ func TestResponseTable(t *testing.T) {
 		e.checkPaidOnce(e.expectedKeys("2026-11"))
 	})
 	t.Run("207 mixed and missing lines", func(t *testing.T) {
-		e := newEnv(t, Target{ChunkSize: 6, MaxAttempts: 5})
-		e.ingest("a.csv", payroll(6, "2026-11"))
+		e := newEnv(t, Target{ChunkSize: 7, MaxAttempts: 5})
+		e.ingest("a.csv", payroll(7, "2026-11"))
 		e.lock("2026-11")
 		e.v.script = func(n int, r vendorReq) answer {
 			if n > 0 {
 				return answer{status: 200}
 			}
 			return answer{status: 207, results: func(keys []string) []map[string]any {
-				// 0 ok, 1 409 (already), 2 503 (retry), 3 422 (dead), 4 missing, 5 302 ok
+				// 0 ok, 1 409 (already), 2 503 (retry), 3 422 (dead), 4 missing, 5 201 ok,
+				// 6 302 (a redirect is never a payment: dead)
 				return []map[string]any{
 					{"key": keys[0], "status": 200, "detail": "paid"},
 					{"key": keys[1], "status": 409, "detail": "already paid"},
 					{"key": keys[2], "status": 503, "detail": "busy"},
 					{"key": keys[3], "status": 422, "detail": "unknown employee"},
 					{"key": keys[5], "status": 201, "detail": "paid"},
+					{"key": keys[6], "status": 302, "detail": "moved"},
 				}
 			}}
 		}
@@ -231,7 +233,11 @@ func TestResponseTable(t *testing.T) {
 			t.Errorf("the later chunk needs its own key")
 		}
 		st := e.status("2026-11")[0]
-		if st.Succeeded != 5 || st.Failed != 1 || st.DeadLetters[0].Status != 422 || st.DeadLetters[0].Detail != "unknown employee" {
+		dead := map[int]string{}
+		for _, d := range st.DeadLetters {
+			dead[d.Status] = d.Detail
+		}
+		if st.Succeeded != 5 || st.Failed != 2 || dead[422] != "unknown employee" || dead[302] != "moved" {
 			t.Errorf("status %+v", st)
 		}
 	})

@@ -511,7 +511,7 @@ func (s *sender) multiStatus(ctx context.Context, log *slog.Logger, chunk []line
 		switch {
 		case !ok:
 			o.state, o.detail = StatePending, "missing from the 207 answer"
-		case r.status < 400 || r.status == http.StatusConflict:
+		case paidStatus(r.status):
 			o.state, o.status, o.detail = StateSucceeded, r.status, r.detail
 		case retryable(r.status):
 			o.state, o.status, o.detail = StatePending, r.status, r.detail
@@ -538,4 +538,13 @@ func (s *sender) settle(ctx context.Context, log *slog.Logger, chunk []line, cur
 		outs[i].requeue = requeue && outs[i].state == StatePending
 	}
 	return s.rec.submit(ctx, answered{outs: outs, chunk: chunk, log: log, cursor: cursor})
+}
+
+// paidStatus says whether a line's own status in a 207 answer means the
+// vendor has the line: a 2xx, or 409 (it had it already). A 3xx is never a
+// payment, here as for a whole chunk: the line is dead-lettered for an
+// operator, who can see whether the vendor has it, and never sent again
+// by itself.
+func paidStatus(status int) bool {
+	return status >= 200 && status < 300 || status == http.StatusConflict
 }

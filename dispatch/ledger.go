@@ -422,12 +422,12 @@ const analyzeAbove = 2000
 // analyze refreshes the statistics of the due lines. The lock that opened a
 // run has just added its lines, and autovacuum has not looked yet: with the
 // old statistics the planner believes the run has one pending line and
-// joins an answer's 5,000 ids against it by scanning the run for each (6 s
-// a statement at 100,000 lines instead of 0.1 s). It samples at most 30,000
-// rows (default_statistics_target), so it costs the same at any size, and
-// only the columns the dispatcher's statements filter on (the table's row
-// count is refreshed whatever the columns): a third of the time of all
-// fifteen (~60 instead of ~170 ms at 100,000 lines).
+// joins an answer's 5,000 ids against it by scanning the run for each
+// (seconds a statement at 100,000 lines instead of a tenth). It samples at
+// most 30,000 rows (default_statistics_target), so it costs the same at any
+// size, and only the columns the dispatcher's statements filter on (the
+// table's row count is refreshed whatever the columns): a third of the time
+// of all fifteen.
 func (s *Store) analyze(ctx context.Context) error {
 	if _, err := s.pool.Exec(ctx, `ANALYZE dispatch_due (run_id, state, round)`); err != nil {
 		return fmt.Errorf("refresh the statistics of the due lines: %w", err)

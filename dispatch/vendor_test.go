@@ -105,7 +105,7 @@ func (v *vendor) serve(w http.ResponseWriter, r *http.Request) {
 	if a.results != nil && a.pay == nil {
 		pays = nil
 		for _, r := range a.results(req.lines) {
-			if st := r["status"].(int); st < 400 || st == 409 {
+			if st := r["status"].(int); st >= 200 && st < 300 || st == 409 {
 				pays = append(pays, r["key"].(string))
 			}
 		}

@@ -47,11 +47,12 @@ const (
 // LISTEN/NOTIFY when its transaction commits, and a worker fetches it at
 // once unless it fetched less than the cooldown ago — which it usually has,
 // since a worker that finishes a file fetches again. River's default, 100
-// ms, added 14-50 ms (median; up to 100 ms) between the commit of a
-// received file and the start of its processing; 10 ms adds 3 ms (at most
-// 11-21 ms; BENCHMARKS.md, BenchmarkQueueHandoff). A fetch is one indexed UPDATE of River's job
-// table, made only when a job was announced or finished and a worker is
-// free, so the cost is bounded by the jobs, not by time.
+// ms, adds tens of milliseconds (up to 100) between the commit of a
+// received file and the start of its processing, a large share of a small
+// file's latency; 10 ms adds a few (BenchmarkQueueHandoff measures it). A
+// fetch is one indexed UPDATE of River's job table, made only when a job
+// was announced or finished and a worker is free, so the cost is bounded
+// by the jobs, not by time.
 const defaultFetchCooldown = 10 * time.Millisecond
 
 // QueueConfig tunes the background processing.

@@ -20,9 +20,8 @@ import (
 // The goroutines start at the first Next and stop at Close (or once the
 // file is read). A read is parallel when records.ReadOptions ask for it:
 // the store does for the reads the database waits for. While whole rows
-// are copied into the database, its backend needs the other core, and a
-// 1,000,000-row resubmission staged from parallel rows was no faster, in
-// some runs 1-2 s slower (BENCHMARKS.md, session 15).
+// are copied into the database, its backend needs the other core: a
+// parallel read would take it from the backend and make nothing faster.
 //
 // With KeysOnly, a valid row carries its natural key alone (no content
 // hash, no formatted numbers), which is all a first read for
@@ -67,11 +66,10 @@ func newRowSource(r *normalize.Reader, o records.ReadOptions, batches chan *rowB
 func keptBatches() int { return rowWorkers()*2 + 3 }
 
 // newBatch takes an empty batch, one kept if there is one. A batch is 512
-// rows of ~700 bytes (360 KB); allocated anew for every read, batches were
-// ~7 MB of the ~20 MB a 10,000-row file allocated, and their garbage made
-// the collector run and the runtime hand pages back to the OS and fault
-// them in again, on the cores the database needed (BENCHMARKS.md, session
-// 17).
+// rows of ~700 bytes (360 KB); allocated anew for every read, batches
+// would be about a third of what a 10,000-row file allocates, and their
+// garbage makes the collector run and the runtime hand pages back to the
+// OS and fault them in again, on the cores the database needs.
 func (s *rowSource) newBatch() *rowBatch {
 	select {
 	case b := <-s.batches:

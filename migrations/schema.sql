@@ -1169,6 +1169,7 @@ CREATE TABLE public.partners (
     dispatch_target text,
     notify_url text,
     pgp text DEFAULT 'off'::text NOT NULL,
+    allow_from cidr[] DEFAULT '{}'::cidr[] NOT NULL,
     CONSTRAINT partners_currency_check CHECK (((currency = ''::text) OR (currency ~ '^[A-Z]{3}$'::text))),
     CONSTRAINT partners_delimiter_check CHECK ((delimiter = ANY (ARRAY[''::text, ','::text, ';'::text, '|'::text, '	'::text]))),
     CONSTRAINT partners_id_check CHECK ((id ~ '^[a-z0-9][a-z0-9_.-]{0,62}$'::text)),
@@ -1358,7 +1359,7 @@ CREATE TABLE public.review_audit (
     exception_id bigint,
     partner_id text,
     detail text DEFAULT ''::text NOT NULL,
-    CONSTRAINT review_audit_via_check CHECK ((via = ANY (ARRAY['cli'::text, 'api'::text, 'console'::text])))
+    CONSTRAINT review_audit_via_check CHECK ((via = ANY (ARRAY['cli'::text, 'api'::text, 'console'::text, 'sftp'::text, 'http'::text, 'webhook'::text])))
 );
 
 --

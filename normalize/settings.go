@@ -262,9 +262,8 @@ func currencyIndex(code string) int {
 // currencyScales holds currencyScale's answer for every code of three
 // upper-case letters (-1: unknown), computed at the first use: a row's
 // currency is looked up up to three times (normalised, echoed, hashed),
-// and x/text's ParseISO cost ~0.1-0.2 µs a call, ~10% of a row's
-// normalising (BENCHMARKS.md, session 17). 17,576 bytes, never written
-// after.
+// and x/text's ParseISO costs ~0.1-0.2 µs a call, ~10% of a row's
+// normalising. 17,576 bytes, never written after.
 var currencyScales = sync.OnceValue(func() *[26 * 26 * 26]int8 {
 	var t [26 * 26 * 26]int8
 	for i := range t {

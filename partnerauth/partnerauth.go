@@ -15,18 +15,75 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payintake/payintake/records"
 )
 
 // Checker checks partners' credentials against the store.
 type Checker struct {
-	st *records.Store
+	st       *records.Store
+	refusals *prometheus.CounterVec
+}
+
+// Option adjusts a Checker.
+type Option func(*Checker)
+
+// WithMetrics registers the Checker's refusal counter on reg.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(c *Checker) { reg.MustRegister(c.refusals) }
 }
 
 // New returns a Checker on st.
-func New(st *records.Store) *Checker { return &Checker{st: st} }
+func New(st *records.Store, opts ...Option) *Checker {
+	c := &Checker{st: st, refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "payintake_partner_refusals_total",
+		Help: "A partner's valid credentials refused, by door (sftp, http, webhook) and reason (address_not_allowed: the client address is not in the partner's --allow-from).",
+	}, []string{"door", "reason"})}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// The doors a partner's credentials are used at, as AllowedFrom counts and
+// audits them.
+const (
+	DoorSFTP    = records.ViaSFTP
+	DoorHTTP    = records.ViaHTTP
+	DoorWebhook = records.ViaWebhook
+)
+
+// ReasonAddressNotAllowed is the refusal of a client address outside the
+// partner's allowlist.
+const ReasonAddressNotAllowed = "address_not_allowed"
+
+// AllowedFrom reports whether partner's credentials, just checked at door
+// (DoorSFTP, DoorHTTP, DoorWebhook), may be used from the client
+// address addr (payintake partner set --allow-from). A refusal is written
+// to the audit trail, naming the address, and counted; the door answers it
+// as it answers bad credentials, and logs it. An error: it could not be
+// checked.
+func (c *Checker) AllowedFrom(ctx context.Context, partner, door string, addr netip.Addr) (bool, error) {
+	ok, nets, err := c.st.PartnerAllowsFrom(ctx, partner, addr)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		return true, nil
+	}
+	c.refusals.WithLabelValues(door, ReasonAddressNotAllowed).Inc()
+	allowed := make([]string, len(nets))
+	for i, n := range nets {
+		allowed[i] = n.String()
+	}
+	err = c.st.Audit(ctx, records.AuditEntry{Actor: partner, Via: door, Action: "address_refused", PartnerID: partner,
+		Detail: fmt.Sprintf("client address %s is not in allow-from %s", addr, strings.Join(allowed, ","))})
+	return false, err
+}
 
 // maxTokenLen bounds a token before it is hashed and looked up: every
 // issued token is far shorter.

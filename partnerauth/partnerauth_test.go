@@ -3,9 +3,13 @@ package partnerauth_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/pgserver/pgtest"
@@ -90,5 +94,60 @@ func TestCredentials(t *testing.T) {
 	}
 	if got, err := c.TokenPartner(ctx, token); !errors.Is(err, partnerauth.ErrUnknownToken) {
 		t.Fatalf("revoked token: TokenPartner = %q, %v; want ErrUnknownToken", got, err)
+	}
+}
+
+// TestAllowedFrom: an address in the partner's allow-from (or any, without
+// one) passes silently; another is refused with one audit row naming it
+// and the door, and one count.
+func TestAllowedFrom(t *testing.T) {
+	ctx := context.Background()
+	st := pgtest.Store(t)
+	if err := st.AddPartner(ctx, records.Partner{ID: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	c := partnerauth.New(st, partnerauth.WithMetrics(reg))
+	client := netip.MustParseAddr("203.0.113.9")
+	if ok, err := c.AllowedFrom(ctx, "acme", partnerauth.DoorHTTP, client); err != nil || !ok {
+		t.Fatalf("no allowlist: %v %v, want allowed", ok, err)
+	}
+	nets := []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}
+	if err := st.UpdatePartner(ctx, "acme", records.PartnerUpdate{AllowFrom: &nets}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.AllowedFrom(ctx, "acme", partnerauth.DoorHTTP, netip.MustParseAddr("198.51.100.20")); err != nil || !ok {
+		t.Fatalf("inside the allowlist: %v %v, want allowed", ok, err)
+	}
+	if ok, err := c.AllowedFrom(ctx, "acme", partnerauth.DoorWebhook, client); err != nil || ok {
+		t.Fatalf("outside the allowlist: %v %v, want refused", ok, err)
+	}
+	log, err := st.AuditLog(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 1 || log[0].Action != "address_refused" || log[0].Via != "webhook" || log[0].PartnerID != "acme" ||
+		log[0].Detail != "client address 203.0.113.9 is not in allow-from 198.51.100.0/24" {
+		t.Errorf("audit %+v, want one address_refused row of the webhook door naming 203.0.113.9", log)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted []string
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := ""
+			for _, l := range m.GetLabel() {
+				labels += l.GetName() + "=" + l.GetValue() + " "
+			}
+			counted = append(counted, fmt.Sprintf("%s{%s} %v", mf.GetName(), labels, m.GetCounter().GetValue()))
+		}
+	}
+	if want := "payintake_partner_refusals_total{door=webhook reason=address_not_allowed } 1"; len(counted) != 1 || counted[0] != want {
+		t.Errorf("counted %q, want %q", counted, want)
+	}
+	if _, _, err := st.PartnerAllowsFrom(ctx, "nobody", client); !errors.Is(err, records.ErrNotFound) {
+		t.Errorf("unknown partner: %v", err)
 	}
 }

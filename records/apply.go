@@ -239,17 +239,17 @@ func closeSpool(f *os.File) { _ = f.Close() }
 // hundred MB): temp_buffers keeps them in the backend's memory rather than
 // in the kernel's page cache, work_mem keeps classify's hashes in memory
 // (the result file's sort of a 1,000,000-row file still spills to a temp
-// file, see BENCHMARKS.md). Both are PostgreSQL backend memory, not
+// file: keeping it in memory would cost far more memory than the time it
+// saves). Both are PostgreSQL backend memory, not
 // payintake's, and last until the transaction ends. temp_buffers can only be
 // set before the session's first temporary table (PostgreSQL refuses a new
 // value once the session's local buffers exist), so it is set only on a
 // session without a temporary schema; on one that has used temporary tables
 // before, processing goes on with the local buffers it already has. jit is
-// off: compiling the classify statement cost ~0.9 s per 1,000,000-row file
-// and won back less, so without it classify is ~0.5 s faster (first
-// submission and resubmissions alike). All three are one statement, one
-// round trip: a savepoint around each setting cost a 10,000-row file 12
-// round trips, ~1.5 ms (BENCHMARKS.md).
+// off: compiling the classify statement costs ~0.9 s per 1,000,000-row
+// file and wins back less. All three are one statement, one round trip: a
+// savepoint around each setting would be twelve round trips, a share of a
+// small file's latency.
 const processSettingsSQL = `SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true),
 	CASE WHEN pg_my_temp_schema() = 0 THEN set_config('temp_buffers', '256MB', true) END`
 
@@ -262,11 +262,10 @@ func tune(ctx context.Context, tx pgx.Tx) error {
 
 // smallStageRows: a file of at most this many rows is analysed from a
 // sample of 3,000 rows (statistics target 10) instead of 30,000. The
-// default sample is the whole of such a file, and ANALYZE cost a 10,000-row
-// file 16-23 ms of CPU, against 5-8 ms with the smaller sample, with the
-// same estimates (employee_ref's distinct share -0.178 vs -0.184). Larger
-// files keep the default: at 1,000,000 rows 3,000 sampled rows estimated
-// 18,513 distinct employees instead of ~170,000 (BENCHMARKS.md).
+// default sample is the whole of such a file, and the smaller one costs a
+// third of the CPU with the same estimates. Larger files keep the default:
+// 3,000 rows of a 1,000,000-row file underestimate its distinct employees
+// about tenfold, and classify's plan depends on that estimate.
 const smallStageRows = 30_000
 
 func analyzeStageSQL(rows int) string {
@@ -357,7 +356,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) er
 	// With none repeated, neither the pure-first-file test nor classify
 	// looks for duplicates again: classify's check of the candidates
 	// scanned stage for them and joined every row with the groups found,
-	// 0.3-0.5 s of an unchanged 1,000,000-row resubmission (BENCHMARKS.md).
+	// 0.3-0.5 s of an unchanged 1,000,000-row resubmission.
 	// A file rejected whole has them checked by classify, which names its
 	// duplicates.
 	cands := src.keys.candidates()
@@ -405,7 +404,7 @@ func closeEnvelope(ctx context.Context, tx pgx.Tx, env *Envelope, counts map[str
 // valid rows created), so the rows are applied straight from stage, and
 // the result file stored from the lines Go composed while staging them
 // (resultLines; in SQL from stage when Go could not), without writing
-// every row into classified and counting it (classify and its counts were
+// every row into classified and counting it (classify and its counts cost
 // ~3.5 s of a 1,000,000-row first file). Any doubt runs classify as usual.
 // What makes every valid row created, in the order of classifySQL's CASE:
 // no key repeats in the file, no employee has a kind (rejected, taken or
@@ -439,7 +438,7 @@ type firstFile struct {
 // few candidates and scans stage whatever the statistics say, its records
 // are a scan of stage, its employees come from emp_refs (an exact list, no
 // statistics needed) and its result lines from staging; so it is spared
-// the ANALYZE (0.2-0.3 s of CPU at 1,000,000 rows, BENCHMARKS.md).
+// the ANALYZE (0.2-0.3 s of CPU at 1,000,000 rows).
 type stageStats struct {
 	rows int
 	done bool
@@ -447,8 +446,7 @@ type stageStats struct {
 
 // ensure runs the ANALYZE unless it ran: of a sample of the staged rows
 // (a fixed cost), of the columns classify joins, groups or filters on only
-// (a third less than every column: 0.17 s of CPU instead of 0.25-0.29 s
-// at 1,000,000 rows).
+// (about a third less CPU than every column).
 func (s *stageStats) ensure(ctx context.Context, tx pgx.Tx) error {
 	if s == nil || s.done {
 		return nil
@@ -711,12 +709,11 @@ func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts 
 // args["probe_records"] (a compared resubmission of few changed rows) it
 // runs with hash and merge joins off, so that it probes the index once per
 // row: the planner's statistics of records may predate the partner's last
-// large file (4,693 records estimated for 1,000,000), and it hashed all of
-// them for 10,000 changed rows (classify 414 ms against 151 ms probed, the
-// update of the records 437 against 217 ms). Only these statements: with
-// the joins off for every statement, the lookup of the changed rows'
-// employees looped over a materialised scan of all of the partner's
-// mappings for each (302 ms for 1,000 rows of a 100,000-row file).
+// large file (a few thousand records estimated for a million), and hashing
+// all of them for a few changed rows costs two to three times the probes.
+// Only these statements: with the joins off for every statement, the
+// lookup of the changed rows' employees would loop over a materialised
+// scan of all of the partner's mappings for each row.
 func probeRecords(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, sql string) error {
 	probe, _ := args["probe_records"].(bool)
 	if probe {
@@ -772,10 +769,11 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 		return nil, fmt.Errorf("create classified: %w", err)
 	}
 	// Statistics of a large emp, so the planner hashes it and classify
-	// keeps the staged rows' order: without them it hashed the 1,000,000
-	// staged rows instead, wrote classified in emp's order, and the records
-	// then went into their natural key's index in random order (1-2 s more
-	// each). A small file's plan does not suffer, and is spared the ANALYZE.
+	// keeps the staged rows' order: without them it hashes the staged rows
+	// instead, writes classified in emp's order, and the records then go
+	// into their natural key's index in random order (1-2 s more at
+	// 1,000,000 rows). A small file's plan does not suffer, and is spared
+	// the ANALYZE.
 	joins := classifyJoins(0)
 	if empRows > 0 {
 		joins |= joinEmp
@@ -816,8 +814,8 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 	// No Materialize in classify's plan: when the statistics of employees
 	// or records predate a partner's last files, the planner believes the
 	// partner has a row or two and loops over a materialised scan of all
-	// of them for every staged employee (1,814 × 5,487 comparisons, ~1.6 s
-	// for a 10,000-row file); without it, it hashes them or probes the index.
+	// of them for every staged employee (millions of comparisons for a
+	// 10,000-row file); without it, it hashes them or probes the index.
 	if _, err := tx.Exec(ctx, `SET LOCAL enable_material = off`); err != nil {
 		return nil, fmt.Errorf("classify rows: %w", err)
 	}
@@ -1104,10 +1102,10 @@ var keySeed = maphash.MakeSeed()
 // a repeated key has none, which spares SQL any duplicate check: the
 // pure-first-file test's scan of stage and classify's grouping of the
 // candidates (0.17-0.2 s each at 1,000,000 rows, for the ~4,300 false
-// candidates the Bloom filter alone gave). The hashes cost 8 bytes a row
+// candidates a Bloom filter alone gives). The hashes cost 8 bytes a row
 // (8 MB at 1,000,000 rows), kept by their top byte in small chunks, so
-// the lists grow without copying (one slice that doubled raised the
-// bench's peak RSS by 15 MB), each chunk sorted as it fills (while the
+// the lists grow without copying (one slice that doubles would raise the
+// peak memory by ~15 MB at 1,000,000 rows), each chunk sorted as it fills (while the
 // backend copies the rows), so that what is left once staging is done is
 // a merge of each bucket's few chunks. Past keyExactMax rows, so memory
 // stays bounded, it becomes a Bloom filter of

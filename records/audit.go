@@ -15,11 +15,15 @@ var (
 	sqlAuditLog = query("AuditLog")
 )
 
-// Where a reviewer acted from, kept in the audit trail.
+// Where a reviewer (or a partner) acted from, kept in the audit trail.
 const (
 	ViaCLI     = "cli"
 	ViaAPI     = "api"
 	ViaConsole = "console"
+	// A partner's refused login or request, by the door it came through.
+	ViaSFTP    = "sftp"
+	ViaHTTP    = "http"
+	ViaWebhook = "webhook"
 )
 
 // AuditEntry is one line of the review audit trail.
@@ -28,7 +32,7 @@ type AuditEntry struct {
 	At          time.Time `json:"at"`
 	Actor       string    `json:"actor"`
 	Via         string    `json:"via"`
-	Action      string    `json:"action"` // approve, reject, login, login_failed, logout, token, denied, reviewer_add
+	Action      string    `json:"action"` // approve, reject, login, login_failed, logout, token, denied, reviewer_add, address_refused
 	ExceptionID int64     `json:"exception_id,omitempty"`
 	PartnerID   string    `json:"partner,omitempty"`
 	Detail      string    `json:"detail,omitempty"`

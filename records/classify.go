@@ -50,11 +50,9 @@ const empRefsSQL = employeesHead + `FROM emp_refs u` + employeesTail
 // index per unmapped reference (tk, a LATERAL with LIMIT 1, which the
 // planner cannot turn into a hash). As an EXISTS in the CASE, PostgreSQL
 // chose a hashed subplan: a scan of every partner's mappings, hashed, for
-// each file. With 211,000 mappings in the database (a 1,000,000-row
-// partner's among them) that cost a 10,000-row file's 1,820 new employees
-// 221-321 ms, against 11-53 ms probed; and it grew with other partners'
-// mappings, not with the file. At 182,062 new employees both take about a
-// second (BENCHMARKS.md).
+// each file, whose cost grows with other partners' mappings, not with the
+// file (several times the probes for a 10,000-row file among 200,000
+// mappings). For a file of ~180,000 new employees both cost about the same.
 const employeesHead = `INSERT INTO emp (employee_ref, derived_id, kind)
 SELECT u.employee_ref, d.id,
 	CASE
@@ -95,19 +93,19 @@ const employeeRejectsSQL = `SELECT EXISTS (SELECT 1 FROM emp WHERE kind IN ('emp
 // The duplicate check comes in three forms (dupCheck); the statement for
 // each is built once, below. The CTEs k and m end with OFFSET 0 so that
 // PostgreSQL computes each row's kind and outcome once: inlined, every
-// reference to them repeated the whole CASE (about 0.9 s of CPU per
+// reference to them repeats the whole CASE (about 0.9 s of CPU per
 // 1,000,000 rows). In m, the kinds that are their own outcome and carry
 // no code or message (unchanged, created, updated: nearly every row of a
 // payroll file) are answered by one test before the CASE over every kind:
-// walking the whole CASE cost an unchanged row about 29 text comparisons,
-// 0.33 s of CPU per 1,000,000 rows against 0.10 s (BENCHMARKS.md).
+// walking the whole CASE costs an unchanged row about 29 text comparisons,
+// three times the CPU of the one test.
 //
 // The joins with emp and period_locks are left out of the statement when
 // they can match nothing (classifyJoins): an empty emp (every employee of
 // the file is mapped: any resubmission) or a partner with no closed period
 // (most partners most of the time). A LEFT JOIN with an empty table still
-// hashed every staged row's employee_ref or pay_period and carried the
-// NULLs through: about 0.4 s of CPU per 1,000,000 rows (BENCHMARKS.md).
+// hashes every staged row's employee_ref or pay_period and carries the
+// NULLs through: about 0.4 s of CPU per 1,000,000 rows.
 func classifySQL(dup dupCheck, j classifyJoins) string { return classifySQLs[dup][j] }
 
 // classifyJoins names the lookups classify makes besides records (and the
@@ -275,10 +273,9 @@ const skipUnchanged = `
 // it, which are unchanged (an unchanged row has no code, field or message).
 // Each line is composed before the sort by block (OFFSET 0), so the sort
 // carries the row number and the line rather than every column of stage
-// the line is made of: 0.87-1.09 s of CPU against 1.33-1.78 s for
-// 1,000,000 rows (BENCHMARKS.md). applyClassified analyses classified's
-// row_no first: without statistics the planner expected 22 million rows
-// from the join and merge-joined two sorts (2.4 s).
+// the line is made of (about a third less CPU). applyClassified analyses
+// classified's row_no first: without statistics the planner expects
+// millions of rows from the join and merge-joins two sorts.
 var resultWithUnchangedSQL = resultFileSQL("text_line", `(SELECT stage.row_no, coalesce(c.result_line, `+
 	stagedResultLine(`'unchanged'`, "NULL", "NULL", "NULL")+`) AS text_line
 	FROM stage LEFT JOIN (SELECT row_no AS classified_row, result_line FROM classified) c ON c.classified_row = stage.row_no

@@ -201,10 +201,10 @@ const (
 // changed (no record, or another content hash). A file whose sample
 // changed in more than a quarter of its rows is staged whole:
 // comparing first costs a 1,000,000-row file about 4 s (the keys copied and
-// joined, BENCHMARKS.md) and saves the staging of each unchanged row, so it
-// pays up to about a third of the rows changed (a correction of every
-// amount took 38.4 s compared, 34.4 s staged whole). The sample decides
-// the cost only, never an outcome.
+// joined) and saves the staging of each unchanged row, so it pays up to
+// about a third of the rows changed; a correction of every amount is
+// cheaper staged whole. The sample decides the cost only, never an
+// outcome.
 func sampleRows(ctx context.Context, tx pgx.Tx, pl Plan, partner string) (sampled, changed int, err error) {
 	rows, err := pl.Reread(ReadOptions{})
 	if err != nil {
@@ -242,8 +242,9 @@ func sampleRows(ctx context.Context, tx pgx.Tx, pl Plan, partner string) (sample
 // that have no record or one with another content hash: changedRowsSQL's
 // test, on arrays, one probe of the natural key's index per key (LATERAL
 // with LIMIT 1, which the planner cannot turn into a hash). As a plain
-// join, with the partner's statistics taken before its 1,000,000-row first
-// file, PostgreSQL hashed all of its records for the 1,024 keys: 664 ms.
+// join, with the partner's statistics taken before its large first file,
+// PostgreSQL would hash all of its records for the 1,024 keys: most of a
+// second for a partner of a million records.
 const sampleSQL = `SELECT count(*) FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[]) AS s(employee_ref, pay_period, component, content_hash)
 LEFT JOIN LATERAL (SELECT r.content_hash FROM records r WHERE r.partner_id = $1
 	AND r.employee_ref = s.employee_ref AND r.pay_period = s.pay_period AND r.component = s.component LIMIT 1) r ON true

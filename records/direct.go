@@ -141,9 +141,10 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 // its keys), a taken derived id or a mapping stored meanwhile by the
 // employees' (the file is staged), a rejected row of an all-or-nothing
 // file or too many pay periods by the encoder, and a closed pay period
-// by the statement after the copy. A 10,000-row first file of new
-// employees is ready ~20 ms sooner, a 1,000,000-row one 0.7-1.9 s sooner,
-// with ~1.6 s less of Go's CPU (BENCHMARKS.md, issue 15, session 20).
+// by the statement after the copy. Reading the file once spares a first
+// pass that normalises every row again and keeps the backend idle until
+// it ends: on a machine of two cores, the Go side's CPU is what the
+// backend would otherwise have had.
 func (s *Store) directOnce(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (map[string]int, error) {
 	second, err := s.startDirectApply(ctx, env, pl)
 	if err != nil {
@@ -414,9 +415,9 @@ func scanDirect(ctx context.Context, tx pgx.Tx, partner string, pl Plan) (_ *dir
 // transaction's connection, which the first pass does not use once its
 // first valid row was looked up, and the last batch when the first pass
 // ends (finish). A file of fewer than lookupBatch employees (a 10,000-row
-// file has ~2,000) is looked up in one statement at the end: in batches of
-// 512, such a file's scan and onboarding took 41.8-44.0 ms against
-// 29.0-42.8 (BENCHMARKS.md, session 17).
+// file has ~2,000) is looked up in one statement at the end: several
+// statements cost more than one, and the backend would take the cores the
+// first pass normalises on.
 type mappingLookup struct {
 	batches  chan []string
 	done     chan struct{}

@@ -24,11 +24,11 @@ var (
 // row (lz4) when that makes it smaller and never moves it out of line, so a
 // chunk is one heap tuple and one primary-key entry. A chunk of a payroll
 // CSV compresses to about half (two rows a page, as small as the TOASTed
-// 1 MiB chunks were); incompressible bytes take a page a chunk. Stored
-// before 00245, a chunk held 1 MiB, TOASTed into ~2 KB pieces each with an
-// index entry of its own: PostgreSQL spent about twice the CPU a byte (see
-// BENCHMARKS.md, SFTP upload speed). Readers take chunks of any size, by
-// their numbers, so envelopes of both layouts read the same.
+// 1 MiB chunks were); incompressible bytes take a page a chunk. A larger
+// chunk is TOASTed into ~2 KB pieces, each with an index entry of its
+// own, which costs PostgreSQL about twice the CPU a byte. Readers take
+// chunks of any size, by their numbers, so envelopes stored with 1 MiB
+// chunks read the same.
 const chunkSize = 7400
 
 // readBatch is about how many bytes a reader of envelope bytes takes from
@@ -37,10 +37,10 @@ const readBatch = 1 << 20
 
 // fileBuffer is the buffer of a local file's reads and writes: the bytes
 // stored from a received file, the spool they are read back into, the
-// result lines. A buffer of readBatch (1 MiB) for each of them was ~2.3 MB
-// of garbage a file, whatever its size, that the garbage collector and
-// the OS's page faults paid for (BENCHMARKS.md, session 17); at 64 KiB a
-// 60 MB file takes ~900 write calls instead of ~60, a few ms.
+// result lines. A buffer of readBatch (1 MiB) for each of them would be
+// ~2.3 MB of garbage a file, whatever its size, that the garbage collector
+// and the OS's page faults pay for; at 64 KiB a 60 MB file takes ~900
+// write calls instead of ~60, a few ms.
 const fileBuffer = 64 << 10
 
 func hashFile(path string) ([]byte, int64, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ var (
 	sqlCreatePartner              = query("CreatePartner")
 	sqlPartnerExists              = query("PartnerExists")
 	sqlRevokePartnerKeysNotListed = query("RevokePartnerKeysNotListed")
+	sqlPartnerAllowsFrom          = query("PartnerAllowsFrom")
 )
 
 // Mode says how a partner's files are applied.
@@ -49,9 +51,12 @@ type Partner struct {
 	// see package notify).
 	NotifyURL string `json:"notify_url"`
 	// PGP is the partner's OpenPGP policy: PGPOff, PGPAccept or PGPRequire.
-	PGP       string    `json:"pgp"`
-	CreatedAt time.Time `json:"created_at"`
-	Keys      int       `json:"keys"` // active SSH keys
+	PGP string `json:"pgp"`
+	// AllowFrom are the client addresses the partner's credentials work
+	// from (empty: anywhere; see PartnerAllowsFrom).
+	AllowFrom []netip.Prefix `json:"allow_from"`
+	CreatedAt time.Time      `json:"created_at"`
+	Keys      int            `json:"keys"` // active SSH keys
 }
 
 // What a row whose employee_ref has no employee mapping gets (a partner's
@@ -104,6 +109,9 @@ type PartnerUpdate struct {
 	Target *string
 	// NotifyURL, when not nil, becomes the notify URL ("" for none).
 	NotifyURL *string
+	// AllowFrom, when not nil, becomes the partner's allowed client
+	// addresses (empty: anywhere).
+	AllowFrom *[]netip.Prefix
 	// AuthorizedKeys, when not nil, become the partner's active SSH keys:
 	// keys not in it are revoked, the others added or reactivated.
 	AuthorizedKeys *[]PartnerKey
@@ -132,6 +140,9 @@ func (u PartnerUpdate) columns() (cols []string, vals []any) {
 	add("mode", u.Mode != nil, u.Mode)
 	add("unknown_employee", u.UnknownEmployee != nil, u.UnknownEmployee)
 	add("pgp", u.PGP != nil, u.PGP)
+	if u.AllowFrom != nil {
+		add("allow_from", true, *u.AllowFrom)
+	}
 	if u.Target != nil && *u.Target == "" {
 		add("dispatch_target", true, nil)
 	} else {
@@ -210,12 +221,12 @@ func updatePartner(ctx context.Context, tx pgx.Tx, id string, u PartnerUpdate) e
 	return nil
 }
 
-const partnerColumns = `p.id, p.name, p.delimiter, p.decimal_comma, p.date_format, p.currency, p.file_pattern, p.mode, p.unknown_employee, coalesce(p.dispatch_target, ''), coalesce(p.notify_url, ''), p.pgp, p.created_at,
+const partnerColumns = `p.id, p.name, p.delimiter, p.decimal_comma, p.date_format, p.currency, p.file_pattern, p.mode, p.unknown_employee, coalesce(p.dispatch_target, ''), coalesce(p.notify_url, ''), p.allow_from, p.pgp, p.created_at,
 	(SELECT count(*) FROM partner_keys k WHERE k.partner_id = p.id AND k.revoked_at IS NULL)`
 
 func scanPartner(row pgx.Row) (Partner, error) {
 	var p Partner
-	err := row.Scan(&p.ID, &p.Name, &p.Delimiter, &p.DecimalComma, &p.DateFormat, &p.Currency, &p.FilePattern, &p.Mode, &p.UnknownEmployee, &p.Target, &p.NotifyURL, &p.PGP, &p.CreatedAt, &p.Keys)
+	err := row.Scan(&p.ID, &p.Name, &p.Delimiter, &p.DecimalComma, &p.DateFormat, &p.Currency, &p.FilePattern, &p.Mode, &p.UnknownEmployee, &p.Target, &p.NotifyURL, &p.AllowFrom, &p.PGP, &p.CreatedAt, &p.Keys)
 	return p, err
 }
 
@@ -252,3 +263,21 @@ var partnerIDRule = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 // an id from outside (an SSH user name) checks it first, so that malformed
 // input is answered as an unknown partner, never sent to the database.
 func ValidPartnerID(id string) bool { return partnerIDRule.MatchString(id) }
+
+// PartnerAllowsFrom reports whether partner's credentials may be used from
+// the client address addr (its AllowFrom is empty, or holds addr), and
+// gives its AllowFrom, for the refusal's log. It returns ErrNotFound for an
+// unknown partner. Every door asks it once it knows the partner: SFTP
+// after the key is proven, HTTP after the token or signature is checked.
+func (s *Store) PartnerAllowsFrom(ctx context.Context, partner string, addr netip.Addr) (bool, []netip.Prefix, error) {
+	var ok bool
+	var nets []netip.Prefix
+	err := s.pool.QueryRow(ctx, sqlPartnerAllowsFrom, partner, addr.Unmap()).Scan(&ok, &nets)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil, fmt.Errorf("partner %q: %w", partner, ErrNotFound)
+	}
+	if err != nil {
+		return false, nil, fmt.Errorf("read the addresses partner %q may connect from: %w", partner, err)
+	}
+	return ok, nets, nil
+}

@@ -18,3 +18,7 @@ SELECT {{partner_columns}} FROM partners p WHERE p.id = $1;
 -- name: Partners
 SELECT {{partner_columns}} FROM partners p ORDER BY p.id;
 
+
+-- name: PartnerAllowsFrom
+SELECT cardinality(allow_from) = 0 OR $2::inet <<= ANY (allow_from), allow_from
+FROM partners WHERE id = $1;

@@ -44,8 +44,8 @@ type Store struct {
 	sealer          func(ctx context.Context, s *Store, partner string) (*Sealer, error)
 	stageWholeFiles bool
 	// blocks are COPY buffers kept for the next file's stageSource: a new
-	// 260 KB block for every COPY was garbage the collector and the OS's
-	// page faults paid for with every file (BENCHMARKS.md, session 17).
+	// 260 KB block for every COPY would be garbage the collector and the
+	// OS's page faults pay for with every file.
 	blocks chan []byte
 	// streams holds a slot per running upload Stream: streams may hold at
 	// most a quarter of the pool's connections, so that they never starve

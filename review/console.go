@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payintake/payintake/internal/clientaddr"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
@@ -152,7 +153,7 @@ type sessionKey struct{}
 
 func (s *Server) cookie(r *http.Request, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: cookieName, Value: value, Path: "/review", MaxAge: maxAge, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: s.SecureCookies || r.TLS != nil}
+		SameSite: http.SameSiteStrictMode, Secure: s.SecureCookies || clientaddr.HTTPS(r)}
 }
 
 // authConsole requires a console session; on POST it also requires the

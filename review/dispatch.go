@@ -1,7 +1,6 @@
 package review
 
-// The console's dispatch pages (package dispatch; see the README's
-// "Outbound dispatch"):
+// The console's dispatch pages (package dispatch; see docs/dispatch.md):
 //
 //	GET /review/dispatch                          every period's runs, newest first
 //	GET /review/dispatch/{partner}/{period}       one period: its runs, progress, dead letters

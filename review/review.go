@@ -10,8 +10,9 @@
 //     hashed with argon2id (PHC string in reviewers.password_hash).
 //   - The console logs in with a form and keeps a session cookie
 //     (payintake_review: random 256-bit token, only its SHA-256 stored;
-//     HttpOnly, SameSite=Strict, Path=/review, Secure on TLS or with
-//     SecureCookies; 12 hours).
+//     HttpOnly, SameSite=Strict, Path=/review, Secure when the client's
+//     connection is HTTPS — direct TLS, or a trusted proxy's word
+//     (clientaddr.HTTPS) — or with SecureCookies; 12 hours).
 //   - The API takes `Authorization: Bearer TOKEN` (a token from
 //     POST /v1/review/token, 12 hours) or HTTP Basic with the reviewer's name
 //     and password. It never reads the console cookie, so a browser's
@@ -33,12 +34,12 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/payintake/payintake/internal/clientaddr"
 	"github.com/payintake/payintake/records"
 )
 
@@ -49,7 +50,8 @@ type Server struct {
 	// SessionTTL is how long a console session or API token lasts.
 	SessionTTL time.Duration
 	// SecureCookies marks the session cookie Secure even on plain HTTP
-	// requests (behind a TLS-terminating proxy). TLS requests always get it.
+	// requests. HTTPS requests always get it, also through a trusted
+	// TLS-terminating proxy that says so (clientaddr.HTTPS).
 	SecureCookies bool
 	// LoginReadTimeout bounds the reading of a console login form (10 s).
 	LoginReadTimeout time.Duration
@@ -89,13 +91,12 @@ func retryAfter(err error) string {
 }
 
 // clientAddress is the address failed logins are counted against: the
-// connection's IP (no proxy header is trusted).
+// client's (behind a trusted proxy, the one it forwarded; clientaddr).
 func clientAddress(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+	if a := clientaddr.From(r); a.IsValid() {
+		return a.String()
 	}
-	return host
+	return r.RemoteAddr
 }
 
 // New returns a Server on store.

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# install-deps.sh [--dry-run] serve|test — the one list of Debian packages
+# install-deps.sh [--dry-run] PROFILE... — the one list of Debian packages
 # payintake needs, shared by `payintake serve` (embedded in the binary: it
-# runs this script when the PostgreSQL server binaries are missing) and by
-# .ci/run (the whole test suite).
+# runs this script when something it needs is missing) and by .ci/run (the
+# whole test suite). PROFILE is one or more of:
 #
 #   serve  the PostgreSQL 15 server binaries for the embedded database
-#   test   serve's, plus what the tests run: the OpenSSH sftp client and
-#          sftp-server, the SFTP clients of the client matrix, Chromium, curl
-#          and openssl for the demo's printed lines, npm for the OpenAPI
-#          linter, prometheus for promtool, Python 3 and Node.js, GnuPG
-#          for OpenPGP interop
+#   demo   the clients the lines `serve --demo` prints run: the OpenSSH sftp
+#          client, curl and openssl
+#   test   serve's and demo's, plus what the tests run: sftp-server, the SFTP
+#          clients of the client matrix, Chromium, npm for the OpenAPI linter,
+#          prometheus for promtool, Python 3, Node.js, GnuPG for OpenPGP
+#          interop, and a C compiler and C library headers for the race
+#          detector (go test -race needs cgo)
 #
 # It installs only what is missing. As root it says what it runs, then runs
 # it; as another user it prints one sentence saying what to run as root and
@@ -24,14 +26,19 @@ if [ "${1:-}" = --dry-run ]; then
 	dry_run=1
 	shift
 fi
-profile=${1:-}
-case "$profile" in
-serve | test) ;;
-*)
-	echo "usage: $name [--dry-run] serve|test" >&2
-	exit 2
-	;;
-esac
+[ $# -gt 0 ] || set -- ""
+serve= demo= test=
+for profile; do
+	case "$profile" in
+	serve) serve=1 ;;
+	demo) demo=1 ;;
+	test) serve=1 demo=1 test=1 ;;
+	*)
+		echo "usage: $name [--dry-run] serve|demo|test..." >&2
+		exit 2
+		;;
+	esac
+done
 
 # pg_bindir finds the PostgreSQL server binaries as payintake does
 # (pgserver.FindBinDir): $PAYINTAKE_PG_BINDIR, pg_ctl on PATH, pg_config
@@ -54,12 +61,20 @@ pg_bindir() {
 }
 has_server() { [ -x "$1/initdb" ] && [ -x "$1/pg_ctl" ] && [ -x "$1/postgres" ]; }
 
-# missing lists the Debian packages of the profile that are not installed.
+# missing lists the Debian packages of the profiles that are not installed.
 missing() {
 	local need=()
-	has_server "$(pg_bindir)" || need+=(postgresql-15)
-	if [ "$profile" = test ]; then
+	if [ -n "$serve" ]; then
+		has_server "$(pg_bindir)" || need+=(postgresql-15)
+	fi
+	if [ -n "$demo" ]; then
+		# The demo's printed lines: upload and download with sftp, submit
+		# with curl, sign a webhook with openssl (also the leg-key test vectors).
 		command -v sftp >/dev/null || need+=(openssh-client)
+		command -v curl >/dev/null || need+=(curl)
+		command -v openssl >/dev/null || need+=(openssl)
+	fi
+	if [ -n "$test" ]; then
 		[ -x /usr/lib/openssh/sftp-server ] || need+=(openssh-sftp-server)
 		# The SFTP client matrix (intake/sftpd/clients_test.go): the clients partners run.
 		/usr/bin/curl -V 2>/dev/null | grep -q sftp || need+=(curl)
@@ -69,7 +84,9 @@ missing() {
 		command -v chromium >/dev/null || need+=(chromium)
 		# OpenPGP interop (pgp, intake): the partner's side is Debian's GnuPG.
 		command -v gpg >/dev/null || need+=(gnupg)
-		command -v openssl >/dev/null || need+=(openssl) # the demo's webhook signature; leg-key test vectors
+		# go test -race needs cgo: a C compiler and the C library's headers.
+		command -v gcc >/dev/null || need+=(gcc)
+		[ -e /usr/include/stdio.h ] || need+=(libc6-dev)
 		# The OpenAPI linter runs on Node.js (npm); promtool checks deploy/'s alerting rules.
 		command -v npm >/dev/null || need+=(npm)
 		command -v promtool >/dev/null || need+=(prometheus)
@@ -93,7 +110,7 @@ if [ -n "$dry_run" ]; then
 	exit 0
 fi
 if ! command -v apt-get >/dev/null; then
-	echo "$name: missing $need, and this is not a Debian machine (no apt-get): install PostgreSQL 15 server binaries yourself, or set PAYINTAKE_PG_BINDIR to the folder holding initdb, pg_ctl and postgres, and run this command again." >&2
+	echo "$name: missing $need, and this is not a Debian machine (no apt-get): install what these Debian packages hold yourself (for postgresql-15, the PostgreSQL 15 server binaries: or set PAYINTAKE_PG_BINDIR to the folder holding initdb, pg_ctl and postgres), and run this command again." >&2
 	exit 1
 fi
 if [ "$(id -u)" != 0 ]; then

@@ -31,8 +31,11 @@ type globals struct {
 	databaseURL string
 	verbose     bool
 	log         logFlags
-	// stderr is where the install script (installServerBinaries) speaks.
+	// stderr is where the install script (installMissing) speaks.
 	stderr io.Writer
+	// needs are the install script's profiles this run needs besides the
+	// PostgreSQL server binaries (serve --demo: "demo").
+	needs []string
 }
 
 func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
@@ -118,6 +121,9 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 	}
 	e.tracing, e.stopTracing = tp, stopTracing
 	url := g.databaseURL
+	if err := g.installMissing(ctx, url == ""); err != nil {
+		return nil, err
+	}
 	if url == "" {
 		dir, err := filepath.Abs(g.dataDir)
 		if err != nil {
@@ -125,9 +131,6 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("create data dir: %w", err)
-		}
-		if err := installServerBinaries(ctx, g.stderr); err != nil {
-			return nil, err
 		}
 		srv, err := pgserver.Start(ctx, pgserver.Options{DataDir: dir, Logger: log})
 		if err != nil {

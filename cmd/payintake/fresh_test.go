@@ -11,32 +11,46 @@ import (
 	"testing"
 )
 
-// hidePostgres, run by bash inside a private mount namespace, makes the
-// machine look like a fresh Debian one with only Go: /usr/lib/postgresql is
-// an empty tmpfs, and pg_config (and pg_ctl, initdb, postgres) is on no
-// folder of PATH: each folder that has one is covered by an overlay whose
-// upper layer, in $HIDE_WORK, holds whiteouts for those names. Then it runs
-// its arguments.
-const hidePostgres = `set -e
-names="pg_config pg_ctl initdb postgres"
-mount -t tmpfs -o mode=0755 tmpfs /usr/lib/postgresql
-mount -t tmpfs tmpfs "$HIDE_WORK"
+// hideDeps, run by bash in a new mount namespace (unshare --mount
+// --propagation unchanged), makes the machine look like a fresh Debian one
+// with only Go: /usr/lib/postgresql is an empty tmpfs, and pg_config (and
+// pg_ctl, initdb, postgres) and the clients the demo's printed lines run
+// (sftp, curl, openssl) are on no folder of PATH: each folder that has one is
+// covered by an overlay whose upper layer, in $HIDE_WORK, holds whiteouts for
+// those names. Then it runs its arguments.
+//
+// Its mounts must never show outside the namespace. Where "/" is a mount
+// point it is made private first. Where it is not (a chroot, where unshare's
+// own --propagation private fails with "cannot change root filesystem
+// propagation"), the mount holding "/" lies outside the chroot and nothing
+// inside can make it private, so a mount made here may be propagated out:
+// every mount is undone when the script ends, and an unmount reaches every
+// copy the mount was propagated to.
+const hideDeps = `set -e
+names="pg_config pg_ctl initdb postgres sftp curl openssl"
+mounted=()
+undo() { for ((i=${#mounted[@]}-1; i>=0; i--)); do umount -l "${mounted[i]}"; done; }
+trap undo EXIT
+if mountpoint -q /; then mount --make-rprivate /; fi
+mount -t tmpfs -o mode=0755 tmpfs /usr/lib/postgresql; mounted+=(/usr/lib/postgresql)
+mount -t tmpfs tmpfs "$HIDE_WORK"; mounted+=("$HIDE_WORK")
 i=0
 for d in $(for p in $(type -ap $names); do readlink -f "$(dirname "$p")"; done | sort -u); do
 	i=$((i+1)); mkdir "$HIDE_WORK/$i" "$HIDE_WORK/$i/up" "$HIDE_WORK/$i/work"
 	for n in $names; do
 		if [ -e "$d/$n" ] || [ -L "$d/$n" ]; then mknod "$HIDE_WORK/$i/up/$n" c 0 0; fi
 	done
-	mount -t overlay overlay -o "lowerdir=$d,upperdir=$HIDE_WORK/$i/up,workdir=$HIDE_WORK/$i/work" "$d"
+	mount -t overlay overlay -o "lowerdir=$d,upperdir=$HIDE_WORK/$i/up,workdir=$HIDE_WORK/$i/work" "$d"; mounted+=("$d")
 done
 hash -r
 if type -ap $names >/dev/null || ls /usr/lib/postgresql/*/bin >/dev/null 2>&1; then
-	echo "hidePostgres: PostgreSQL still visible: $(type -ap $names)" >&2; exit 99
+	echo "hideDeps: still visible: $(type -ap $names) $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null)" >&2; exit 99
 fi
-exec "$@"`
+"$@"`
 
 // TestFreshMachine runs the README's first Quick start command where the
-// PostgreSQL server binaries are missing: as a plain user it prints one
+// PostgreSQL server binaries and the clients the demo's printed lines run
+// are missing: as a plain user it prints one
 // sentence saying what to run and exits non-zero; as root it runs the
 // install script that .ci/run runs (scripts/install-deps.sh, embedded in the
 // binary), here in its dry-run mode, and prints that script's commands.
@@ -44,7 +58,7 @@ func TestFreshMachine(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Fatal("TestFreshMachine needs root: it builds a mount namespace (unshare -m) with /usr/lib/postgresql empty; CI (.ci/run) runs as root")
 	}
-	for _, tool := range []string{"unshare", "setpriv", "bash"} {
+	for _, tool := range []string{"unshare", "mountpoint", "setpriv", "bash"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is needed (Debian: util-linux, bash): %v", tool, err)
 		}
@@ -85,7 +99,7 @@ func TestFreshMachine(t *testing.T) {
 	env = append(env, "PAYINTAKE_DATA_DIR="+dataDir, "HIDE_WORK="+t.TempDir())
 	inNamespace := func(extraEnv []string, args ...string) (stdout, stderr string, code int) {
 		t.Helper()
-		cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "--", "bash", "-c", hidePostgres, "hidePostgres"}, args...)...)
+		cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "unchanged", "--", "bash", "-c", hideDeps, "hideDeps"}, args...)...)
 		cmd.Dir, cmd.Env = root, append(append([]string{}, env...), extraEnv...)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
@@ -99,19 +113,25 @@ func TestFreshMachine(t *testing.T) {
 			t.Fatalf("%v: %v", args, err)
 		}
 		if code == 99 {
-			t.Fatalf("the namespace does not hide PostgreSQL: %s", errb.String())
+			t.Fatalf("the namespace does not hide PostgreSQL and the demo's clients: %s", errb.String())
 		}
 		return out.String(), errb.String(), code
 	}
 
-	// What the shared script would run here, asked directly.
-	out, errOut, code := inNamespace(nil, "bash", "scripts/install-deps.sh", "--dry-run", "serve")
+	// What the shared script would run here for serve --demo (the embedded
+	// database's profile and the demo's), asked directly.
+	out, errOut, code := inNamespace(nil, "bash", "scripts/install-deps.sh", "--dry-run", "serve", "demo")
 	if code != 0 {
-		t.Fatalf("install-deps.sh --dry-run serve: exit %d: %s", code, errOut)
+		t.Fatalf("install-deps.sh --dry-run serve demo: exit %d: %s", code, errOut)
 	}
 	commands := strings.Split(strings.TrimSpace(out), "\n")
 	if !strings.Contains(out, "apt-get install") || !strings.Contains(out, " postgresql-15") {
-		t.Fatalf("install-deps.sh --dry-run serve should install Debian's postgresql-15 with apt-get; it prints:\n%s", out)
+		t.Fatalf("install-deps.sh --dry-run serve demo should install Debian's postgresql-15 with apt-get; it prints:\n%s", out)
+	}
+	for _, pkg := range []string{"openssh-client", "curl", "openssl"} {
+		if !strings.Contains(out, " "+pkg) {
+			t.Fatalf("install-deps.sh --dry-run serve demo should install %s, which the demo's printed lines run; it prints:\n%s", pkg, out)
+		}
 	}
 
 	t.Run("plain user", func(t *testing.T) {

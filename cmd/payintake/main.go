@@ -1,5 +1,5 @@
 // Command payintake is the partner file-intake server for payroll data and
-// its operator tools. See the README and docs/contract.md for the commands.
+// its operator tools. See docs/operations.md and docs/contract.md for the commands.
 package main
 
 import (

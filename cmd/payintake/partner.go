@@ -7,12 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/clientaddr"
 	"github.com/payintake/payintake/internal/egress"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/pgp"
@@ -142,6 +144,18 @@ func partnerSettings() []partnerSetting {
 		{flag: "pgp-key", usage: "the partner's OpenPGP public key(s), as gpg --export --armor writes them: they become its current keys (results are encrypted to the first); the ones before are kept as replaced",
 			check: func(v string, u *records.PartnerUpdate) error {
 				u.PGPKeys = &[]records.PartnerPGPKey{} // read once the flags are checked
+				return nil
+			}},
+		{flag: "allow-from", usage: "client addresses (IPs or CIDR ranges, comma-separated) its SFTP logins, API tokens and webhooks are accepted from; empty: anywhere",
+			check: func(v string, u *records.PartnerUpdate) error {
+				nets, err := clientaddr.ParsePrefixes(v)
+				if err != nil {
+					return usagef("--allow-from: %v", err)
+				}
+				if nets == nil {
+					nets = []netip.Prefix{}
+				}
+				u.AllowFrom = &nets
 				return nil
 			}},
 		{flag: "target", usage: "payroll vendor (a NAME of target add) that its periods locked as approved are dispatched to; empty: none",
@@ -370,10 +384,10 @@ func cmdPartnerList(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs, g := newFlagSet("partner list", stderr)
 	return runList(ctx, fs, g, args, stdout, stderr, listing[records.Partner]{
 		fetch:  func(e *env) ([]records.Partner, error) { return e.store.Partners(ctx) },
-		header: "ID\tNAME\tKEYS\tDELIMITER\tDECIMAL\tDATE FORMAT\tCURRENCY\tMODE\tUNKNOWN EMPLOYEE\tTARGET\tNOTIFY URL\tFILE PATTERN",
+		header: "ID\tNAME\tKEYS\tDELIMITER\tDECIMAL\tDATE FORMAT\tCURRENCY\tMODE\tUNKNOWN EMPLOYEE\tTARGET\tNOTIFY URL\tFILE PATTERN\tALLOW FROM",
 		row: func(tw io.Writer, p records.Partner) {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Name, p.Keys, delimName(p.Delimiter), decimalMark(p.DecimalComma),
-				orDash(p.DateFormat), orDash(p.Currency), p.Mode, p.UnknownEmployee, orDash(p.Target), orDash(p.NotifyURL), orDash(p.FilePattern))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Name, p.Keys, delimName(p.Delimiter), decimalMark(p.DecimalComma),
+				orDash(p.DateFormat), orDash(p.Currency), p.Mode, p.UnknownEmployee, orDash(p.Target), orDash(p.NotifyURL), orDash(p.FilePattern), allowFrom(p.AllowFrom))
 		},
 	})
 }
@@ -397,9 +411,18 @@ func decimalMark(comma bool) string {
 
 // describePartner is a partner's settings on one line, as partner set prints them.
 func describePartner(p records.Partner) string {
-	return fmt.Sprintf("name=%q keys=%d delimiter=%s decimal=%s date-format=%s currency=%s mode=%s unknown-employee=%s target=%s notify-url=%s file-pattern=%s pgp=%s",
+	return fmt.Sprintf("name=%q keys=%d delimiter=%s decimal=%s date-format=%s currency=%s mode=%s unknown-employee=%s target=%s notify-url=%s file-pattern=%s allow-from=%s pgp=%s",
 		p.Name, p.Keys, delimName(p.Delimiter), decimalMark(p.DecimalComma), orDash(p.DateFormat), orDash(p.Currency),
-		p.Mode, p.UnknownEmployee, orDash(p.Target), orDash(p.NotifyURL), orDash(p.FilePattern), p.PGP)
+		p.Mode, p.UnknownEmployee, orDash(p.Target), orDash(p.NotifyURL), orDash(p.FilePattern), allowFrom(p.AllowFrom), p.PGP)
+}
+
+// allowFrom shows a partner's allowlist as --allow-from takes it ("-": anywhere).
+func allowFrom(nets []netip.Prefix) string {
+	s := make([]string, len(nets))
+	for i, n := range nets {
+		s[i] = n.String()
+	}
+	return orDash(strings.Join(s, ","))
 }
 
 func orDash(s string) string {

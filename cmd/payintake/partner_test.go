@@ -59,15 +59,15 @@ func TestPartnerSet(t *testing.T) {
 		return nil
 	}
 	want := map[string]any{"id": "acme", "name": "Acme", "delimiter": "", "decimal_comma": false, "date_format": "DD.MM.YYYY",
-		"currency": "", "file_pattern": "", "mode": "all-or-nothing", "unknown_employee": "hold", "target": "", "notify_url": "", "keys": float64(1), "pgp": "off"}
+		"currency": "", "file_pattern": "", "mode": "all-or-nothing", "unknown_employee": "hold", "target": "", "notify_url": "", "keys": float64(1), "allow_from": []any{}, "pgp": "off"}
 	plain := map[string]any{"id": "plain", "name": "", "delimiter": "", "decimal_comma": false, "date_format": "",
-		"currency": "", "file_pattern": "", "mode": "row", "unknown_employee": "create", "target": "", "notify_url": "", "keys": float64(0), "pgp": "off"}
+		"currency": "", "file_pattern": "", "mode": "row", "unknown_employee": "create", "target": "", "notify_url": "", "keys": float64(0), "allow_from": []any{}, "pgp": "off"}
 	check := func(step string) {
 		t.Helper()
 		for id, w := range map[string]map[string]any{"acme": want, "plain": plain} {
 			got := show(id)
 			for k, v := range w {
-				if got[k] != v {
+				if fmt.Sprint(got[k]) != fmt.Sprint(v) {
 					t.Errorf("%s: partner %s %s = %v, want %v", step, id, k, got[k], v)
 				}
 			}
@@ -93,9 +93,10 @@ func TestPartnerSet(t *testing.T) {
 		{[]string{"--authorized-keys", keysBoth}, map[string]any{"keys": float64(2)}},
 		{[]string{"--authorized-keys", keysTwo}, map[string]any{"keys": float64(1)}}, // the rotated-out key is revoked
 		{[]string{"--pgp", "accept"}, map[string]any{"pgp": "accept"}},
+		{[]string{"--allow-from", "198.51.100.0/24, 192.0.2.7,2001:db8::/32"}, map[string]any{"allow_from": []any{"198.51.100.0/24", "192.0.2.7/32", "2001:db8::/32"}}},
 		// Empty values go back to the defaults where the default is "none".
-		{[]string{"--delimiter", "", "--date-format", "", "--currency", "", "--file-pattern", ""},
-			map[string]any{"delimiter": "", "date_format": "", "currency": "", "file_pattern": ""}},
+		{[]string{"--delimiter", "", "--date-format", "", "--currency", "", "--file-pattern", "", "--allow-from", ""},
+			map[string]any{"delimiter": "", "date_format": "", "currency": "", "file_pattern": "", "allow_from": []any{}}},
 	}
 	for _, s := range steps {
 		c.ok(append([]string{"partner", "set", "acme"}, s.args...)...)
@@ -121,6 +122,8 @@ func TestPartnerSet(t *testing.T) {
 		{[]string{"partner", "set", "acme", "--decimal-comma=maybe"}, 2, "true or false"},
 		{[]string{"partner", "set", "acme", "--pgp", "sometimes"}, 2, "off, accept or require"},
 		{[]string{"partner", "set", "acme", "--pgp-key", c.file("junk.asc", "not a key\n")}, 1, "junk.asc"},
+		{[]string{"partner", "set", "acme", "--allow-from", "10.0.0.1/8"}, 2, "did you mean 10.0.0.0/8"},
+		{[]string{"partner", "set", "acme", "--allow-from", "office.example.com"}, 2, "CIDR range"},
 		{[]string{"partner", "set", "nobody", "--name", "x"}, 1, "partner add nobody"},
 		{[]string{"partner", "set", "acme", "--authorized-keys", c.file("junk.pub", "not a key\n")}, 1, "junk.pub"},
 		{[]string{"partner", "add", "x", "--unknown-employee", "maybe"}, 2, "--unknown-employee"},
@@ -145,45 +148,45 @@ func TestPartnerSet(t *testing.T) {
 func TestEmployeesCLI(t *testing.T) {
 	c := &cli{t: t, url: pgtest.New(t), dir: t.TempDir()}
 	sample := func(name string) string { return filepath.Join("..", "..", "sample-files", name) }
-	c.ok("partner", "add", "acme", "--unknown-employee", "reject")
-	if out := c.ok("employees", "import", "--partner", "acme", sample("employees.csv")); !strings.Contains(out, "5 mapping(s) added, 0 already there") {
+	c.ok("partner", "add", "globex", "--unknown-employee", "reject")
+	if out := c.ok("employees", "import", "--partner", "globex", sample("employees.csv")); !strings.Contains(out, "5 mapping(s) added, 0 already there") {
 		t.Errorf("import: %q", out)
 	}
-	if out := c.ok("employees", "import", "--partner", "acme", sample("employees.csv")); !strings.Contains(out, "0 mapping(s) added, 5 already there") {
+	if out := c.ok("employees", "import", "--partner", "globex", sample("employees.csv")); !strings.Contains(out, "0 mapping(s) added, 5 already there") {
 		t.Errorf("re-import: %q", out)
 	}
 	var emps []map[string]any
-	if err := json.Unmarshal([]byte(c.ok("employees", "list", "--partner", "acme", "--format", "json")), &emps); err != nil {
+	if err := json.Unmarshal([]byte(c.ok("employees", "list", "--partner", "globex", "--format", "json")), &emps); err != nil {
 		t.Fatal(err)
 	}
 	if len(emps) != 5 || emps[0]["employee_ref"] != "E00101" || emps[0]["employee_id"] != "W-1001" || emps[0]["name"] != "Ana Souza" ||
 		emps[4]["name"] != "Émile Laurent" || emps[4]["source"] != "import" {
 		t.Errorf("employees list: %v", emps)
 	}
-	if out := c.ok("employees", "list", "--partner", "acme"); !strings.Contains(out, "EMPLOYEE_REF") || !strings.Contains(out, "W-1003") {
+	if out := c.ok("employees", "list", "--partner", "globex"); !strings.Contains(out, "EMPLOYEE_REF") || !strings.Contains(out, "W-1003") {
 		t.Errorf("employees list table: %q", out)
 	}
 
 	// The conflicting file is refused whole, one line per conflict.
-	code, _, errs := c.run("employees", "import", "--partner", "acme", sample("employees-conflicts.csv"))
+	code, _, errs := c.run("employees", "import", "--partner", "globex", sample("employees-conflicts.csv"))
 	lines := strings.Split(strings.TrimSpace(errs), "\n")
 	if code != 1 || len(lines) != 4 {
 		t.Fatalf("conflicting import: exit %d, stderr %q; want exit 1 and 3 conflicts + 1 summary", code, errs)
 	}
 	for i, want := range []string{"line 3: employee_ref E00102 is already mapped to employee_id W-1002",
-		"line 4: employee_id W-1003 already belongs to employee_ref E00103 of partner acme",
+		"line 4: employee_id W-1003 already belongs to employee_ref E00103 of partner globex",
 		"line 6: employee_id W-1007 is given to employee_ref E00108 here and to E00107 on line 5",
 		"nothing was imported"} {
 		if !strings.Contains(lines[i], want) {
 			t.Errorf("stderr line %d %q; want it to mention %q", i+1, lines[i], want)
 		}
 	}
-	if n := strings.Count(c.ok("employees", "list", "--partner", "acme"), "\n"); n != 6 {
+	if n := strings.Count(c.ok("employees", "list", "--partner", "globex"), "\n"); n != 6 {
 		t.Errorf("a refused import changed the mappings: %d lines listed", n)
 	}
 	// Invalid lines are listed too, and nothing is imported.
 	bad := c.file("bad-employees.csv", "employee_ref,employee_id\nN1,\n1.23E+05,W-9\nN3,W-3\n")
-	code, _, errs = c.run("employees", "import", "--partner", "acme", bad)
+	code, _, errs = c.run("employees", "import", "--partner", "globex", bad)
 	if code != 1 || !strings.Contains(errs, "line 2: employee_id is empty") || !strings.Contains(errs, "line 3: employee_ref") || !strings.Contains(errs, "2 invalid line(s)") {
 		t.Errorf("invalid import: exit %d, stderr %q", code, errs)
 	}
@@ -195,7 +198,7 @@ func TestEmployeesCLI(t *testing.T) {
 		{[]string{"employees", "import", sample("employees.csv")}, 2, "--partner"},
 		{[]string{"employees", "list"}, 2, "--partner"},
 		{[]string{"employees", "import", "--partner", "nobody", sample("employees.csv")}, 1, "partner add nobody"},
-		{[]string{"employees", "import", "--partner", "acme", c.file("nohead.csv", "ref,id\nE1,W\n")}, 1, "no employee_ref column"},
+		{[]string{"employees", "import", "--partner", "globex", c.file("nohead.csv", "ref,id\nE1,W\n")}, 1, "no employee_ref column"},
 		{[]string{"employees", "frob"}, 2, "import or list"},
 	} {
 		if code, _, errs := c.run(tc.args...); code != tc.code || !strings.Contains(errs, tc.says) {
@@ -206,10 +209,10 @@ func TestEmployeesCLI(t *testing.T) {
 	// With --unknown-employee reject, onboarded employees' rows apply and a
 	// new one (E00106) is rejected with unknown_employee.
 	results := filepath.Join(c.dir, "results")
-	if out := c.ok("ingest", "--partner", "acme", sample("clean-first-run.csv")); !strings.Contains(out, "created=8") {
+	if out := c.ok("ingest", "--partner", "globex", sample("clean-first-run.csv")); !strings.Contains(out, "created=8") {
 		t.Errorf("clean run: %q", out)
 	}
-	out := c.ok("ingest", "--partner", "acme", "--results-dir", results, sample("corrected-resubmission.csv"))
+	out := c.ok("ingest", "--partner", "globex", "--results-dir", results, sample("corrected-resubmission.csv"))
 	if !strings.Contains(out, "updated=1") || !strings.Contains(out, "rejected=1") {
 		t.Errorf("corrected run: %q", out)
 	}
@@ -223,12 +226,12 @@ func TestEmployeesCLI(t *testing.T) {
 
 	// With hold, the reviewer sees the employee_id approval would give and
 	// approving onboards the employee.
-	c.ok("partner", "set", "acme", "--unknown-employee", "hold")
-	c.ok("ingest", "--partner", "acme", c.file("pay-3.csv", "employee_ref,pay_period,component,amount,currency\nE00107,2026-11,BASE,10.00,USD\n"))
-	sum := sha256.Sum256([]byte("acme:E00107"))
+	c.ok("partner", "set", "globex", "--unknown-employee", "hold")
+	c.ok("ingest", "--partner", "globex", c.file("pay-3.csv", "employee_ref,pay_period,component,amount,currency\nE00107,2026-11,BASE,10.00,USD\n"))
+	sum := sha256.Sum256([]byte("globex:E00107"))
 	derived := "emp_" + hex.EncodeToString(sum[:])[:20]
 	var xs []map[string]any
-	if err := json.Unmarshal([]byte(c.ok("review", "list", "--partner", "acme", "--format", "json")), &xs); err != nil {
+	if err := json.Unmarshal([]byte(c.ok("review", "list", "--partner", "globex", "--format", "json")), &xs); err != nil {
 		t.Fatal(err)
 	}
 	if len(xs) != 1 || xs[0]["code"] != "unknown_employee" || xs[0]["employee_id"] != derived || xs[0]["employee_ref"] != "E00107" {
@@ -239,7 +242,7 @@ func TestEmployeesCLI(t *testing.T) {
 		t.Errorf("review show: %q", out)
 	}
 	c.ok("review", "approve", id, "--reviewer", "rita")
-	if out := c.ok("employees", "list", "--partner", "acme"); !strings.Contains(out, derived) {
+	if out := c.ok("employees", "list", "--partner", "globex"); !strings.Contains(out, derived) {
 		t.Errorf("approval did not onboard E00107 as %s: %q", derived, out)
 	}
 }

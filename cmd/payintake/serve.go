@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +27,7 @@ import (
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/intake/httpapi"
 	"github.com/payintake/payintake/intake/sftpd"
+	"github.com/payintake/payintake/internal/clientaddr"
 	"github.com/payintake/payintake/notify"
 	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/records"
@@ -55,6 +59,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	metricsAddr := fs.String("metrics-addr", os.Getenv("PAYINTAKE_METRICS_ADDR"), "serve /metrics on this address only, not on --http-addr (PAYINTAKE_METRICS_ADDR; empty: on --http-addr)")
 	metricsTokenFile := fs.String("metrics-token-file", os.Getenv("PAYINTAKE_METRICS_TOKEN_FILE"), "/metrics requires \"Authorization: Bearer TOKEN\" with the token in this file (PAYINTAKE_METRICS_TOKEN_FILE; empty: no token)")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's profiler (net/http/pprof, /debug/pprof/) on this loopback address, for finding where time goes (off when empty)")
+	trustedProxies := fs.String("trusted-proxies", os.Getenv("PAYINTAKE_TRUSTED_PROXIES"), "load balancers (IPs or CIDR ranges, comma-separated) whose word on the client's address is taken: a PROXY protocol header on --sftp-addr (required from them, refused from others), --trusted-proxy-header on --http-addr (PAYINTAKE_TRUSTED_PROXIES; empty: none)")
+	proxyHeader := fs.String("trusted-proxy-header", string(clientaddr.XForwardedFor), "the header the trusted proxies append the client's address to on --http-addr: x-forwarded-for (with X-Forwarded-Proto) or forwarded (RFC 7239)")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate (chain) to serve --http-addr over HTTPS, with --tls-key; both are read again on SIGHUP")
+	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -75,6 +83,20 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *idleTimeout < time.Second || *maxSessions < 1 || *resumeWindow < time.Minute {
 		return usagef("--sftp-idle-timeout must be at least 1s, --sftp-max-sessions at least 1 and --sftp-resume-window at least 1m")
+	}
+	proxies, err := clientaddr.Parse(*trustedProxies, clientaddr.Header(strings.ToLower(*proxyHeader)))
+	if err != nil {
+		return usagef("--trusted-proxies / --trusted-proxy-header: %v", err)
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return usagef("--tls-cert and --tls-key go together: give both, or neither for plain HTTP")
+	}
+	var certs *certFiles
+	if *tlsCert != "" {
+		certs = &certFiles{cert: *tlsCert, key: *tlsKey}
+		if _, err := certs.load(); err != nil {
+			return err
+		}
 	}
 	maxFileSize, err := parseSize(*maxSize)
 	if err != nil {
@@ -98,6 +120,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	poolConns := *maxConns
 	if *workers > 0 {
 		poolConns--
+	}
+	if *demo {
+		g.needs = append(g.needs, "demo") // the sftp, curl and openssl its printed lines run
 	}
 	e, err := g.open(ctx, log, int32(poolConns))
 	if err != nil {
@@ -137,9 +162,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	creds := partnerauth.New(e.store, partnerauth.WithMetrics(reg))
 	sftpSrv, err := sftpd.New(sftpd.Config{
 		Store: e.store, HostKey: hostKey, SpoolDir: spool, MaxFileSize: maxFileSize,
-		Intake: e.intake, Enqueue: queue.Enqueue, Metrics: sftpd.NewMetrics(reg), Log: log.With("component", "sftp"),
+		Intake: e.intake, Auth: creds, Enqueue: queue.Enqueue, Metrics: sftpd.NewMetrics(reg), Log: log.With("component", "sftp"),
 		IdleTimeout: *idleTimeout, MaxSessions: *maxSessions, ResumeWindow: *resumeWindow,
 	})
 	if err != nil {
@@ -166,7 +192,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Other HTTP handlers are mounted here, one line each, on mux. Metrics of
 	// their own go on reg (never the global default registry).
-	httpapi.Mount(ctx, mux, e.intake, partnerauth.New(e.store), dataDir, httpapi.WithEnqueue(queue.Enqueue)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
+	httpapi.Mount(ctx, mux, e.intake, creds, dataDir, httpapi.WithEnqueue(queue.Enqueue)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
 	review.Mount(mux, e.store, log)
 	if *demo {
 		mountDemoVendor(mux)
@@ -176,6 +202,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen on --sftp-addr %s: %w", *sftpAddr, err)
 	}
+	// Always wrapped: without trusted proxies, it refuses a PROXY header.
+	sftpLn = proxies.Listener(sftpLn)
 	httpLn, err := net.Listen("tcp", *httpAddr)
 	if err != nil {
 		sftpLn.Close()
@@ -199,7 +227,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *demo {
-		if err := setupDemo(ctx, e, dataDir, sftpLn.Addr(), httpLn.Addr(), hostKey.PublicKey(), stdout); err != nil {
+		scheme := "http"
+		if certs != nil {
+			scheme = "https"
+		}
+		if err := setupDemo(ctx, e, dataDir, sftpLn.Addr(), httpLn.Addr(), scheme, hostKey.PublicKey(), stdout); err != nil {
 			sftpLn.Close()
 			httpLn.Close()
 			_ = queue.Stop(context.Background())
@@ -234,11 +266,28 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// Every read has a deadline: headers within 10 s, a whole request within
 	// --http-read-timeout (webhook bodies and login forms within 10 s, set
 	// by their handlers), and idle connections are closed.
-	httpSrv := &http.Server{Handler: observeHTTP(mux, reg, log, e.tracing), ReadHeaderTimeout: 10 * time.Second,
+	// The client's address and scheme are settled first (clientaddr), so
+	// that the request's log line, limits and cookies all see the client.
+	httpSrv := &http.Server{Handler: proxies.Middleware(observeHTTP(mux, reg, log, e.tracing)), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *httpIdleTimeout}
+	if certs != nil {
+		httpSrv.TLSConfig = certs.config()
+	}
+	// Caught from now on, with or without TLS, so that a reload
+	// (systemctl reload) never kills serve.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	wg.Go(func() { reloadOnHangup(runCtx, hup, certs, log) })
 	wg.Go(func() {
-		log.Info("http listening", "addr", httpLn.Addr().String())
-		if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Info("http listening", "addr", httpLn.Addr().String(), "tls", certs != nil, "trusted_proxies", proxies.String())
+		var err error
+		if certs != nil {
+			err = httpSrv.ServeTLS(httpLn, "", "")
+		} else {
+			err = httpSrv.Serve(httpLn)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs <- fmt.Errorf("http server: %w", err)
 			stop()
 		}
@@ -291,6 +340,26 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 }
 
+// reloadOnHangup reads --tls-cert and --tls-key again on each SIGHUP (from
+// hup) until ctx ends; a pair that cannot be loaded is logged and the old
+// one served on. Without TLS (certs nil) there is nothing to read again.
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, certs *certFiles, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if certs == nil {
+				log.Info("SIGHUP: nothing to reload (no --tls-cert)")
+			} else if leaf, err := certs.load(); err != nil {
+				log.Error("tls certificate not reloaded: the one loaded before is served on", "err", err)
+			} else {
+				log.Info("tls certificate reloaded", "subject", leaf.Subject.String(), "not_after", leaf.NotAfter)
+			}
+		}
+	}
+}
+
 // parseSize reads a byte count: 1073741824, 1GiB, 500MiB, 64KiB (K, M, G
 // alone also mean powers of 1024).
 func parseSize(s string) (int64, error) {
@@ -318,7 +387,7 @@ type demo struct {
 	dir      string // DATA_DIR/demo
 	sftpAddr net.Addr
 	httpAddr net.Addr
-	httpURL  string // http://127.0.0.1:PORT
+	httpURL  string // http://127.0.0.1:PORT (https:// with --tls-cert)
 	hostKey  ssh.PublicKey
 	out      io.Writer
 	cli      string // how a printed line runs payintake on this server's database (demoCLI)
@@ -346,8 +415,8 @@ func demoSteps() []demoStep {
 }
 
 // setupDemo runs the demo steps in order and prints what each one offers.
-func setupDemo(ctx context.Context, e *env, dataDir string, sftpAddr, httpAddr net.Addr, hostKey ssh.PublicKey, stdout io.Writer) error {
-	d := &demo{e: e, dir: filepath.Join(dataDir, "demo"), sftpAddr: sftpAddr, httpAddr: httpAddr, httpURL: "http://" + loopback(httpAddr.String()),
+func setupDemo(ctx context.Context, e *env, dataDir string, sftpAddr, httpAddr net.Addr, scheme string, hostKey ssh.PublicKey, stdout io.Writer) error {
+	d := &demo{e: e, dir: filepath.Join(dataDir, "demo"), sftpAddr: sftpAddr, httpAddr: httpAddr, httpURL: scheme + "://" + loopback(httpAddr.String()),
 		hostKey: hostKey, out: stdout, cli: demoCLI(e.g, dataDir)}
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", d.dir, err)

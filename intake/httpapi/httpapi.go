@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/clientaddr"
 	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/internal/problems"
 	"github.com/payintake/payintake/partnerauth"
@@ -326,6 +327,14 @@ func (a *API) auth(w http.ResponseWriter, r *http.Request) (string, bool) {
 		}
 		return deny("the API token is not valid or was revoked: check it, or ask for a new one")
 	}
+	if ok, err := a.allowedFrom(r, partner, partnerauth.DoorHTTP); err != nil {
+		writeProblem(w, newProblem(http.StatusInternalServerError, "internal_error", "the token could not be checked; try again later"))
+		return "", false
+	} else if !ok {
+		// Answered as a token that does not work: the client learns
+		// nothing of the allowlist.
+		return deny("the API token is not valid or was revoked: check it, or ask for a new one")
+	}
 	observe.Note(r.Context(), slog.String("partner", partner))
 	return partner, true
 }
@@ -334,4 +343,22 @@ func newOwner() []byte {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return b
+}
+
+// allowedFrom reports whether partner's credentials, just checked at door,
+// may be used from the request's client address (its allow-from); a
+// refusal is logged, and the caller answers it as bad credentials. An
+// error (logged): it could not be checked.
+func (a *API) allowedFrom(r *http.Request, partner, door string) (bool, error) {
+	addr := clientaddr.From(r)
+	ok, err := a.creds.AllowedFrom(r.Context(), partner, door, addr)
+	if err != nil {
+		a.log.ErrorContext(r.Context(), "check the partner's allowed addresses", "partner", partner, "err", err)
+		return false, err
+	}
+	if !ok {
+		a.log.WarnContext(r.Context(), "credentials refused: client address not in the partner's allow-from",
+			"partner", partner, "door", door, "client", addr.String())
+	}
+	return ok, nil
 }

@@ -145,10 +145,16 @@ func (a *API) verifyWebhook(r *http.Request, partner, id string, body []byte) *p
 	ok, err := a.creds.WebhookSigned(r.Context(), partner, id, ts, body, sigs)
 	if err != nil {
 		a.log.ErrorContext(r.Context(), "read webhook secrets", "err", err)
+	} else if ok {
+		ok, err = a.allowedFrom(r, partner, partnerauth.DoorWebhook)
+	}
+	if err != nil {
 		p := newProblem(http.StatusInternalServerError, "internal_error", "the signature could not be checked; deliver the webhook again later")
 		return &p
 	}
 	if !ok {
+		// A sender outside the partner's allow-from is answered as a bad
+		// signature: it learns nothing of the allowlist.
 		return deny("signature_invalid", "no webhook-signature matches the body with an active secret of this partner")
 	}
 	return nil

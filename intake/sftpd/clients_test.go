@@ -369,7 +369,7 @@ func TestClientRclone(t *testing.T) {
 	}
 	// A remote path without a leading slash is relative to the login
 	// directory, /inbox: pi:inbox is /inbox/inbox, which cannot exist, so
-	// the copy fails and nothing is received (the README says to write
+	// the copy fails and nothing is received (docs/sftp.md says to write
 	// pi:/inbox).
 	if out, err := ce.run(env, rcloneBin, "copy", "--retries", "1", src, "pi:inbox"); err == nil {
 		t.Fatalf("rclone copy to pi:inbox (/inbox/inbox) exited 0:\n%s", out)

@@ -24,9 +24,12 @@ import (
 	"bytes"
 	"container/list"
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/payintake/payintake/internal/clientaddr"
 )
 
 const (
@@ -98,11 +101,13 @@ func newLoginGate(now func() time.Time, closed func(string)) *loginGate {
 }
 
 // hello sends the server's version line and waits (holding no slot) for
-// the client's first bytes. False: the client was silent, or evicted.
-func (g *loginGate) hello(bc *bannerConn, ip string) bool {
+// the client's first bytes. An error: the client was silent, evicted, or
+// refused by its first bytes (clientaddr.ErrRefused: a PROXY header from
+// a source that is not a trusted proxy).
+func (g *loginGate) hello(bc *bannerConn, ip string) error {
 	_ = bc.Conn.SetDeadline(time.Now().Add(bannerTimeout))
 	if _, err := bc.Conn.Write(bc.skip); err != nil {
-		return false
+		return err
 	}
 	sc := &silentConn{c: bc.Conn, ip: ip, since: g.now()}
 	g.mu.Lock()
@@ -135,11 +140,15 @@ func (g *loginGate) hello(bc *bannerConn, ip string) bool {
 		g.dropSilent(el)
 	}
 	g.mu.Unlock()
+	if errors.Is(err, clientaddr.ErrRefused) {
+		g.closed("proxy_header")
+		return err
+	}
 	if err != nil {
 		g.closed("silent")
-		return false
+		return err
 	}
-	return true
+	return nil
 }
 
 // dropSilent forgets a silent connection (g.mu held).

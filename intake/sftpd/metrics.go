@@ -58,7 +58,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		loginsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payintake_sftp_prelogin_closed_total",
-			Help: "Connections closed before login by the pre-login bounds: reason silent (sent nothing), evicted (a newer connection from the address needed the slot of an idle one), full (no slot within the wait).",
+			Help: "Connections closed before login by the pre-login bounds: reason silent (sent nothing), evicted (a newer connection from the address needed the slot of an idle one), full (no slot within the wait), proxy_header (a trusted proxy sent no valid PROXY header, or another source sent one).",
 		}, []string{"reason"}),
 	}
 	if reg != nil {

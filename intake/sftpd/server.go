@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/clientaddr"
+	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/records"
 )
 
@@ -38,7 +41,10 @@ type Config struct {
 	Store *records.Store
 	// Intake is what complete uploads are submitted to (Intake.Submit);
 	// nil: one on Store, with Log.
-	Intake  *intake.Intake
+	Intake *intake.Intake
+	// Auth checks a partner's allowed client addresses (nil: a Checker on
+	// Store, its refusals counted nowhere).
+	Auth    *partnerauth.Checker
 	HostKey ssh.Signer
 	// SpoolDir holds uploads while they are written (never a partner-chosen
 	// name: spool files are named by the server).
@@ -148,6 +154,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Intake == nil {
 		cfg.Intake = intake.New(cfg.Store, cfg.Log)
+	}
+	if cfg.Auth == nil {
+		cfg.Auth = partnerauth.New(cfg.Store)
 	}
 	if err := os.MkdirAll(cfg.SpoolDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create spool folder: %w", err)
@@ -268,6 +277,7 @@ const (
 // authState is what one connection's authentication attempts left behind.
 type authState struct {
 	ip       string
+	addr     netip.Addr // the client's, as ip
 	mu       sync.Mutex
 	user     string
 	delay    time.Duration
@@ -284,10 +294,18 @@ type authState struct {
 
 var errKeyNotAllowed = errors.New("public key not authorised for this partner")
 
+// errAddressNotAllowed is a proven key used from a client address outside
+// its partner's allowlist: to the client, a failed login like any other.
+var errAddressNotAllowed = errors.New("client address not in the partner's allow-from")
+
 // errKeyCheckUnavailable is a login refused because the key could not be
 // looked up (the database is unreachable). It is not the partner's fault: it
 // is not counted as a failed login, and the client is told why.
 var errKeyCheckUnavailable = errors.New("key check unavailable")
+
+// keyCheckUnavailable is errKeyCheckUnavailable as the client is told it.
+var keyCheckUnavailable = &ssh.BannerError{Err: errKeyCheckUnavailable,
+	Message: "payintake cannot check keys right now (its database is unreachable); nothing was received: try again in a minute\n"}
 
 // errTooManySessions is a login refused because the partner already has
 // MaxSessions connections to this server.
@@ -324,8 +342,7 @@ func (s *Server) serverConfig(ctx context.Context, st *authState) *ssh.ServerCon
 		ok, err := s.cfg.Store.KeyAllowed(cctx, user, fp)
 		if err != nil {
 			s.log.Error("check partner key", "partner", user, "key", fp, "err", err)
-			return &ssh.BannerError{Err: errKeyCheckUnavailable,
-				Message: "payintake cannot check keys right now (its database is unreachable); nothing was received: try again in a minute\n"}
+			return keyCheckUnavailable
 		}
 		if !ok {
 			return errKeyNotAllowed
@@ -358,6 +375,21 @@ func (s *Server) serverConfig(ctx context.Context, st *authState) *ssh.ServerCon
 			}
 			if err := check(c.User(), fp); err != nil {
 				return nil, err
+			}
+			// The allowlist is checked once the key is proven, not when it
+			// is offered: a public key is no secret, and a refusal writes
+			// an audit row, which only a holder of the private key may
+			// cause. (Such a holder can tell, from a verbose client, that
+			// the key was accepted before the login failed.)
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			allowed, err := s.cfg.Auth.AllowedFrom(cctx, c.User(), partnerauth.DoorSFTP, st.addr)
+			cancel()
+			if err != nil {
+				s.log.Error("check partner's allowed addresses", "partner", c.User(), "remote", st.ip, "err", err)
+				return nil, keyCheckUnavailable
+			}
+			if !allowed {
+				return nil, fmt.Errorf("%w: %s", errAddressNotAllowed, st.ip)
 			}
 			st.mu.Lock()
 			defer st.mu.Unlock()
@@ -412,19 +444,26 @@ func newConnID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func remoteIP(c net.Conn) string {
-	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
-	if err != nil {
-		return c.RemoteAddr().String()
-	}
-	return host
-}
-
 func (s *Server) handleConn(ctx context.Context, c net.Conn) {
-	ip := remoteIP(c)
-	log := s.log.With("conn", newConnID(), "remote", c.RemoteAddr().String())
+	// The client's address (behind a trusted proxy, its PROXY header's) is
+	// what every bound, limit, allowlist and log line below counts.
+	client, proxy, err := clientaddr.Client(c)
+	log := s.log.With("conn", newConnID(), "remote", client.String())
+	if proxy.IsValid() {
+		log = log.With("proxy", proxy.String())
+	}
+	if err != nil {
+		s.m.loginsClosed.WithLabelValues("proxy_header").Inc()
+		log.Warn("connection refused", "err", err)
+		return
+	}
+	ip := client.Addr().String()
 	bc := newBannerConn(c)
-	if !s.gate.hello(bc, ip) {
+	if err := s.gate.hello(bc, ip); err != nil {
+		if errors.Is(err, clientaddr.ErrRefused) {
+			log.Warn("connection refused", "err", err)
+			return
+		}
 		log.Debug("connection closed before it sent anything")
 		return
 	}
@@ -440,7 +479,7 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 		}
 	}
 	defer leave()
-	st := &authState{ip: ip}
+	st := &authState{ip: ip, addr: client.Addr()}
 	defer func() {
 		st.mu.Lock()
 		defer st.mu.Unlock()

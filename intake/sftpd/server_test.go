@@ -30,6 +30,8 @@ import (
 
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/intake/sftpd"
+	"github.com/payintake/payintake/internal/clientaddr"
+	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
@@ -117,6 +119,9 @@ type zoneOpts struct {
 	maxSessions int           // Config.MaxSessions
 	tracing     trace.TracerProvider
 	clock       *testClock // Config.Now; nil: the real clock
+	// proxies: the listener is wrapped (clientaddr.Proxies.Listener), as
+	// serve always does; nil: a bare listener.
+	proxies *clientaddr.Proxies
 }
 
 // testClock is the real clock plus a lead the test gives it (Advance), so
@@ -180,7 +185,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	}
 	srv, err := sftpd.New(sftpd.Config{
 		Store: st, HostKey: hk, SpoolDir: spool, MaxFileSize: o.maxFileSize,
-		Intake: in, Enqueue: enqueue, Log: log, LoginDelay: o.loginDelay, Metrics: sftpd.NewMetrics(reg), ResumeWindow: o.resume,
+		Intake: in, Auth: partnerauth.New(st, partnerauth.WithMetrics(reg)), Enqueue: enqueue, Log: log, LoginDelay: o.loginDelay, Metrics: sftpd.NewMetrics(reg), ResumeWindow: o.resume,
 		IdleTimeout: o.idle, MaxSessions: o.maxSessions, Now: nowOf(o.clock),
 	})
 	if err != nil {
@@ -189,6 +194,10 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if o.proxies != nil {
+		ln = o.proxies.Listener(ln)
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	served := make(chan error, 1)
@@ -204,7 +213,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 			t.Errorf("stop queue: %v", err)
 		}
 	})
-	return &dropZone{t: t, ctx: ctx, url: url, store: st, srv: srv, addr: ln.Addr().String(), hostKey: hk.PublicKey(), spool: spool, logs: logs, reg: reg, queue: q, enqueued: enqueued}
+	return &dropZone{t: t, ctx: ctx, url: url, store: st, srv: srv, addr: addr, hostKey: hk.PublicKey(), spool: spool, logs: logs, reg: reg, queue: q, enqueued: enqueued}
 }
 
 func nowOf(c *testClock) func() time.Time {

@@ -132,7 +132,7 @@ func attr(s tracetest.SpanStub, key string) string {
 
 // TestResubmissionTrace uploads a file, then its rows again with one
 // amount changed: the second file's process span says it was compared on
-// its keys (not read as a first file), with the spans README names below
+// its keys (not read as a first file), with the spans docs/operations.md names below
 // it: stage (the keys), compare (the one changed row to read again), then
 // stage, classify and apply of that row, and result.
 func TestResubmissionTrace(t *testing.T) {

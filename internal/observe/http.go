@@ -19,6 +19,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/payintake/payintake/internal/clientaddr"
 )
 
 // RequestIDHeader carries the request id: a sane one sent by the client is
@@ -98,7 +100,8 @@ func Middleware(next http.Handler, m *HTTPMetrics, log *slog.Logger, tp trace.Tr
 			}
 			span.SetName(method + " " + route)
 			span.SetAttributes(attribute.String("http.request.method", method), attribute.String("http.route", route),
-				attribute.Int("http.response.status_code", status), attribute.String("payintake.request_id", req.id))
+				attribute.Int("http.response.status_code", status), attribute.String("payintake.request_id", req.id),
+				attribute.String("client.address", clientaddr.From(r).String()))
 			if status >= 500 {
 				span.SetStatus(codes.Error, http.StatusText(status))
 			}
@@ -122,8 +125,11 @@ func Middleware(next http.Handler, m *HTTPMetrics, log *slog.Logger, tp trace.Tr
 			attrs := append([]slog.Attr{
 				slog.String("request_id", req.id), slog.String("method", r.Method), slog.String("route", route),
 				slog.String("path", r.URL.Path), slog.Int("status", status), slog.Duration("duration", took),
-				slog.Int64("bytes", sw.bytes),
+				slog.Int64("bytes", sw.bytes), slog.String("client", clientaddr.From(r).String()),
 			}, notes...)
+			if p := clientaddr.Proxy(r); p.IsValid() {
+				attrs = append(attrs, slog.String("proxy", p.String()))
+			}
 			log.LogAttrs(ctx, level, "http request", attrs...)
 		}()
 		next.ServeHTTP(sw, r)
