@@ -194,6 +194,17 @@ func TestPGPAcceptAndOff(t *testing.T) {
 	if r := s.Open(s.result(got.ID), s.Platform); strings.Count(r, ",created,") != 2 {
 		t.Errorf("result:\n%s", r)
 	}
+	// Signed only, then altered: under accept the signature is verified
+	// all the same, and the refusal goes back sealed.
+	signed := s.Run([]byte(pgpPayroll), "--sign", "--local-user", s.PartnerKey, "--compress-algo", "none")
+	forged := bytes.Replace(signed, []byte("4000.00"), []byte("9000.00"), 1)
+	if bytes.Equal(forged, signed) {
+		t.Fatal("the amount is not in the signed message's clear bytes")
+	}
+	got, out = s.ingest("forged.csv.gpg", forged)
+	if r := s.Open(s.result(got.ID), s.Platform); out.Counts["rejected"] != 1 || !strings.Contains(r, string(normalize.CodePGPSignatureInvalid)) {
+		t.Errorf("forged signed file under accept: %v\n%s", out.Counts, r)
+	}
 	// Off: an OpenPGP file is refused, not read as CSV.
 	off := records.PGPOff
 	if err := st.UpdatePartner(s.ctx, "acme", records.PartnerUpdate{PGP: &off}); err != nil {
