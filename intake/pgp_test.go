@@ -274,17 +274,7 @@ func TestPGPOverHTTP(t *testing.T) {
 		t.Fatalf("POST: %d %s", resp.StatusCode, b)
 	}
 	loc := resp.Header.Get("Location")
-	get := func() (*http.Response, []byte) {
-		req, _ := http.NewRequest("GET", api.URL+loc+"/result.csv", nil)
-		req.Header.Set("Authorization", "Bearer "+tok)
-		r, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Body.Close()
-		b, _ := io.ReadAll(r.Body)
-		return r, b
-	}
+	get := func() (*http.Response, []byte) { return authGet(t, api.URL+loc+"/result.csv", tok) }
 	r, first := get()
 	if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != intake.PGPContentType ||
 		!strings.Contains(r.Header.Get("Content-Disposition"), "pay.result.csv.pgp") {
@@ -359,16 +349,26 @@ func TestPGPReviewReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("GET", fmt.Sprintf("%s/v1/submissions/%d/review.csv", api.URL, got.ID), nil)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	resp, body := authGet(t, fmt.Sprintf("%s/v1/submissions/%d/review.csv", api.URL, got.ID), tok)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != intake.PGPContentType ||
 		!strings.Contains(resp.Header.Get("Content-Disposition"), "jan-fix.review.csv.pgp") || !bytes.Equal(body, first.Bytes()) {
 		t.Errorf("GET review.csv: %d %v, same bytes %v", resp.StatusCode, resp.Header, bytes.Equal(body, first.Bytes()))
 	}
+}
+
+// authGet GETs url with a partner's API token and reads the whole body.
+func authGet(t *testing.T, url, tok string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, b
 }
