@@ -6,6 +6,7 @@ require (
 	github.com/IBM/pgxpoolprometheus v1.1.3
 	github.com/ProtonMail/go-crypto v1.5.2
 	github.com/chromedp/chromedp v0.23.0
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/creack/pty v1.1.24
 	github.com/exaring/otelpgx v0.13.0
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875
