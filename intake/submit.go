@@ -36,6 +36,8 @@ type Submission struct {
 	Size    int64
 	ModTime time.Time
 	Stream  *records.Stream
+	// Upload is the unfinished upload the bytes finish (records.Incoming).
+	Upload int64
 	// Enqueue, when set (Queue.Enqueue), schedules background processing
 	// in the transaction that records the envelope.
 	Enqueue records.AfterInsert
@@ -103,7 +105,7 @@ func (in *Intake) Submit(ctx context.Context, s Submission) (Submitted, error) {
 	}
 	got, err := in.Store.Receive(ctx, records.Incoming{
 		PartnerID: s.Partner, FileName: s.Name, Key: key, Source: s.Source, Path: s.Path,
-		SHA256: s.SHA256, Size: s.Size, ModTime: s.ModTime, Stream: s.Stream,
+		SHA256: s.SHA256, Size: s.Size, ModTime: s.ModTime, Stream: s.Stream, Upload: s.Upload,
 		Identity: pg.identity, PGP: pg.rec, Seal: pg.seal,
 	}, s.Enqueue)
 	if err != nil {

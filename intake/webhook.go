@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
-	"github.com/payintake/payintake/internal/jsondup"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/payintake/payintake/internal/strictjson"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
@@ -98,38 +100,78 @@ func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, answer ReplayAnsw
 	return ans, nil, err
 }
 
+// payLine is a pay line's members in a webhook or a replayed leg, each
+// kept as its JSON text: money must be a JSON string and is never
+// converted from a number, so the type is read before the value. Its tags
+// are normalize.FieldNames (TestPayLineMembersAreFieldNames).
+type payLine struct {
+	EmployeeRef jsontext.Value `json:"employee_ref"`
+	PayPeriod   jsontext.Value `json:"pay_period"`
+	Component   jsontext.Value `json:"component"`
+	Amount      jsontext.Value `json:"amount"`
+	Currency    jsontext.Value `json:"currency"`
+	Hours       jsontext.Value `json:"hours"`
+	Rate        jsontext.Value `json:"rate"`
+	PayDate     jsontext.Value `json:"pay_date"`
+}
+
+// webhookBody is a webhook's one pay-line change.
+type webhookBody struct {
+	EntityID jsontext.Value `json:"entity_id"`
+	Version  jsontext.Value `json:"version"`
+	payLine
+}
+
+// replayBody is a leg replay: the corrected rows of a submission.
+type replayBody struct {
+	Rows []struct {
+		Row jsontext.Value `json:"row"`
+		payLine
+	} `json:"rows"`
+}
+
+// refusedJSON is the row error of a body strictjson refused: the member in
+// Field, the reason as its code.
+func refusedJSON(err error) *normalize.RowError {
+	var se *strictjson.Error
+	if !errors.As(err, &se) {
+		return &normalize.RowError{Code: "invalid_json", Message: err.Error()}
+	}
+	code := normalize.Code("invalid_json")
+	switch {
+	case errors.Is(err, strictjson.ErrDuplicate):
+		code = "duplicate_key"
+	case errors.Is(err, strictjson.ErrUnknown):
+		code = "unknown_member"
+	}
+	return &normalize.RowError{Code: code, Field: se.Member, Message: se.Error()}
+}
+
 // parseWebhook reads a webhook body: a JSON object with entity_id (string),
 // version (integer number), and the pay-line fields as JSON strings
 // (employee_ref, pay_period, component, amount, currency, and optional
 // hours, rate, pay_date). Money must be a string: a JSON number is refused,
 // never converted. hours may also be a JSON number, taken as its literal
-// text (no floating point). Unknown fields are ignored; null is absent; a
-// field given twice is refused (duplicate_key).
+// text (no floating point). null is absent; the body is read by strictjson
+// (a member repeated, in any case, or unknown is refused).
 // The values are then normalised exactly as a CSV row with the partner's
 // settings.
 func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *normalize.RowError) {
 	invalid := func(code normalize.Code, field, msg string) (*records.WebhookChange, *normalize.RowError) {
 		return nil, &normalize.RowError{Code: code, Field: field, Message: msg}
 	}
-	if name, dup := jsondup.Find(body); dup {
-		return invalid("duplicate_key", name, fmt.Sprintf(
-			"the body has the member %q more than once; send each field once (a repeated field is never resolved by taking one of its values)", name))
+	var doc webhookBody
+	if err := strictjson.Unmarshal(body, &doc); err != nil {
+		return nil, refusedJSON(err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var m map[string]json.RawMessage
-	if err := dec.Decode(&m); err != nil || m == nil {
+	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
 		return invalid("invalid_json", "", "the body is not a JSON object")
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return invalid("invalid_json", "", "the body has data after its JSON object")
-	}
-
-	entity, bad := jsonText(m, "entity_id", false, false)
+	entity, bad := jsonText(doc.EntityID, "entity_id", false, false)
 	if bad != nil {
 		return nil, bad
 	}
-	raw, bad := jsonRawRow(m)
+	raw, bad := jsonRawRow(doc.payLine)
 	if bad != nil {
 		return nil, bad
 	}
@@ -141,7 +183,7 @@ func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *n
 		return invalid("invalid_entity_id", "entity_id", "entity_id is longer than 255 bytes")
 	}
 	var version int64
-	switch v := bytes.TrimSpace(m["version"]); {
+	switch v := bytes.TrimSpace(doc.Version); {
 	case len(v) == 0 || string(v) == "null":
 		return invalid("missing_value", "version", "version is missing; send the pay line's version as an integer that grows with every change")
 	default:
@@ -168,19 +210,13 @@ func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *normalize.R
 	bad := func(code normalize.Code, field, detail string) ([]records.Leg, *normalize.RowError) {
 		return nil, &normalize.RowError{Code: code, Field: field, Message: detail + "; nothing was applied"}
 	}
-	if name, dup := jsondup.Find(body); dup {
-		return bad("duplicate_key", name, fmt.Sprintf("the body has the member %q more than once; send each field once", name))
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var doc struct {
-		Rows []map[string]json.RawMessage `json:"rows"`
-	}
-	if err := dec.Decode(&doc); err != nil {
-		return bad("invalid_json", "", `the body is not a JSON object {"rows": [{"row": N, "employee_ref": ..., "amount": "12.50", ...}]}`)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return bad("invalid_json", "", "the body has data after its JSON object")
+	var doc replayBody
+	if err := strictjson.Unmarshal(body, &doc); err != nil {
+		r := refusedJSON(err)
+		if r.Code == "invalid_json" {
+			return bad("invalid_json", r.Field, r.Message+`: send a JSON object {"rows": [{"row": N, "employee_ref": ..., "amount": "12.50", ...}]}`)
+		}
+		return bad(r.Code, r.Field, r.Message)
 	}
 	if len(doc.Rows) == 0 || len(doc.Rows) > maxReplayLegs {
 		return bad("invalid_rows", "rows", fmt.Sprintf("rows must list 1 to %d corrected rows", maxReplayLegs))
@@ -188,11 +224,11 @@ func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *normalize.R
 	legs := make([]records.Leg, 0, len(doc.Rows))
 	for i, m := range doc.Rows {
 		at := fmt.Sprintf("rows[%d]", i)
-		n, err := strconv.Atoi(string(bytes.TrimSpace(m["row"])))
+		n, err := strconv.Atoi(string(bytes.TrimSpace(m.Row)))
 		if err != nil || n < 1 {
 			return bad(normalize.CodeInvalidRow, at+".row", at+".row must be the row index (a JSON integer from 1) of the submission's row this corrects")
 		}
-		raw, invalid := jsonRawRow(m)
+		raw, invalid := jsonRawRow(m.payLine)
 		if invalid != nil {
 			return bad(invalid.Code, at+"."+invalid.Field, at+": "+invalid.Message)
 		}
@@ -206,12 +242,12 @@ func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *normalize.R
 	return legs, nil
 }
 
-// jsonText reads field of a JSON object (decoded with UseNumber) that must
-// be a JSON string, or with number also a JSON number. Money (money true)
-// as a JSON number is refused (money_not_string): it is never converted, to
-// avoid rounding. Absent and null are "". Webhooks and leg replays share it.
-func jsonText(m map[string]json.RawMessage, field string, money, number bool) (string, *normalize.RowError) {
-	raw := bytes.TrimSpace(m[field])
+// jsonText reads a member (raw, its JSON text) that must be a JSON string,
+// or with number also a JSON number. Money (money true) as a JSON number is
+// refused (money_not_string): it is never converted, to avoid rounding.
+// Absent and null are "". Webhooks and leg replays share it.
+func jsonText(raw jsontext.Value, field string, money, number bool) (string, *normalize.RowError) {
+	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
 	}
@@ -234,25 +270,26 @@ func jsonText(m map[string]json.RawMessage, field string, money, number bool) (s
 	return "", &normalize.RowError{Code: "invalid_type", Field: field, Message: field + " must be a JSON string"}
 }
 
-// jsonRawRow reads the eight pay-line fields of a JSON object as a CSV row's
-// raw cells, to be normalised with the partner's settings.
-func jsonRawRow(m map[string]json.RawMessage) (normalize.RawRow, *normalize.RowError) {
+// jsonRawRow reads the eight pay-line fields as a CSV row's raw cells, to
+// be normalised with the partner's settings.
+func jsonRawRow(m payLine) (normalize.RawRow, *normalize.RowError) {
 	var raw normalize.RawRow
 	for _, f := range []struct {
 		name          string
+		val           jsontext.Value
 		dst           *string
 		money, number bool
 	}{
-		{normalize.FieldEmployeeRef, &raw.EmployeeRef, false, false},
-		{normalize.FieldPayPeriod, &raw.PayPeriod, false, false},
-		{normalize.FieldComponent, &raw.Component, false, false},
-		{normalize.FieldAmount, &raw.Amount, true, false},
-		{normalize.FieldCurrency, &raw.Currency, false, false},
-		{normalize.FieldHours, &raw.Hours, false, true},
-		{normalize.FieldRate, &raw.Rate, true, false},
-		{normalize.FieldPayDate, &raw.PayDate, false, false},
+		{normalize.FieldEmployeeRef, m.EmployeeRef, &raw.EmployeeRef, false, false},
+		{normalize.FieldPayPeriod, m.PayPeriod, &raw.PayPeriod, false, false},
+		{normalize.FieldComponent, m.Component, &raw.Component, false, false},
+		{normalize.FieldAmount, m.Amount, &raw.Amount, true, false},
+		{normalize.FieldCurrency, m.Currency, &raw.Currency, false, false},
+		{normalize.FieldHours, m.Hours, &raw.Hours, false, true},
+		{normalize.FieldRate, m.Rate, &raw.Rate, true, false},
+		{normalize.FieldPayDate, m.PayDate, &raw.PayDate, false, false},
 	} {
-		v, bad := jsonText(m, f.name, f.money, f.number)
+		v, bad := jsonText(f.val, f.name, f.money, f.number)
 		if bad != nil {
 			return raw, bad
 		}

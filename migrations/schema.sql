@@ -1433,6 +1433,50 @@ CREATE TABLE public.sealed_results (
 );
 
 --
+-- Name: sftp_upload_chunks; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sftp_upload_chunks (
+    upload_id bigint NOT NULL,
+    n integer NOT NULL,
+    data bytea NOT NULL
+);
+ALTER TABLE ONLY public.sftp_upload_chunks ALTER COLUMN data SET STORAGE MAIN;
+ALTER TABLE ONLY public.sftp_upload_chunks ALTER COLUMN data SET COMPRESSION lz4;
+
+--
+-- Name: sftp_uploads; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sftp_uploads (
+    id bigint NOT NULL,
+    partner_id text NOT NULL,
+    name text NOT NULL,
+    size bigint DEFAULT 0 NOT NULL,
+    sha256_state bytea NOT NULL,
+    client_mtime timestamp with time zone,
+    started timestamp with time zone DEFAULT now() NOT NULL,
+    touched timestamp with time zone DEFAULT now() NOT NULL,
+    writer text,
+    writer_until timestamp with time zone,
+    CONSTRAINT sftp_uploads_check CHECK (((writer IS NULL) = (writer_until IS NULL))),
+    CONSTRAINT sftp_uploads_size_check CHECK ((size >= 0))
+);
+
+--
+-- Name: sftp_uploads_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.sftp_uploads ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.sftp_uploads_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: submissions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1991,6 +2035,27 @@ ALTER TABLE ONLY public.sealed_results
     ADD CONSTRAINT sealed_results_pkey PRIMARY KEY (envelope_id, kind);
 
 --
+-- Name: sftp_upload_chunks sftp_upload_chunks_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sftp_upload_chunks
+    ADD CONSTRAINT sftp_upload_chunks_pkey PRIMARY KEY (upload_id, n);
+
+--
+-- Name: sftp_uploads sftp_uploads_partner_id_name_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sftp_uploads
+    ADD CONSTRAINT sftp_uploads_partner_id_name_key UNIQUE (partner_id, name);
+
+--
+-- Name: sftp_uploads sftp_uploads_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sftp_uploads
+    ADD CONSTRAINT sftp_uploads_pkey PRIMARY KEY (id);
+
+--
 -- Name: submissions submissions_envelope_id_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2139,6 +2204,12 @@ CREATE INDEX review_audit_exception ON public.review_audit USING btree (exceptio
 --
 
 CREATE INDEX reviewer_sessions_expiry ON public.reviewer_sessions USING btree (expires_at);
+
+--
+-- Name: sftp_uploads_touched; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sftp_uploads_touched ON public.sftp_uploads USING btree (touched);
 
 --
 -- Name: webhook_deliveries_record; Type: INDEX; Schema: public; Owner: -
@@ -2526,6 +2597,20 @@ ALTER TABLE ONLY public.sealed_result_chunks
 
 ALTER TABLE ONLY public.sealed_results
     ADD CONSTRAINT sealed_results_envelope_id_fkey FOREIGN KEY (envelope_id) REFERENCES public.envelopes(id);
+
+--
+-- Name: sftp_upload_chunks sftp_upload_chunks_upload_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sftp_upload_chunks
+    ADD CONSTRAINT sftp_upload_chunks_upload_id_fkey FOREIGN KEY (upload_id) REFERENCES public.sftp_uploads(id) ON DELETE CASCADE;
+
+--
+-- Name: sftp_uploads sftp_uploads_partner_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sftp_uploads
+    ADD CONSTRAINT sftp_uploads_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES public.partners(id);
 
 --
 -- Name: submissions submissions_envelope_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -65,12 +65,18 @@ func storeChunks(ctx context.Context, tx pgx.Tx, id int64, path string, size int
 		return fmt.Errorf("open received file: %w", err)
 	}
 	defer f.Close()
-	src := &chunkSource{id: id, r: bufio.NewReaderSize(f, fileBuffer), buf: make([]byte, chunkSize)}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"envelope_chunks"}, []string{"envelope_id", "n", "data"}, src); err != nil {
-		return fmt.Errorf("store envelope bytes: %w", err)
+	return copyChunks(ctx, tx, pgx.Identifier{"envelope_chunks"}, []string{"envelope_id", "n", "data"}, id, 0, f, size)
+}
+
+// copyChunks copies the size bytes of r into table as chunks numbered from
+// first on, with COPY; r must hold exactly size bytes.
+func copyChunks(ctx context.Context, tx pgx.Tx, table pgx.Identifier, cols []string, id int64, first int32, r io.Reader, size int64) error {
+	src := &chunkSource{id: id, n: first, r: bufio.NewReaderSize(r, fileBuffer), buf: make([]byte, chunkSize)}
+	if _, err := tx.CopyFrom(ctx, table, cols, src); err != nil {
+		return fmt.Errorf("store %s bytes: %w", table[0], err)
 	}
 	if src.total != size {
-		return fmt.Errorf("store envelope bytes: the file holds %d bytes, %d were hashed", src.total, size)
+		return fmt.Errorf("store %s bytes: the file holds %d bytes, %d were hashed", table[0], src.total, size)
 	}
 	return nil
 }
@@ -115,32 +121,38 @@ type querier interface {
 // order, with one query through q (rows are read as they come: one chunk
 // in memory at a time).
 func copyEnvelopeBytes(ctx context.Context, q querier, id int64, w io.Writer) error {
-	rows, err := q.Query(ctx, sqlEnvelopeChunks, id)
+	return copyChunkRows(ctx, q, sqlEnvelopeChunks, "envelope", id, w)
+}
+
+// copyChunkRows writes to w the chunks that sql (numbered rows n, data of
+// the what called id, in order) returns.
+func copyChunkRows(ctx context.Context, q querier, sql, what string, id int64, w io.Writer) error {
+	rows, err := q.Query(ctx, sql, id)
 	if err != nil {
-		return fmt.Errorf("read bytes of envelope %d: %w", id, err)
+		return fmt.Errorf("read bytes of %s %d: %w", what, id, err)
 	}
 	defer rows.Close()
 	var want int32
 	for rows.Next() {
-		data, err := chunkRow(rows, id, want)
+		data, err := chunkRowOf(rows, what, id, want)
 		if err != nil {
 			return err
 		}
 		if _, err := w.Write(data); err != nil {
-			return fmt.Errorf("read bytes of envelope %d: %w", id, err)
+			return fmt.Errorf("read bytes of %s %d: %w", what, id, err)
 		}
 		want++
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read bytes of envelope %d: %w", id, err)
+		return fmt.Errorf("read bytes of %s %d: %w", what, id, err)
 	}
 	return nil
 }
 
-// copyChunks writes the bytes a query through q gives in its first column,
+// writeChunks writes the bytes a query through q gives in its first column,
 // row after row as they come (stored chunks, in order), to w; what names
 // them in errors ("result of envelope 7").
-func copyChunks(ctx context.Context, q querier, w io.Writer, what, sql string, args ...any) error {
+func writeChunks(ctx context.Context, q querier, w io.Writer, what, sql string, args ...any) error {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", what, err)
@@ -160,12 +172,16 @@ func copyChunks(ctx context.Context, q querier, w io.Writer, what, sql string, a
 // chunkRow checks that the current row (n, data) is chunk want and returns
 // its bytes (valid until the next row is read).
 func chunkRow(rows pgx.Rows, id int64, want int32) ([]byte, error) {
+	return chunkRowOf(rows, "envelope", id, want)
+}
+
+func chunkRowOf(rows pgx.Rows, what string, id int64, want int32) ([]byte, error) {
 	var n int32
 	if err := rows.Scan(&n, nil); err != nil {
-		return nil, fmt.Errorf("read bytes of envelope %d: %w", id, err)
+		return nil, fmt.Errorf("read bytes of %s %d: %w", what, id, err)
 	}
 	if n != want {
-		return nil, fmt.Errorf("read bytes of envelope %d: chunk %d is missing (the next stored is %d): its bytes are incomplete", id, want, n)
+		return nil, fmt.Errorf("read bytes of %s %d: chunk %d is missing (the next stored is %d): its bytes are incomplete", what, id, want, n)
 	}
 	return rows.RawValues()[1], nil
 }

@@ -150,7 +150,7 @@ func (c *sealedSource) Values() ([]any, error) { return []any{c.id, c.kind, c.n 
 func (s *Store) sealResult(ctx context.Context, tx pgx.Tx, env *Envelope, sl *Sealer) error {
 	name := ResultName(PlainName(env.FileName))
 	return s.storeSealed(ctx, tx, env.ID, SealedResult, name, sl, func(w io.Writer) error {
-		return copyChunks(ctx, tx, w, fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
+		return writeChunks(ctx, tx, w, fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
 	})
 }
 
@@ -217,5 +217,5 @@ func (s *Store) Sealed(ctx context.Context, id int64, kind string) (SealedInfo, 
 // WriteSealed streams the stored sealed result (or review report) of the
 // envelope id (not following replays: give the outcome's id) to w.
 func (s *Store) WriteSealed(ctx context.Context, id int64, kind string, w io.Writer) error {
-	return copyChunks(ctx, s.pool, w, fmt.Sprintf("sealed %s of envelope %d", kind, id), sqlSealedResultChunks, id, kind)
+	return writeChunks(ctx, s.pool, w, fmt.Sprintf("sealed %s of envelope %d", kind, id), sqlSealedResultChunks, id, kind)
 }

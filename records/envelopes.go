@@ -94,6 +94,10 @@ type Incoming struct {
 	PGP *EnvelopePGP
 	// Seal, when set, seals the refusal of a key reuse for the partner.
 	Seal *Sealer
+	// Upload, when set, is the unfinished upload (sftp_uploads) these bytes
+	// finish: it is dropped in the envelope's transaction, so the file is
+	// either received or still resumable, never both nor neither.
+	Upload int64
 }
 
 // AfterInsert runs inside the transaction that records a new envelope, so work
@@ -177,6 +181,11 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 				return fmt.Errorf("record the file's time: %w", err)
 			}
 		}
+		if in.Upload != 0 {
+			if _, err := tx.Exec(ctx, sqlDropUpload, in.Upload); err != nil {
+				return fmt.Errorf("drop the finished upload: %w", err)
+			}
+		}
 		if in.PGP != nil {
 			if err := insertEnvelopePGP(ctx, tx, env.ID, in.PGP); err != nil {
 				return err
@@ -235,7 +244,7 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 	if st != nil {
 		err = st.commit(ctx, record)
 	} else {
-		err = pgx.BeginFunc(ctx, s.pool, record)
+		err = s.inTxWithin(ctx, "record envelope", record)
 	}
 	if err != nil {
 		return Envelope{}, err
@@ -246,12 +255,9 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 // MarkIncomplete records an upload that was cut off before a clean close, for
 // audit. It takes no submission key and is never processed.
 func (s *Store) MarkIncomplete(ctx context.Context, partner, fileName, source string, received int64) error {
-	_, err := s.pool.Exec(ctx, sqlMarkIncomplete,
+	_, err := s.execWithin(ctx, fmt.Sprintf("record incomplete upload %q", fileName), sqlMarkIncomplete,
 		partner, fileName, SubmissionKey(fileName), make([]byte, 32), received, source)
-	if err != nil {
-		return fmt.Errorf("record incomplete upload %q: %w", fileName, err)
-	}
-	return nil
+	return err
 }
 
 // Envelope reads one envelope, or ErrNotFound.

@@ -68,7 +68,8 @@ type IdemClaim struct {
 
 // ClaimIdempotencyKey claims partner's key for owner with a lease, insert-or-nothing:
 // of concurrent claims exactly one wins. An in-progress claim whose lease has
-// expired is taken over. key must already be normalised (SubmissionKey).
+// expired, or whose submission (the envelope under the same submission key)
+// is processed, is taken over. key must already be normalised (SubmissionKey).
 func (s *Store) ClaimIdempotencyKey(ctx context.Context, partner, key string, owner []byte, lease time.Duration) (IdemClaim, error) {
 	for range 5 {
 		c, err := s.claimIdempotencyKey(ctx, partner, key, owner, lease)
@@ -92,7 +93,11 @@ func (s *Store) claimIdempotencyKey(ctx context.Context, partner, key string, ow
 	if c.Claimed {
 		return c, nil
 	}
-	// Take over a claim whose holder stopped renewing its lease (it crashed).
+	// Take over a claim whose holder stopped renewing its lease (it
+	// crashed), or whose submission is already processed: the holder that
+	// recorded it may have died with it and the queue finished its work
+	// (the answer is the envelope's, whoever gives it), so a retry gets it
+	// as soon as it exists rather than when the lease runs out.
 	err = s.pool.QueryRow(ctx, sqlTakeOverIdempotencyKey, partner, key, owner, leaseArg).Scan(&c.Claimed)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return c, fmt.Errorf("take over idempotency key: %w", err)

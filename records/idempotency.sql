@@ -5,7 +5,9 @@ ON CONFLICT DO NOTHING RETURNING true;
 
 -- name: TakeOverIdempotencyKey
 UPDATE idempotency_keys SET lease_owner = $3, lease_until = now() + $4::interval
-WHERE partner_id = $1 AND idem_key = $2 AND status = 'in_progress' AND lease_until < now()
+WHERE partner_id = $1 AND idem_key = $2 AND status = 'in_progress' AND (lease_until < now()
+	OR EXISTS (SELECT 1 FROM submissions s JOIN envelopes e ON e.id = s.envelope_id
+		WHERE s.partner_id = $1 AND s.submission_key = $2 AND e.status <> 'received'))
 RETURNING true;
 
 -- name: ReadIdempotencyKey

@@ -41,6 +41,7 @@ func rowFragments() map[string]string {
 		"exception_columns": exceptionColumns,
 		"partner_columns":   partnerColumns,
 		"inbox_columns":     inboxColumns,
+		"upload_columns":    uploadColumns,
 		"record_json":       fieldsJSON("r"),
 	}
 }

@@ -8,11 +8,13 @@
 package records
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -51,6 +53,8 @@ type Store struct {
 	// most a quarter of the pool's connections, so that they never starve
 	// processing and the API.
 	streams chan struct{}
+	// commitTimeout bounds the commit that records an envelope.
+	commitTimeout time.Duration
 }
 
 // Options tune Open.
@@ -61,6 +65,9 @@ type Options struct {
 	// SpoolDir holds temporary copies of envelopes being processed; empty
 	// means the system temp dir.
 	SpoolDir string
+	// CommitTimeout bounds the commit that records an envelope (0:
+	// DefaultCommitTimeout); past it Receive fails with ErrCommitUnknown.
+	CommitTimeout time.Duration
 	// TracerProvider, when set, traces each envelope from its receipt to
 	// its result, with the SQL statements as child spans (nil: no tracing).
 	TracerProvider trace.TracerProvider
@@ -117,7 +124,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName), stageWholeFiles: opts.StageWholeFiles,
 		keys: &secretKeyring{load: opts.SecretKeys}, sealer: opts.Sealer, streams: make(chan struct{}, max(1, cfg.MaxConns/4)),
-		blocks: make(chan []byte, stageBlocks+2)}, nil
+		commitTimeout: cmp.Or(opts.CommitTimeout, DefaultCommitTimeout),
+		blocks:        make(chan []byte, stageBlocks+2)}, nil
 }
 
 // Pool gives the underlying connection pool (for the job queue and tests).

@@ -215,8 +215,8 @@ func (st *Stream) commit(ctx context.Context, record func(pgx.Tx) error) error {
 	if err := record(st.tx); err != nil {
 		return err
 	}
-	if err := st.tx.Commit(ctx); err != nil {
-		return fmt.Errorf("record envelope: commit: %w", err)
+	if err := st.s.commitWithin(ctx, st.tx, "record envelope"); err != nil {
+		return err
 	}
 	st.committed = true
 	return nil

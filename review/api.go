@@ -19,10 +19,10 @@ package review
 // (422), bad_request (400, 415), login_locked (429), login_busy (503).
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -30,8 +30,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/payintake/payintake/internal/jsondup"
+	"github.com/payintake/payintake/internal/httpbody"
 	"github.com/payintake/payintake/internal/problems"
+	"github.com/payintake/payintake/internal/strictjson"
 	"github.com/payintake/payintake/records"
 )
 
@@ -299,16 +300,14 @@ func (s *Server) apiShow(w http.ResponseWriter, r *http.Request, rv records.Revi
 	}
 }
 
-// readBody decodes an optional JSON body into v; when it cannot, it has
-// answered with a problem and returns false. strict refuses unknown fields
-// (a misspelt filter must not widen a bulk decision).
-func readBody(w http.ResponseWriter, r *http.Request, v any, example string, strict bool) bool {
-	raw, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-	if err != nil {
-		writeProblem(w, r, http.StatusBadRequest, "bad_request", "Unreadable body", err.Error(), nil)
-		return false
-	}
-	if len(strings.TrimSpace(string(raw))) == 0 {
+// readBody decodes an optional JSON body into v with the one strict
+// decoder (strictjson: a member repeated in any case, or unknown, is
+// refused; a misspelt filter must not widen a bulk decision); when it
+// cannot, it has answered with a problem and returns false. The content
+// type is checked before the body is read: a refused body is never waited
+// for.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, v any, example string) bool {
+	if r.ContentLength == 0 {
 		return true
 	}
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
@@ -316,21 +315,54 @@ func readBody(w http.ResponseWriter, r *http.Request, v any, example string, str
 			"send Content-Type: application/json with a body like "+example, nil)
 		return false
 	}
-	if name, dup := jsondup.Find(raw); dup {
-		writeProblem(w, r, http.StatusUnprocessableEntity, "duplicate_key", "Duplicate JSON member",
-			fmt.Sprintf("the body has the member %q more than once; send each field once (nothing was decided)", name), map[string]any{"field": name})
+	raw, err := httpbody.ReadAll(w, r, s.bodyLimits(64<<10))
+	var mbe *http.MaxBytesError
+	switch {
+	case httpbody.TimedOut(err):
+		writeProblem(w, r, http.StatusRequestTimeout, "body_timeout", "Body too slow",
+			fmt.Sprintf("the body did not arrive within %s (or slower than %d bytes a second); nothing was decided: send it again", s.bodyLimits(0).Timeout, s.bodyLimits(0).MinRate), nil)
+		return false
+	case errors.As(err, &mbe):
+		writeProblem(w, r, http.StatusRequestEntityTooLarge, "body_too_large", "Body too large",
+			fmt.Sprintf("the body is larger than %d bytes; send a body like %s", mbe.Limit, example), nil)
+		return false
+	case err != nil:
+		writeProblem(w, r, http.StatusBadRequest, "bad_request", "Unreadable body", err.Error(), nil)
 		return false
 	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	if strict {
-		dec.DisallowUnknownFields()
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return true
 	}
-	if err := dec.Decode(v); err != nil {
-		writeProblem(w, r, http.StatusBadRequest, "bad_request", "Malformed JSON body",
-			fmt.Sprintf("the body is not JSON like %s: %v", example, err), nil)
+	if err := strictjson.Unmarshal(raw, v); err != nil {
+		var se *strictjson.Error
+		errors.As(err, &se)
+		switch {
+		case errors.Is(err, strictjson.ErrDuplicate):
+			writeProblem(w, r, http.StatusUnprocessableEntity, "duplicate_key", "Duplicate JSON member",
+				se.Error()+" (nothing was decided)", map[string]any{"field": se.Member})
+		case errors.Is(err, strictjson.ErrUnknown):
+			writeProblem(w, r, http.StatusUnprocessableEntity, "unknown_member", "Unknown JSON member",
+				fmt.Sprintf("%s; nothing was decided: send a body like %s", se.Error(), example), map[string]any{"field": se.Member})
+		default:
+			writeProblem(w, r, http.StatusBadRequest, "bad_request", "Malformed JSON body",
+				fmt.Sprintf("the body is not JSON like %s: %v", example, err), nil)
+		}
 		return false
 	}
 	return true
+}
+
+// bodyLimits are the limits of a body of at most max bytes.
+func (s *Server) bodyLimits(limit int64) httpbody.Limits {
+	l := s.Body
+	l.Max = limit
+	if l.Timeout <= 0 {
+		l.Timeout = httpbody.DefaultTimeout
+	}
+	if l.MinRate <= 0 {
+		l.MinRate = httpbody.DefaultMinRate
+	}
+	return l
 }
 
 // bulkBody is the body of POST /v1/review/bulk/{approve,reject}.
@@ -389,7 +421,7 @@ func (s *Server) decideAll(r *http.Request, b records.BulkDecision, dryRun bool)
 func (s *Server) apiBulk(approve bool) func(http.ResponseWriter, *http.Request, records.Reviewer) {
 	return func(w http.ResponseWriter, r *http.Request, rv records.Reviewer) {
 		var body bulkBody
-		if !readBody(w, r, &body, `{"partner": "acme", "file": "late.csv", "note": "why", "dry_run": true}`, true) {
+		if !s.readBody(w, r, &body, `{"partner": "acme", "file": "late.csv", "note": "why", "dry_run": true}`) {
 			return
 		}
 		if body.Partner == "" {
@@ -420,7 +452,7 @@ func (s *Server) apiDecide(approve bool) func(http.ResponseWriter, *http.Request
 		var body struct {
 			Note string `json:"note"`
 		}
-		if !readBody(w, r, &body, `{"note": "why"}`, false) {
+		if !s.readBody(w, r, &body, `{"note": "why"}`) {
 			return
 		}
 		d, ok := s.exceptionFor(w, r, rv, records.ViaAPI)

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/payintake/payintake/internal/clientaddr"
+	"github.com/payintake/payintake/internal/httpbody"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
@@ -182,7 +183,7 @@ func (s *Server) authConsole(h func(http.ResponseWriter, *http.Request, records.
 		}
 		r = r.WithContext(contextWith(r, sess))
 		if r.Method == http.MethodPost {
-			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+			r.Body = httpbody.Reader(w, r, s.bodyLimits(64<<10))
 			got := r.PostFormValue("csrf")
 			if subtle.ConstantTimeCompare([]byte(got), []byte(sess.CSRFToken)) != 1 || got == "" {
 				s.audit(r.Context(), records.AuditEntry{Actor: sess.Reviewer.Name, Via: records.ViaConsole, Action: "denied",
@@ -215,10 +216,8 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 	// A login form is small: it arrives within LoginReadTimeout or the
 	// connection is dropped, so stalled logins hold nothing for long.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.LoginReadTimeout))
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	r.Body = httpbody.Reader(w, r, httpbody.Limits{Max: 16 << 10, Timeout: s.LoginReadTimeout})
 	if err := r.ParseForm(); err != nil {
-		w.Header().Set("Connection", "close")
 		s.consoleError(w, r, http.StatusBadRequest, "The login form did not arrive whole: open the login page and try again.")
 		return
 	}

@@ -422,7 +422,7 @@ func TestAPIBulk(t *testing.T) {
 		t.Fatalf("%d audit rows, want 2", a)
 	}
 	wantProblem(t, call(t, "POST", bulk+"reject", basic("alice"), `{"period": "2024-01"}`), 400, "bad_request", "one partner")
-	wantProblem(t, call(t, "POST", bulk+"reject", basic("alice"), `{"partner": "acme", "employe": "E3"}`), 400, "bad_request", "unknown field")
+	wantProblem(t, call(t, "POST", bulk+"reject", basic("alice"), `{"partner": "acme", "employe": "E3"}`), 422, "unknown_member", `"employe" is not one this body takes`)
 	wantProblem(t, call(t, "POST", bulk+"reject", basic("alice"), `{"partner": "acme", "code": "nope"}`), 400, "bad_request", "code")
 	wantProblem(t, call(t, "POST", bulk+"reject", basic("gina"), `{"partner": "acme"}`), 403, "forbidden", "you may review only partner(s) globex")
 	r = call(t, "POST", bulk+"reject", basic("alice"), `{"partner": "acme"}`)

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/payintake/payintake/internal/clientaddr"
+	"github.com/payintake/payintake/internal/httpbody"
 	"github.com/payintake/payintake/records"
 )
 
@@ -55,6 +56,9 @@ type Server struct {
 	SecureCookies bool
 	// LoginReadTimeout bounds the reading of a console login form (10 s).
 	LoginReadTimeout time.Duration
+	// Body bounds the reading of the API's JSON bodies and the console's
+	// forms (Max is each one's own; zero: httpbody's defaults).
+	Body httpbody.Limits
 
 	handler http.Handler
 	// hashing holds one token per password check that may run at once.
@@ -119,7 +123,10 @@ func New(store *records.Store, log *slog.Logger) *Server {
 		}
 		http.Error(w, "Cross-origin request refused: this form was sent from another web site. Open the payintake console directly and try again.", http.StatusForbidden)
 	}))
-	s.handler = cop.Handler(mux)
+	// Guard: a request refused before its body is read (no session, not
+	// the reviewer's partner, a wrong content type) is answered at once and
+	// its connection closed, without waiting for the body.
+	s.handler = httpbody.Guard(cop.Handler(mux))
 	return s
 }
 

@@ -76,6 +76,8 @@ missing() {
 	fi
 	if [ -n "$test" ]; then
 		[ -x /usr/lib/openssh/sftp-server ] || need+=(openssh-sftp-server)
+		# scripts/sftp-upload-speed.sh measures against OpenSSH's own server.
+		[ -x /usr/sbin/sshd ] || need+=(openssh-server)
 		# The SFTP client matrix (intake/sftpd/clients_test.go): the clients partners run.
 		/usr/bin/curl -V 2>/dev/null | grep -q sftp || need+=(curl)
 		[ -x /usr/bin/lftp ] || need+=(lftp)

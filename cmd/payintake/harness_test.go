@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,9 +89,18 @@ type server struct {
 // environment (e.g. PAYINTAKE_FAULT=mid-apply), and waits until it listens.
 func startServer(t testing.TB, url, dir string, env []string, flags ...string) *server {
 	t.Helper()
+	return startServerUnder(t, nil, url, dir, env, flags...)
+}
+
+// startServerUnder is startServer with serve run by a wrapper command
+// (e.g. prlimit --nofile=300 --).
+func startServerUnder(t testing.TB, wrapper []string, url, dir string, env []string, flags ...string) *server {
+	t.Helper()
 	args := append([]string{"serve", "--database-url", url, "--data-dir", dir,
 		"--sftp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--orphan-after", "1s"}, flags...)
-	cmd := exec.Command(payintakeBinary(t), args...)
+	// A wrapper such as prlimit execs serve: the process is serve's.
+	argv := append(append(slices.Clone(wrapper), payintakeBinary(t)), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	s := &server{t: t, cmd: cmd, logs: &syncbuf.Buffer{}, dataDir: dir, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = io.Discard, s.logs
 	cmd.Env = append(os.Environ(), env...)

@@ -14,9 +14,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/riverqueue/river"
@@ -28,6 +30,8 @@ import (
 	"github.com/payintake/payintake/intake/httpapi"
 	"github.com/payintake/payintake/intake/sftpd"
 	"github.com/payintake/payintake/internal/clientaddr"
+	"github.com/payintake/payintake/internal/connlimit"
+	"github.com/payintake/payintake/internal/httpbody"
 	"github.com/payintake/payintake/notify"
 	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/records"
@@ -48,16 +52,23 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	workers := fs.Int("workers", 4, "files processed at once by this process (0: only receive; another serve processes)")
 	maxConns := fs.Int("db-max-conns", 20, "database connections at most (at least 2 per worker plus 2)")
 	maxSize := fs.String("max-file-size", "1GiB", "largest file accepted over SFTP (bytes, or with KiB, MiB, GiB)")
-	idleTimeout := fs.Duration("sftp-idle-timeout", sftpd.DefaultIdleTimeout, "an SFTP connection with no traffic for this long is closed (uploads left open can be resumed)")
+	idleTimeout := fs.Duration("sftp-idle-timeout", sftpd.DefaultIdleTimeout, "an SFTP connection with no SFTP request or data for this long is closed, SSH keepalives notwithstanding (uploads left open can be resumed)")
 	maxSessions := fs.Int("sftp-max-sessions", sftpd.DefaultMaxSessions, "SFTP connections one partner may have logged in to this process at once")
 	resumeWindow := fs.Duration("sftp-resume-window", sftpd.DefaultResumeWindow, "an SFTP upload cut off (or temp-named, never renamed) can be resumed this long after its last write")
 	jobTimeout := fs.Duration("job-timeout", intake.DefaultJobTimeout, "longest processing of one file; then it is cancelled and retried")
 	orphanAfter := fs.Duration("orphan-after", intake.DefaultOrphanAfter, "a received file left unprocessed by a stopped process is queued again after this long")
 	readTimeout := fs.Duration("http-read-timeout", 5*time.Minute, "longest time to read one HTTP request, body included (a 64 MiB submission needs about 220 KB/s)")
 	writeTimeout := fs.Duration("http-write-timeout", 5*time.Minute, "longest time to write one HTTP response")
+	bodyTimeout := fs.Duration("http-body-timeout", httpbody.DefaultTimeout, "a submission, leg replay or review body must arrive within this long plus its size at --http-body-min-rate, or its connection is closed (408)")
+	bodyMinRate := fs.String("http-body-min-rate", "32KiB", "slowest rate, per second, at which a request body may arrive once --http-body-timeout has passed (bytes, or with KiB, MiB)")
+	httpMaxConns := fs.Int("http-max-conns", defaultHTTPMaxConns, "HTTP connections open at once, in all; more are closed as soon as accepted (lowered to fit the descriptor limit)")
+	httpPerAddr := fs.Int("http-max-conns-per-addr", defaultHTTPPerAddr, "HTTP connections open at once from one client address")
+	sftpMaxConns := fs.Int("sftp-max-conns", defaultSFTPMaxConns, "SFTP connections open at once, in all (logged in or not); more are closed as soon as accepted (lowered to fit the descriptor limit)")
+	sftpPerAddr := fs.Int("sftp-max-conns-per-addr", defaultSFTPPerAddr, "SFTP connections open at once from one client address")
 	httpIdleTimeout := fs.Duration("http-idle-timeout", 2*time.Minute, "an idle keep-alive HTTP connection is closed after this long")
 	metricsAddr := fs.String("metrics-addr", os.Getenv("PAYINTAKE_METRICS_ADDR"), "serve /metrics on this address only, not on --http-addr (PAYINTAKE_METRICS_ADDR; empty: on --http-addr)")
 	metricsTokenFile := fs.String("metrics-token-file", os.Getenv("PAYINTAKE_METRICS_TOKEN_FILE"), "/metrics requires \"Authorization: Bearer TOKEN\" with the token in this file (PAYINTAKE_METRICS_TOKEN_FILE; empty: no token)")
+	drainTimeout := fs.Duration("drain-timeout", 60*time.Second, "on SIGTERM, how long uploads and requests in flight may take to finish (new connections are refused and /readyz answers 503 meanwhile); set the orchestrator's stop timeout above it")
 	pprofAddr := fs.String("pprof-addr", "", "serve Go's profiler (net/http/pprof, /debug/pprof/) on this loopback address, for finding where time goes (off when empty)")
 	trustedProxies := fs.String("trusted-proxies", os.Getenv("PAYINTAKE_TRUSTED_PROXIES"), "load balancers (IPs or CIDR ranges, comma-separated) whose word on the client's address is taken: a PROXY protocol header on --sftp-addr (required from them, refused from others), --trusted-proxy-header on --http-addr (PAYINTAKE_TRUSTED_PROXIES; empty: none)")
 	proxyHeader := fs.String("trusted-proxy-header", string(clientaddr.XForwardedFor), "the header the trusted proxies append the client's address to on --http-addr: x-forwarded-for (with X-Forwarded-Proto) or forwarded (RFC 7239)")
@@ -98,6 +109,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	minRate, err := parseSize(*bodyMinRate)
+	if err != nil || minRate <= 0 {
+		return usagef("--http-body-min-rate %q: give a positive byte count such as 32KiB", *bodyMinRate)
+	}
+	if *httpMaxConns < 1 || *httpPerAddr < 1 || *sftpMaxConns < 1 || *sftpPerAddr < 1 {
+		return usagef("--http-max-conns, --sftp-max-conns and their -per-addr must be at least 1")
+	}
+	bodyLimits := httpbody.Limits{Timeout: *bodyTimeout, MinRate: minRate, Ceiling: *readTimeout}
 	maxFileSize, err := parseSize(*maxSize)
 	if err != nil {
 		return usagef("--max-file-size %q: %v", *maxSize, err)
@@ -174,9 +193,19 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	// Ready while not draining and the database can commit (a read alone
+	// says nothing of a primary whose synchronous standby is gone).
+	var draining atomic.Bool
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := e.store.Pool().Ping(r.Context()); err != nil {
-			http.Error(w, "database unreachable", http.StatusServiceUnavailable)
+		if draining.Load() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), readyCommitTimeout)
+		defer cancel()
+		if err := e.store.CanCommit(ctx); err != nil {
+			log.Warn("not ready", "err", err)
+			http.Error(w, "database cannot commit", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")
@@ -192,8 +221,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Other HTTP handlers are mounted here, one line each, on mux. Metrics of
 	// their own go on reg (never the global default registry).
-	httpapi.Mount(ctx, mux, e.intake, creds, dataDir, httpapi.WithEnqueue(queue.Enqueue)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
-	review.Mount(mux, e.store, log)
+	httpapi.Mount(ctx, mux, e.intake, creds, dataDir, httpapi.WithEnqueue(queue.Enqueue), httpapi.WithBodyLimits(bodyLimits)) // HTTP submissions, webhooks, /v1/openapi.json; reaps old Idempotency-Keys
+	review.Mount(mux, e.store, log).Body = bodyLimits
 	if *demo {
 		mountDemoVendor(mux)
 	}
@@ -209,6 +238,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		sftpLn.Close()
 		return fmt.Errorf("listen on --http-addr %s: %w", *httpAddr, err)
 	}
+	httpCap, sftpCap := connCaps(connlimit.Limits{Max: *httpMaxConns, PerAddr: *httpPerAddr},
+		connlimit.Limits{Max: *sftpMaxConns, PerAddr: *sftpPerAddr}, *maxConns, log)
+	// The SFTP caps wrap the PROXY listener, so a connection through a
+	// trusted proxy counts under its client's address, not the proxy's:
+	// its header is read as it is accepted (HAProxy sends it at once; a
+	// trusted proxy that does not is cut after clientaddr.HeaderTimeout).
+	httpLn, sftpLn = capConns(httpLn, httpCap, "http", reg), capConns(sftpLn, sftpCap, "sftp", reg)
 	var metricsLn net.Listener
 	if metricsMux != nil {
 		if metricsLn, err = net.Listen("tcp", *metricsAddr); err != nil {
@@ -218,7 +254,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer metricsLn.Close()
 	}
-	if err := queue.Start(ctx); err != nil {
+	// The queue stops at the end of the drain (Stop), not when ctx ends:
+	// cancelling Start's context would cancel the jobs running.
+	if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
 		sftpLn.Close()
 		httpLn.Close()
 		if ctx.Err() != nil {
@@ -242,7 +280,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	runCtx, stop := context.WithCancel(ctx)
+	// runCtx ends the servers: after the drain that SIGTERM (ctx) starts,
+	// or at once when one of them fails.
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	var wg sync.WaitGroup
 	if *pprofAddr != "" {
@@ -264,11 +304,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		wg.Go(func() { notifier.Run(runCtx) })
 	}
 	// Every read has a deadline: headers within 10 s, a whole request within
-	// --http-read-timeout (webhook bodies and login forms within 10 s, set
-	// by their handlers), and idle connections are closed.
+	// --http-read-timeout, a body within --http-body-timeout at
+	// --http-body-min-rate (webhook bodies and login forms within 10 s),
+	// all set by the handlers that read them (internal/httpbody); a request
+	// refused before its body is read is answered at once and its
+	// connection closed; idle connections are closed.
 	// The client's address and scheme are settled first (clientaddr), so
 	// that the request's log line, limits and cookies all see the client.
-	httpSrv := &http.Server{Handler: proxies.Middleware(observeHTTP(mux, reg, log, e.tracing)), ReadHeaderTimeout: 10 * time.Second,
+	httpSrv := &http.Server{Handler: proxies.Middleware(observeHTTP(httpbody.Guard(mux), reg, log, e.tracing)), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *httpIdleTimeout}
 	if certs != nil {
 		httpSrv.TLSConfig = certs.config()
@@ -299,7 +342,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		_ = httpSrv.Shutdown(shut)
 	})
 	if metricsLn != nil {
-		metricsSrv := &http.Server{Handler: metricsMux, ReadHeaderTimeout: 10 * time.Second,
+		metricsSrv := &http.Server{Handler: httpbody.Guard(metricsMux), ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: *httpIdleTimeout}
 		wg.Go(func() {
 			log.Info("metrics listening", "addr", metricsLn.Addr().String(), "token", metricsToken != "")
@@ -322,11 +365,34 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			stop()
 		}
 	})
-	<-runCtx.Done()
+	sdNotify(log, daemon.SdNotifyReady)
+	// The drain: not ready at once; no new SFTP connections, the uploads in
+	// flight finish; then no new HTTP connections, the requests in flight
+	// finish; then the queue stops fetching (jobs not started are left to
+	// the other replicas) and running jobs finish, all within
+	// --drain-timeout. What is left is cut: uploads are stored to be
+	// resumed on another replica, jobs are cancelled and retried.
+	var drainEnd time.Time
+	select {
+	case <-ctx.Done():
+		draining.Store(true)
+		sdNotify(log, daemon.SdNotifyStopping)
+		drainEnd = time.Now().Add(*drainTimeout)
+		log.Info("draining", "drain_timeout", *drainTimeout)
+		dctx, cancel := context.WithDeadline(context.Background(), drainEnd)
+		sftpSrv.Drain(dctx)
+		if err := httpSrv.Shutdown(dctx); err != nil {
+			log.Warn("http requests still running at the drain's end: cut", "err", err)
+		}
+		cancel()
+		stop()
+	case <-runCtx.Done():
+		drainEnd = time.Now().Add(30 * time.Second)
+	}
 	wg.Wait()
-	// Uploads are closed (or recorded as incomplete) by now; let running
-	// jobs finish, or cancel them after a while (they are retried later).
-	shut, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Uploads are closed (or stored to be resumed) by now; let running
+	// jobs finish, or cancel them at the drain's end (they are retried).
+	shut, cancel := context.WithDeadline(context.Background(), drainEnd.Add(5*time.Second))
 	defer cancel()
 	if err := queue.Stop(shut); err != nil {
 		log.Error("stop workers", "err", err)
@@ -357,6 +423,18 @@ func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, certs *certFiles,
 				log.Info("tls certificate reloaded", "subject", leaf.Subject.String(), "not_after", leaf.NotAfter)
 			}
 		}
+	}
+}
+
+// readyCommitTimeout bounds /readyz's commit: a database that cannot commit
+// within it is not ready.
+const readyCommitTimeout = 2 * time.Second
+
+// sdNotify tells systemd (Type=notify, $NOTIFY_SOCKET) the service's state;
+// without systemd it does nothing.
+func sdNotify(log *slog.Logger, state string) {
+	if _, err := daemon.SdNotify(false, state); err != nil {
+		log.Warn("notify systemd", "state", state, "err", err)
 	}
 }
 

@@ -20,7 +20,9 @@
 // A key is claimed (insert-or-nothing) before the body is read, with a lease
 // that the request renews while it works: a second request with the key gets
 // 409 while the lease lives, and takes the key over once it has expired (the
-// first holder crashed). A completed key stores the response, replayed
+// first holder crashed) or once the submission recorded under the key is
+// processed (by the job queue, after the holder died with it): the retry
+// then gets the submission's answer at once. A completed key stores the response, replayed
 // verbatim with "Idempotent-Replayed: true" to a request with the same body
 // (SHA-256) and refused with 422 for another body. Keys are kept for
 // Config.Retention (72 hours by default) and then reaped in batches; the
@@ -44,6 +46,7 @@ import (
 
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/internal/clientaddr"
+	"github.com/payintake/payintake/internal/httpbody"
 	"github.com/payintake/payintake/internal/observe"
 	"github.com/payintake/payintake/internal/problems"
 	"github.com/payintake/payintake/partnerauth"
@@ -82,7 +85,11 @@ type Config struct {
 	// bodies (see DefaultWebhookReadTimeout).
 	WebhookReadTimeout time.Duration
 	WebhooksReading    int
-	Now                func() time.Time
+	// Body bounds the reading of a submission's and a leg replay's body:
+	// within Body.Timeout plus its size at Body.MinRate (Max is each
+	// body's own; zero values: httpbody's defaults, 30 s and 32 KiB/s).
+	Body httpbody.Limits
+	Now  func() time.Time
 	// Enqueue, when set (the serve job queue's Enqueue), schedules background
 	// processing in the transaction that records a submission, so an
 	// envelope is never durable without its job even if this process dies
@@ -93,6 +100,9 @@ type Config struct {
 
 // Option adjusts the Config that Mount uses.
 type Option func(*Config)
+
+// WithBodyLimits sets Config.Body.
+func WithBodyLimits(l httpbody.Limits) Option { return func(c *Config) { c.Body = l } }
 
 // WithEnqueue makes submissions schedule their processing job as they are
 // recorded (see Config.Enqueue).
@@ -141,6 +151,12 @@ func New(in *intake.Intake, auth *partnerauth.Checker, cfg Config) *API {
 	if cfg.WebhooksReading <= 0 {
 		cfg.WebhooksReading = DefaultWebhooksReading
 	}
+	if cfg.Body.Timeout <= 0 {
+		cfg.Body.Timeout = httpbody.DefaultTimeout
+	}
+	if cfg.Body.MinRate <= 0 {
+		cfg.Body.MinRate = httpbody.DefaultMinRate
+	}
 	return &API{in: in, creds: auth, cfg: cfg, log: in.Log,
 		reading: make(chan struct{}, cfg.WebhooksReading)}
 }
@@ -186,13 +202,16 @@ func (a *API) Register(mux *http.ServeMux) {
 	paths := http.NewServeMux() // a route's path, whatever the method
 	allow := map[string][]string{}
 	for _, rt := range routes {
-		mux.HandleFunc(rt.method+" "+rt.path, a.observed(rt, rt.handler))
+		// Guard: a request refused before its body is read (its token, its
+		// size, a key in use) is answered at once and its connection
+		// closed, without waiting for the body.
+		mux.Handle(rt.method+" "+rt.path, httpbody.Guard(a.observed(rt, rt.handler)))
 		if allow[rt.path] == nil {
 			paths.HandleFunc(rt.path, http.NotFound)
 		}
 		allow[rt.path] = append(allow[rt.path], rt.method)
 	}
-	mux.HandleFunc("/v1/", a.observed(route{path: "/v1/"}, func(_ *API, w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/v1/", httpbody.Guard(a.observed(route{path: "/v1/"}, func(_ *API, w http.ResponseWriter, r *http.Request) {
 		if _, p := paths.Handler(r); p != "" {
 			w.Header().Set("Allow", strings.Join(allow[p], ", "))
 			writeProblem(w, newProblem(http.StatusMethodNotAllowed, "method_not_allowed",
@@ -201,7 +220,7 @@ func (a *API) Register(mux *http.ServeMux) {
 		}
 		writeProblem(w, newProblem(http.StatusNotFound, "not_found",
 			fmt.Sprintf("there is no %s; the API is described at /v1/openapi.json", r.URL.Path)))
-	}))
+	})))
 }
 
 // Handler returns a new mux with only the API on it.
@@ -337,6 +356,20 @@ func (a *API) auth(w http.ResponseWriter, r *http.Request) (string, bool) {
 	}
 	observe.Note(r.Context(), slog.String("partner", partner))
 	return partner, true
+}
+
+// bodyLimits are Config.Body for a body of at most limit bytes.
+func (a *API) bodyLimits(limit int64) httpbody.Limits {
+	l := a.cfg.Body
+	l.Max = limit
+	return l
+}
+
+// bodyTimeout refuses a body that arrived too slowly (the connection is
+// closed: its rest is never read).
+func (a *API) bodyTimeout(what string) problem {
+	return newProblem(http.StatusRequestTimeout, "body_timeout",
+		fmt.Sprintf("the %s did not arrive within %s, or arrived slower than %d bytes a second after that; nothing was applied: send it again with the same Idempotency-Key", what, a.cfg.Body.Timeout, a.cfg.Body.MinRate))
 }
 
 func newOwner() []byte {

@@ -4,10 +4,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/httpbody"
 )
 
 // POST /v1/submissions/{id}/replays: corrected legs of a submission, each
@@ -73,7 +73,11 @@ func (a *API) postReplay(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("submission %d was not processed (status %s), so it has no rows to replay: send the file as a new submission", env.ID, out.Status)))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReplayBody))
+	body, err := httpbody.ReadAll(w, r, a.bodyLimits(maxReplayBody))
+	if httpbody.TimedOut(err) {
+		writeProblem(w, a.bodyTimeout("replay body"))
+		return
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

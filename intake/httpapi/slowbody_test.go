@@ -3,12 +3,15 @@ package httpapi
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/payintake/payintake/internal/httpbody"
 )
 
 // Stalled webhook bodies: 40 senders each send their headers and a few
@@ -100,4 +103,73 @@ func TestHostileMalformedWebhookPartner(t *testing.T) {
 	}
 	t.Logf("SUMMARY %d malformed webhook partners (invalid UTF-8, NUL, U+202E, upper case, 64 characters): every one answered %d like an unknown partner, 0 server errors",
 		len(cases), unknown.status)
+}
+
+// stalledRequest sends a request's headers and the first bytes of a body
+// it announces as 100,000 bytes, then nothing, and returns the answer's
+// status, how long it took, and whether the server then closed the
+// connection (rather than waiting, up to its read timeout, for the body).
+func stalledRequest(t *testing.T, addr, method, path string, header http.Header) (status int, took time.Duration, closed bool) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	var h strings.Builder
+	_ = header.Write(&h)
+	fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n%s\r\n{\"rows\":", method, path, h.String())
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second)) // the test's own bound
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("%s %s: no answer: %v", method, path, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	took = time.Since(start)
+	_, err = br.ReadByte()
+	return resp.StatusCode, took, err == io.EOF && time.Since(start) < 10*time.Second
+}
+
+// Stalled bodies on the API's endpoints that take one: refused ones
+// (unauthenticated, a bad token, too large) are answered at once and their
+// connection closed; authenticated ones are cut off after the body
+// deadline with 408. Before, Go's server read up to 256 KiB of a refused
+// body before answering, so each stalled stranger held its connection for
+// the whole read timeout (5 minutes in serve; here the test server has
+// none at all).
+func TestHostileStalledBodies(t *testing.T) {
+	const bodyTimeout = 700 * time.Millisecond
+	e := newEnv(t, Config{Body: httpbody.Limits{Timeout: bodyTimeout, MinRate: 1 << 10}})
+	addr := strings.TrimPrefix(e.srv.URL, "http://")
+	id := submissionID(t, e.submit("acme", "run-1", "march.csv", csvRows("E001,2026-03,BASE,abc,USD")))
+	auth := func(tok string) http.Header {
+		return http.Header{"Authorization": {"Bearer " + tok}, "Idempotency-Key": {"k-stalled"}, "Content-Type": {"application/json"}}
+	}
+	replays := fmt.Sprintf("/v1/submissions/%d/replays", id)
+	var report []string
+	for _, c := range []struct {
+		what, method, path string
+		header             http.Header
+		status             int
+		within             time.Duration
+	}{
+		{"submission, no token", "POST", "/v1/submissions?name=a.csv", http.Header{"Idempotency-Key": {"k"}}, 401, time.Second},
+		{"submission, bad token", "POST", "/v1/submissions?name=a.csv", auth("pit_bad"), 401, time.Second},
+		{"replay, no token", "POST", replays, http.Header{"Idempotency-Key": {"k"}}, 401, time.Second},
+		{"replay, another partner's token", "POST", replays, auth(e.token["other"]), 404, time.Second},
+		{"submission, authenticated", "POST", "/v1/submissions?name=a.csv", auth(e.token["acme"]), 408, bodyTimeout + 2*time.Second},
+		{"replay, authenticated", "POST", replays, auth(e.token["acme"]), 408, bodyTimeout + 2*time.Second},
+	} {
+		status, took, closed := stalledRequest(t, addr, c.method, c.path, c.header)
+		report = append(report, fmt.Sprintf("%s %d in %v", c.what, status, took.Round(time.Millisecond)))
+		if status != c.status || took > c.within || !closed {
+			t.Errorf("%s: %d after %v, closed %v; want %d within %v and the connection closed", c.what, status, took, closed, c.status, c.within)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM envelopes`); n != 1 {
+		t.Errorf("%d envelopes; want only the first submission's", n)
+	}
+	t.Logf("SUMMARY stalled bodies (body deadline %v, no server read timeout): %s", bodyTimeout, strings.Join(report, "; "))
 }

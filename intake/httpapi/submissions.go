@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/httpbody"
 	"github.com/payintake/payintake/internal/observe"
 )
 
@@ -332,7 +333,7 @@ func (a *API) spool(w http.ResponseWriter, r *http.Request) (path string, sum []
 		return "", nil, nil, fmt.Errorf("create spool file: %w", err)
 	}
 	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(f, h), http.MaxBytesReader(w, r.Body, a.cfg.MaxBody))
+	_, err = io.Copy(io.MultiWriter(f, h), httpbody.Reader(w, r, a.bodyLimits(a.cfg.MaxBody)))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -342,6 +343,10 @@ func (a *API) spool(w http.ResponseWriter, r *http.Request) (path string, sum []
 		if errors.As(err, &mbe) {
 			tl := a.tooLarge()
 			return "", nil, &tl, nil
+		}
+		if httpbody.TimedOut(err) {
+			slow := a.bodyTimeout("submission body")
+			return "", nil, &slow, nil
 		}
 		bad := newProblem(http.StatusBadRequest, "body_unreadable", "the request body could not be read to its end; send the submission again with the same Idempotency-Key")
 		return "", nil, &bad, nil

@@ -573,3 +573,43 @@ func TestUnknownRoutesAreProblems(t *testing.T) {
 		}
 	}
 }
+
+// A process dies while it processes a submission: its claim on the key
+// stays in progress under a lease nobody renews, and the job queue
+// processes the recorded envelope after the restart. A retry gets 409 while
+// the envelope waits and its answer as soon as the envelope is processed,
+// not when the lease runs out; nothing is applied twice.
+func TestSubmitRetryAfterCrashGetsProcessedAnswer(t *testing.T) {
+	e := newEnv(t, Config{})
+	dead := []byte("dead-process-001")
+	if c, err := e.st.ClaimIdempotencyKey(e.ctx, "acme", "k", dead, time.Hour); err != nil || !c.Claimed {
+		t.Fatalf("claim %+v %v", c, err)
+	}
+	// The dead request recorded its envelope (received, unprocessed).
+	path := filepath.Join(t.TempDir(), "body")
+	writeFile(t, path, firstRun)
+	in := intake.New(e.st, nil)
+	sub, err := in.Submit(e.ctx, intake.Submission{Partner: "acme", Name: "a.csv", Key: "k", Source: "http", Path: path})
+	got := sub.Received
+	if err != nil || got.Status != intake.StatusReceived {
+		t.Fatalf("record: %+v %v", got, err)
+	}
+	wantProblem(t, e.submit("acme", "k", "a.csv", firstRun), http.StatusConflict, "idempotency_key_in_progress")
+	// The queue processes it after the restart.
+	out, err := in.Process(e.ctx, got.ID)
+	if err != nil || out.Status != intake.StatusProcessed {
+		t.Fatalf("process: %+v %v", out, err)
+	}
+	r := e.submit("acme", "k", "a.csv", firstRun)
+	wantStatus(t, r, http.StatusCreated)
+	if !r.replayed() || int64(r.json(t)["id"].(float64)) != got.ID {
+		t.Fatalf("retry after processing: replayed %v, %s; want envelope %d replayed", r.replayed(), r.body, got.ID)
+	}
+	if v := e.record("acme", "E001", "2026-03", "BASE"); v.Version != 1 {
+		t.Fatalf("record applied twice: %+v", v)
+	}
+	// The key is settled with that answer: the dead holder's lease is gone.
+	if n := e.count(`SELECT count(*) FROM idempotency_keys WHERE idem_key = 'k' AND status = 'done'`); n != 1 {
+		t.Fatalf("%d done keys; want 1", n)
+	}
+}

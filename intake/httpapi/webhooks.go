@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/httpbody"
 	"github.com/payintake/payintake/partnerauth"
 )
 
@@ -32,14 +32,12 @@ func (a *API) postWebhook(w http.ResponseWriter, r *http.Request) {
 	partner := r.PathValue("partner")
 	body, err := a.readWebhookBody(w, r)
 	if errors.Is(err, errReadersBusy) {
-		w.Header().Set("Connection", "close") // its body is not read
 		w.Header().Set("Retry-After", "1")
 		writeProblem(w, newProblem(http.StatusServiceUnavailable, "busy",
 			"too many webhook bodies are being received right now; deliver it again in a second"))
 		return
 	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		w.Header().Set("Connection", "close")
+	if httpbody.TimedOut(err) {
 		writeProblem(w, newProblem(http.StatusRequestTimeout, "body_timeout",
 			fmt.Sprintf("the webhook body did not arrive within %s; nothing was stored: deliver it again", a.cfg.WebhookReadTimeout)))
 		return
@@ -89,12 +87,9 @@ var errReadersBusy = errors.New("too many webhook bodies being read")
 // readWebhookBody reads the body under a.cfg.WebhookReadTimeout, holding one
 // of a.cfg.WebhooksReading slots while it does.
 func (a *API) readWebhookBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	// The deadline is set first: even a sender turned away unread must not
-	// hold the connection (the server would wait for its body).
-	rc := http.NewResponseController(w)
-	if err := rc.SetReadDeadline(time.Now().Add(a.cfg.WebhookReadTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return nil, fmt.Errorf("set the body's read deadline: %w", err)
-	}
+	// The deadline is set first (by httpbody.Reader), so that the wait for
+	// a slot counts too.
+	body := httpbody.Reader(w, r, httpbody.Limits{Max: a.cfg.MaxWebhookBody, Timeout: a.cfg.WebhookReadTimeout})
 	wait := time.NewTimer(time.Second)
 	defer wait.Stop()
 	select {
@@ -105,7 +100,7 @@ func (a *API) readWebhookBody(w http.ResponseWriter, r *http.Request) ([]byte, e
 		return nil, r.Context().Err()
 	}
 	defer func() { <-a.reading }()
-	return io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxWebhookBody))
+	return io.ReadAll(body)
 }
 
 func renderWebhook(res intake.WebhookResult) intake.Answer {

@@ -5,8 +5,8 @@ package sftpd
 //	/          a directory holding exactly inbox and results
 //	/inbox     the login directory; write-only. It shows the partner's files
 //	           not received yet (being uploaded, cut off and waiting to be
-//	           resumed, temp-named and waiting for a rename; see
-//	           upload.go) and the files received over SFTP within
+//	           resumed, temp-named and waiting for a rename; stored in the
+//	           database, see upload.go) and the files received over SFTP within
 //	           Config.InboxWindow, with their size and time (the time the
 //	           client set, else when it arrived). Received files come from the
 //	           database, so every connection and every server on the database
@@ -150,6 +150,14 @@ func (fs *partnerFS) setstat(r *sftp.Request) error {
 	}
 	ctx, cancel := fs.bgCtx(30 * time.Second)
 	defer cancel()
+	err = fs.srv.cfg.Store.SetUploadModTime(ctx, fs.partner, vp.name, mtime)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, records.ErrNotFound) {
+		fs.log.Error("set time of unfinished upload", "file", vp.name, "err", err)
+		return failure("the time could not be set now: try again later")
+	}
 	err = fs.srv.cfg.Store.SetInboxModTime(ctx, fs.partner, vp.name, time.Now().Add(-fs.srv.cfg.InboxWindow), mtime)
 	if errors.Is(err, records.ErrNotFound) {
 		return notFound(r.Filepath)
@@ -180,28 +188,59 @@ func (fs *partnerFS) rename(from, to string) error {
 	if src.dir != dirInbox || dst.dir != dirInbox || src.name == "" || dst.name == "" {
 		return denied("only an upload in /inbox not received yet can be renamed, to a name in /inbox")
 	}
-	p := fs.srv.pendingFile(fs.partner, src.name)
-	if p == nil {
-		_, got, err := fs.received(src.name)
-		if err != nil {
-			return err
-		}
-		if got {
-			return denied(fmt.Sprintf("%s was already received and cannot be renamed: upload it again under the new name", src.name))
-		}
-		return notFound(from)
+	if p := fs.srv.pendingFile(fs.partner, src.name); p != nil {
+		return denied(fmt.Sprintf("%s is still being uploaded: close it before renaming", src.name))
 	}
 	if src.name == dst.name {
-		return nil
+		if _, got, err := fs.unfinished(src.name); err != nil || got {
+			return err
+		}
+		return fs.notUnfinished(src.name, from, "renamed")
 	}
-	if err := fs.srv.renamePending(p, dst.name); err != nil {
-		return err
+	// Renamed to its final name, the upload is received here: this server
+	// takes its lease.
+	writer := ""
+	if !isTempName(dst.name) {
+		writer = fs.srv.id
+	}
+	ctx, cancel := fs.bgCtx(30 * time.Second)
+	up, err := fs.srv.cfg.Store.RenameUpload(ctx, fs.partner, src.name, dst.name, writer, uploadLease)
+	cancel()
+	switch {
+	case errors.Is(err, records.ErrNotFound):
+		return fs.notUnfinished(src.name, from, "renamed")
+	case errors.Is(err, records.ErrUploadBusy):
+		return denied(fmt.Sprintf("%s is still being uploaded: close it before renaming", src.name))
+	case err != nil:
+		fs.log.Error("rename unfinished upload", "from", src.name, "to", dst.name, "err", err)
+		return failure("the upload could not be renamed now: try again later")
 	}
 	fs.log.Info("upload renamed", "from", src.name, "to", dst.name)
 	if isTempName(dst.name) {
 		return nil
 	}
+	p, err := fs.loadPending(up, nil, true)
+	if err != nil {
+		return err
+	}
 	return fs.receive(p)
+}
+
+// notUnfinished is the answer for name, which is no unfinished upload, to
+// an attempt to change it (verb: "renamed", "removed"): received files
+// cannot be changed; else it does not exist.
+func (fs *partnerFS) notUnfinished(name, p, verb string) error {
+	_, got, err := fs.received(name)
+	if err != nil {
+		return err
+	}
+	if got {
+		if verb == "renamed" {
+			return denied(fmt.Sprintf("%s was already received and cannot be renamed: upload it again under the new name", name))
+		}
+		return denied(fmt.Sprintf("%s was already received and cannot be %s", name, verb))
+	}
+	return notFound(p)
 }
 
 func (fs *partnerFS) remove(p string) error {
@@ -215,20 +254,24 @@ func (fs *partnerFS) remove(p string) error {
 	if vp.dir != dirInbox || vp.name == "" {
 		return errNoDirs
 	}
+	busy := denied(fmt.Sprintf("%s is being uploaded: close it before removing it", vp.name))
 	if pf := fs.srv.pendingFile(fs.partner, vp.name); pf != nil {
-		if !fs.srv.discardIdle(pf, "removed by the client") {
-			return denied(fmt.Sprintf("%s is being uploaded: close it before removing it", vp.name))
-		}
+		return busy
+	}
+	ctx, cancel := fs.bgCtx(30 * time.Second)
+	up, err := fs.srv.cfg.Store.DiscardUpload(ctx, fs.partner, vp.name, fs.srv.id)
+	cancel()
+	switch {
+	case err == nil:
+		fs.log.Info("unfinished upload discarded", "file", up.Name, "bytes", up.Size, "why", "removed by the client")
 		return nil
+	case errors.Is(err, records.ErrUploadBusy):
+		return busy
+	case !errors.Is(err, records.ErrNotFound):
+		fs.log.Error("discard unfinished upload", "file", vp.name, "err", err)
+		return failure("the upload could not be removed now: try again later")
 	}
-	_, got, err := fs.received(vp.name)
-	if err != nil {
-		return err
-	}
-	if got {
-		return denied(fmt.Sprintf("%s was already received and cannot be removed", vp.name))
-	}
-	return notFound(p)
+	return fs.notUnfinished(vp.name, p, "removed")
 }
 
 // ---- FileLister
@@ -291,13 +334,25 @@ func (fs *partnerFS) list(vp vpath) (sftp.ListerAt, error) {
 			fs.log.Error("list inbox files", "err", err)
 			return nil, failure("the inbox cannot be listed now: try again later")
 		}
-		// A file not received yet shows instead of an earlier one of its name.
+		ups, err := fs.srv.cfg.Store.Uploads(ctx, fs.partner, maxInboxListing)
+		if err != nil {
+			fs.log.Error("list unfinished uploads", "err", err)
+			return nil, failure("the inbox cannot be listed now: try again later")
+		}
+		// A file not received yet shows instead of an earlier one of its
+		// name; one written on this server, with its live size.
 		var l listerAt
 		seen := map[string]bool{}
 		for _, p := range fs.srv.pendingFiles(fs.partner) {
 			fi := p.info()
 			seen[fi.name] = true
 			l = append(l, fi)
+		}
+		for _, up := range ups {
+			if !seen[up.Name] {
+				seen[up.Name] = true
+				l = append(l, uploadInfo(up))
+			}
 		}
 		for _, f := range got {
 			if !seen[f.Name] {
@@ -342,8 +397,8 @@ func (fs *partnerFS) stat(vp vpath, p string) (fileInfo, error) {
 	case vp.name == "":
 		return dirInfo(dirResults, 0o555), nil
 	case vp.dir == dirInbox:
-		if pf := fs.srv.pendingFile(fs.partner, vp.name); pf != nil {
-			return pf.info(), nil
+		if fi, got, err := fs.unfinished(vp.name); got || err != nil {
+			return fi, err
 		}
 		f, got, err := fs.received(vp.name)
 		if err != nil {

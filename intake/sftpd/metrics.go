@@ -54,7 +54,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		idleClosed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "payintake_sftp_idle_closed_total",
-			Help: "Logged-in SSH connections closed after --sftp-idle-timeout without traffic.",
+			Help: "Logged-in SSH connections closed after --sftp-idle-timeout without SFTP traffic (SSH keepalives do not count).",
 		}),
 		loginsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payintake_sftp_prelogin_closed_total",

@@ -46,8 +46,10 @@ type Config struct {
 	// Store, its refusals counted nowhere).
 	Auth    *partnerauth.Checker
 	HostKey ssh.Signer
-	// SpoolDir holds uploads while they are written (never a partner-chosen
-	// name: spool files are named by the server).
+	// SpoolDir holds the bytes of uploads while a handle on this server
+	// writes them (never a partner-chosen name: spool files are named by
+	// the server); what a handle leaves unfinished is stored in the
+	// database.
 	SpoolDir string
 	// MaxFileSize bounds one upload; writes beyond it fail. 0 means DefaultMaxFileSize.
 	MaxFileSize int64
@@ -63,8 +65,8 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// ResumeWindow is how long an upload not received yet (cut off, or
 	// temp-named and never renamed) is kept after its last write so that its
-	// partner can resume or rename it from any connection; then it is
-	// discarded. 0 means DefaultResumeWindow.
+	// partner can resume or rename it from any connection to any server on
+	// the database; then it is discarded. 0 means DefaultResumeWindow.
 	ResumeWindow time.Duration
 	// InboxWindow is how long a received file stays visible in /inbox (stat,
 	// listing) after it arrived. 0 means DefaultInboxWindow.
@@ -104,9 +106,19 @@ type Server struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+	// Drain's state: the listener Serve takes connections from, whether a
+	// drain has begun, and the logged-in connections (by their raw
+	// connection), whose open uploads it waits for.
+	ln       net.Listener
+	draining bool
+	live     map[net.Conn]*idleConn
 
-	// imu guards inbox: per partner, per name, the files not received yet.
-	// Lock order: imu before a pending's mu.
+	// id names this server (process) as the writer of the uploads it
+	// writes (records.Upload leases).
+	id string
+
+	// imu guards inbox: per partner, per name, the files being written on
+	// this server. Lock order: imu before a pending's mu.
 	imu   sync.Mutex
 	inbox map[string]map[string]*pending
 
@@ -161,12 +173,16 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.SpoolDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create spool folder: %w", err)
 	}
+	host, _ := os.Hostname()
+	tag := make([]byte, 6)
+	_, _ = rand.Read(tag)
 	return &Server{
-		cfg: cfg, log: cfg.Log, m: cfg.Metrics,
+		cfg: cfg, log: cfg.Log, m: cfg.Metrics, id: fmt.Sprintf("%s/%d/%x", host, os.Getpid(), tag),
 		limiter: &loginLimiter{base: cfg.LoginDelay, max: cfg.MaxLoginDelay, window: loginFailureWindow,
 			m: map[string]*failures{}},
 		gate:     newLoginGate(cfg.Now, func(reason string) { cfg.Metrics.loginsClosed.WithLabelValues(reason).Inc() }),
 		conns:    map[net.Conn]struct{}{},
+		live:     map[net.Conn]*idleConn{},
 		inbox:    map[string]map[string]*pending{},
 		sessions: map[string]int{},
 	}, nil
@@ -186,13 +202,22 @@ func CleanSpool(dir string, age time.Duration) {
 	}
 }
 
-// Serve accepts connections on ln until ctx is done, then closes every
-// connection (uploads still open are recorded as incomplete) and returns.
+// Serve accepts connections on ln until ctx is done (Drain stops it taking
+// new ones earlier), then closes every connection (uploads still open are
+// recorded as incomplete and stored, to be resumed on any server) and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer s.shutdown()
+	s.mu.Lock()
+	s.ln = ln
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		ln.Close()
+	}
 	go s.sweepEvery(ctx, min(s.cfg.ResumeWindow/4, time.Minute))
+	go every(ctx, uploadLease/3, func(time.Time) bool { s.renewLeases(ctx); return true })
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -200,13 +225,32 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
+			s.mu.Lock()
+			draining := s.draining
+			s.mu.Unlock()
+			if draining {
+				// Connections still open end by themselves (Drain) or at
+				// the end of ctx.
+				<-ctx.Done()
+				return nil
 			}
-			return fmt.Errorf("sftp accept: %w", err)
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("sftp accept: %w", err)
+			}
+			// Descriptors run out (EMFILE, ENFILE), a connection aborted
+			// before it was taken, a timeout: none is the end of the
+			// server. Back off (as net/http does) and accept again once
+			// connections have gone.
+			if backoff == 0 {
+				s.log.Warn("sftp accept failed; retrying with backoff", "err", err)
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			continue
 		}
 		backoff = 0
 		s.mu.Lock()
@@ -226,9 +270,47 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
+// drainQuiet is how long a connection with no upload open must have sent
+// and received nothing before a drain closes it: the answer to an upload's
+// close goes out just after the upload is stored.
+const drainQuiet = 250 * time.Millisecond
+
+// Drain stops taking connections and waits, until every connection has
+// ended or ctx is done, for the uploads in flight to end: a connection is
+// closed once no upload is open on it, no close is being stored, and it
+// has been quiet for drainQuiet (connections still logging in are closed
+// at once). The client of a
+// connection closed between two files sees it closed and connects again,
+// to another server. Serve's ctx then closes what is left (uploads still
+// open are stored, to be resumed on any server).
+func (s *Server) Drain(ctx context.Context) {
+	s.mu.Lock()
+	s.draining = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	s.mu.Unlock()
+	s.log.Info("draining: no new connections; waiting for the uploads in flight")
+	idleNow := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for c := range s.conns {
+			if ic := s.live[c]; ic == nil || (ic.uploads.Load() == 0 && ic.busy.Load() == 0 &&
+				time.Since(time.Unix(0, ic.last.Load())) > drainQuiet) {
+				c.Close()
+			}
+		}
+		return len(s.conns) == 0
+	}
+	if idleNow() {
+		return
+	}
+	every(ctx, 20*time.Millisecond, func(time.Time) bool { return !idleNow() })
+}
+
 // sweepEvery discards expired unfinished uploads until ctx is done.
 func (s *Server) sweepEvery(ctx context.Context, d time.Duration) {
-	every(ctx, d, func(now time.Time) bool { s.sweep(now); return true })
+	every(ctx, d, func(now time.Time) bool { s.sweep(ctx, now); return true })
 }
 
 // every calls f every d (at least 10ms) until ctx is done or f returns false.
@@ -247,8 +329,8 @@ func every(ctx context.Context, d time.Duration, f func(now time.Time) bool) {
 	}
 }
 
-// shutdown closes every connection and drops the unfinished uploads' spool
-// files (a restarted server cannot resume them).
+// shutdown closes every connection (each upload open stores what it has
+// for a resume, on any server) and drops what is left in the spool.
 func (s *Server) shutdown() {
 	defer func() {
 		s.imu.Lock()
@@ -487,10 +569,10 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 			s.releaseSession(st.session)
 		}
 	}()
-	ic := &idleConn{Conn: bc}
+	ic := &idleConn{}
 	ic.touch()
 	_ = c.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	sconn, chans, reqs, err := ssh.NewServerConn(ic, s.serverConfig(ctx, st))
+	sconn, chans, reqs, err := ssh.NewServerConn(bc, s.serverConfig(ctx, st))
 	if err != nil {
 		st.mu.Lock()
 		failed, offered, last, user, unavailable, capped := st.failures, st.offered, st.lastErr, st.user, st.unavailable, st.capped
@@ -527,6 +609,14 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 	log.Info("logged in", "client", string(sconn.ClientVersion()))
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.mu.Lock()
+	s.live[c] = ic
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.live, c)
+		s.mu.Unlock()
+	}()
 	go s.closeWhenIdle(connCtx, ic, sconn, log)
 	go ssh.DiscardRequests(reqs)
 	var wg sync.WaitGroup
@@ -617,7 +707,7 @@ func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, 
 	fs := newPartnerFS(ctx, s, partner, log)
 	fs.conn = ic
 	h := sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs}
-	rs := sftp.NewRequestServer(ch, h, sftp.WithStartDirectory("/"+dirInbox))
+	rs := sftp.NewRequestServer(ic.channel(ch), h, sftp.WithStartDirectory("/"+dirInbox))
 	log.Info("sftp session started")
 	err := rs.Serve()
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -628,29 +718,42 @@ func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, 
 	_ = rs.Close()
 }
 
-// idleConn notes when bytes last went either way on a connection, and how
-// many operations the server is working on for it (storing a file before
-// answering its close): a connection is idle only when both are quiet.
+// idleConn notes when SFTP bytes last went either way on a connection's
+// sessions, and how many operations the server is working on for it
+// (storing a file before answering its close): a connection is idle only
+// when both are quiet. Only the SFTP channels' data counts: SSH traffic of
+// its own (keepalive requests, window adjustments, channel requests) keeps
+// the TCP connection up, not the session.
 type idleConn struct {
-	net.Conn
 	last atomic.Int64 // unix nanoseconds
 	busy atomic.Int32
+	// uploads counts the upload handles open on the connection (a drain
+	// waits for them).
+	uploads atomic.Int32
 }
 
 func (c *idleConn) touch() { c.last.Store(time.Now().UnixNano()) }
 
-func (c *idleConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+// channel is ch, noting its data as activity.
+func (c *idleConn) channel(ch ssh.Channel) io.ReadWriteCloser { return activeChannel{ch, c} }
+
+type activeChannel struct {
+	ssh.Channel
+	ic *idleConn
+}
+
+func (a activeChannel) Read(p []byte) (int, error) {
+	n, err := a.Channel.Read(p)
 	if n > 0 {
-		c.touch()
+		a.ic.touch()
 	}
 	return n, err
 }
 
-func (c *idleConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
+func (a activeChannel) Write(p []byte) (int, error) {
+	n, err := a.Channel.Write(p)
 	if n > 0 {
-		c.touch()
+		a.ic.touch()
 	}
 	return n, err
 }

@@ -53,6 +53,9 @@ type dropZone struct {
 	// enqueued holds the envelope ids given a processing job, in order:
 	// the signal that a worker will (or will never) see an envelope.
 	enqueued *ids
+	// stop ends the server as a replica's stop does: its listener and
+	// every connection closed.
+	stop func()
 }
 
 // ids is a list of envelope ids, safe for concurrent use.
@@ -118,7 +121,8 @@ type zoneOpts struct {
 	idle        time.Duration // Config.IdleTimeout
 	maxSessions int           // Config.MaxSessions
 	tracing     trace.TracerProvider
-	clock       *testClock // Config.Now; nil: the real clock
+	clock       *testClock    // Config.Now; nil: the real clock
+	commit      time.Duration // records.Options.CommitTimeout
 	// proxies: the listener is wrapped (clientaddr.Proxies.Listener), as
 	// serve always does; nil: a bare listener.
 	proxies *clientaddr.Proxies
@@ -138,7 +142,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	if url == "" {
 		url = pgtest.New(t)
 	}
-	st, err := records.Open(ctx, url, records.Options{MaxConns: 20, TracerProvider: o.tracing, SecretKeys: pgtest.TestSecretKeys})
+	st, err := records.Open(ctx, url, records.Options{MaxConns: 20, TracerProvider: o.tracing, CommitTimeout: o.commit, SecretKeys: pgtest.TestSecretKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +217,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 			t.Errorf("stop queue: %v", err)
 		}
 	})
-	return &dropZone{t: t, ctx: ctx, url: url, store: st, srv: srv, addr: addr, hostKey: hk.PublicKey(), spool: spool, logs: logs, reg: reg, queue: q, enqueued: enqueued}
+	return &dropZone{t: t, ctx: ctx, url: url, store: st, srv: srv, addr: addr, hostKey: hk.PublicKey(), spool: spool, logs: logs, reg: reg, queue: q, enqueued: enqueued, stop: cancel}
 }
 
 func nowOf(c *testClock) func() time.Time {

@@ -2,11 +2,24 @@ package sftpd
 
 // Uploads to /inbox.
 //
-// A file not received yet is a pending file of its partner, kept by the
-// server (not by the SFTP session): being written, cut off and waiting to be
-// resumed, or temp-named and waiting for a rename. Any connection of the
-// partner to this server sees it, resumes it or renames it, for
-// Config.ResumeWindow after its last write; then it is discarded.
+// A file not received yet is an unfinished upload of its partner, stored in
+// the database (records.Upload): cut off and waiting to be resumed, or
+// temp-named and waiting for a rename. Any connection of the partner to any
+// server on the database sees it, resumes it or renames it, for
+// Config.ResumeWindow after its last write; then it is discarded (swept
+// from the database by whichever server comes first).
+//
+// While a handle writes it, the upload is a pending file of this server:
+// its bytes go to a local spool (and, from byte 0, stream into the
+// envelope's transaction), and the server holds a lease on the upload's row
+// so that no other server resumes it at the same time. When the handle ends
+// without the file being received (cut off, refused but resumable, or
+// temp-named), the bytes past those already stored are stored with the
+// hash state they end at, and the lease is released; a resume, on this
+// server or another, copies the stored bytes into a new spool and goes on
+// from there. A server that dies while writing loses what that handle
+// added (the stored upload stays as it was at its last cut); its lease
+// expires after uploadLease.
 //
 // Open flags and offsets are honoured exactly or refused with a message:
 //
@@ -30,6 +43,7 @@ package sftpd
 import (
 	"context"
 	"crypto/sha256"
+	"encoding"
 	"errors"
 	"fmt"
 	"hash"
@@ -56,31 +70,36 @@ const (
 	// (open, cut off, or temp-named waiting for a rename).
 	maxPendingPerPartner = 64
 	// resumeWait is how long an open for resume waits for the file's previous
-	// handle to be released (a connection that has just dropped).
+	// handle to be released (a connection that has just dropped, on this
+	// server or another).
 	resumeWait = 3 * time.Second
+	// uploadLease is how long a server's claim on an upload it writes lasts
+	// unless renewed (every uploadLease/3 while it runs): after a server
+	// dies, its uploads can be resumed elsewhere within this time.
+	uploadLease = 15 * time.Second
 	// DefaultResumeWindow is how long a file not received yet can be resumed.
 	DefaultResumeWindow = 24 * time.Hour
 )
 
-// pending is a file in /inbox not received yet.
+// pending is an unfinished upload being written by a handle on this server.
 type pending struct {
+	id      int64 // the upload's row (records.Upload)
 	spool   string
 	partner string
 	started time.Time
 
 	mu      sync.Mutex
 	name    string
-	f       *os.File // open while a handle writes
+	f       *os.File // open while the handle writes
 	size    int64    // end of the furthest write
 	hashed  int64    // bytes [0, hashed) are hashed into h
 	h       hash.Hash
 	held    map[int64]heldWrite // writes past hashed, waiting for the gap before them
 	heldMem int64
-	writer  *upload       // the handle writing now
-	free    chan struct{} // closed when writer lets go
+	writer  *upload       // the handle writing
+	done    chan struct{} // closed once the handle's end is stored
 	touched time.Time
 	mtime   time.Time // set by the client, zero if never
-	gone    bool      // received or discarded
 	// stream copies the hashed bytes into the database as they arrive, so
 	// that a clean close only records the envelope; nil when the upload did
 	// not start from byte 0 in this handle, or the stream failed (the
@@ -156,7 +175,8 @@ func (p *pending) settle() {
 
 // ---- the server's pending files
 
-// pendingFile is the partner's pending file called name, or nil.
+// pendingFile is the partner's file called name being written on this
+// server, or nil.
 func (s *Server) pendingFile(partner, name string) *pending {
 	s.imu.Lock()
 	defer s.imu.Unlock()
@@ -173,122 +193,235 @@ func (s *Server) pendingFiles(partner string) []*pending {
 	return out
 }
 
-// newPending creates an empty pending file called name, replacing the one of
-// that name (discarded unless a handle is still writing it: that upload goes
-// on, on its own, and is received when closed).
-func (s *Server) newPending(partner, name string, writer *upload) (*pending, error) {
-	s.imu.Lock()
-	files := s.inbox[partner]
-	if files == nil {
-		files = map[string]*pending{}
-		s.inbox[partner] = files
+// hashState is h's state, to be stored with the bytes it has hashed.
+func hashState(h hash.Hash) []byte {
+	b, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		panic(fmt.Sprintf("sha256 state: %v", err)) // crypto/sha256 always can
 	}
-	old := files[name]
-	if old == nil && len(files) >= maxPendingPerPartner {
-		s.imu.Unlock()
+	return b
+}
+
+var emptyHashState = hashState(sha256.New())
+
+// newPending starts a new, empty upload called name for handle u, replacing
+// the partner's unfinished upload of that name (a handle still writing that
+// one goes on, on its own, and is received when closed).
+func (fs *partnerFS) newPending(name string, u *upload) (*pending, error) {
+	srv := fs.srv
+	ctx, cancel := fs.bgCtx(30 * time.Second)
+	defer cancel()
+	up, err := srv.cfg.Store.StartUpload(ctx, fs.partner, name, srv.id, uploadLease, emptyHashState, maxPendingPerPartner)
+	if errors.Is(err, records.ErrTooManyUploads) {
 		return nil, failure(fmt.Sprintf("too many unfinished uploads (%d): finish, rename or remove some in /inbox, or wait for them to expire", maxPendingPerPartner))
 	}
-	f, err := os.CreateTemp(s.cfg.SpoolDir, "upload-*")
 	if err != nil {
-		s.imu.Unlock()
-		s.log.Error("create spool file", "err", err)
+		fs.log.Error("record new upload", "file", name, "err", err)
+		return nil, failure(fmt.Sprintf("the upload of %s cannot be taken now (the database is unavailable); nothing was received: send it again later", name))
+	}
+	f, err := os.CreateTemp(srv.cfg.SpoolDir, "upload-*")
+	if err != nil {
+		fs.log.Error("create spool file", "err", err)
+		fs.dropStored(up.ID, name)
 		return nil, failure("the server cannot take uploads right now: try again later")
 	}
 	now := time.Now()
-	p := &pending{spool: f.Name(), partner: partner, started: now, name: name, f: f,
-		h: sha256.New(), held: map[int64]heldWrite{}, touched: now, writer: writer, free: make(chan struct{})}
+	p := &pending{id: up.ID, spool: f.Name(), partner: fs.partner, started: now, name: name, f: f,
+		h: sha256.New(), held: map[int64]heldWrite{}, touched: now, writer: u, done: make(chan struct{})}
+	srv.imu.Lock()
+	files := srv.inbox[fs.partner]
+	if files == nil {
+		files = map[string]*pending{}
+		srv.inbox[fs.partner] = files
+	}
 	files[name] = p
-	s.imu.Unlock()
-	if old != nil {
-		s.discardIdle(old, "replaced by a new upload of the same name")
+	srv.imu.Unlock()
+	return p, nil
+}
+
+// resumePending makes u the writer of the partner's unfinished upload called
+// name, waiting a little for the handle that writes it (one whose connection
+// has just dropped, here or on another server) to let go. nil, nil: there is
+// no such upload.
+func (fs *partnerFS) resumePending(name string, u *upload) (*pending, error) {
+	srv := fs.srv
+	deadline := time.NewTimer(resumeWait)
+	defer deadline.Stop()
+	busy := failure(fmt.Sprintf("%s is being uploaded by another session right now: wait for it to finish, or upload the whole file again (without resume)", name))
+	for {
+		var done <-chan struct{}
+		var retry <-chan time.Time
+		if p := srv.pendingFile(fs.partner, name); p != nil {
+			done = p.done
+		} else {
+			ctx, cancel := fs.bgCtx(30 * time.Second)
+			up, err := srv.cfg.Store.ClaimUpload(ctx, fs.partner, name, srv.id, uploadLease)
+			cancel()
+			switch {
+			case errors.Is(err, records.ErrNotFound):
+				return nil, nil
+			case errors.Is(err, records.ErrUploadBusy):
+				retry = time.After(100 * time.Millisecond)
+			case err != nil:
+				fs.log.Error("take up unfinished upload", "file", name, "err", err)
+				return nil, failure("the inbox cannot be read now: try again later")
+			default:
+				return fs.loadPending(up, u, false)
+			}
+		}
+		select {
+		case <-done:
+		case <-retry:
+		case <-deadline.C:
+			return nil, busy
+		case <-fs.ctx.Done():
+			return nil, failure("the server is shutting down: try again later")
+		}
+	}
+}
+
+// loadPending makes the stored upload up (whose lease this server holds) a
+// pending file written by u: its bytes are copied into a new spool and its
+// hash state restored. replace: it takes the place of a pending file of its
+// name on this server (else such a one, newer, wins).
+func (fs *partnerFS) loadPending(up records.Upload, u *upload, replace bool) (*pending, error) {
+	srv := fs.srv
+	unavailable := failure("the server cannot take uploads right now: try again later")
+	release := func() {
+		ctx, cancel := fs.bgCtx(30 * time.Second)
+		defer cancel()
+		if err := srv.cfg.Store.ReleaseUpload(ctx, up.ID, srv.id); err != nil {
+			fs.log.Warn("release unfinished upload", "file", up.Name, "err", err)
+		}
+	}
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(up.HashState); err != nil {
+		fs.log.Error("restore the hash of an unfinished upload", "file", up.Name, "err", err)
+		release()
+		return nil, unavailable
+	}
+	f, err := os.CreateTemp(srv.cfg.SpoolDir, "upload-*")
+	if err != nil {
+		fs.log.Error("create spool file", "err", err)
+		release()
+		return nil, unavailable
+	}
+	ctx, cancel := fs.bgCtx(30 * time.Minute)
+	defer cancel()
+	cw := &countingWriter{w: f}
+	err = srv.cfg.Store.CopyUploadBytes(ctx, up.ID, cw)
+	if err == nil && cw.n != up.Size {
+		err = fmt.Errorf("%d bytes stored, %d recorded", cw.n, up.Size)
+	}
+	if err != nil {
+		fs.log.Error("read unfinished upload", "file", up.Name, "err", err)
+		f.Close()
+		os.Remove(f.Name())
+		release()
+		return nil, unavailable
+	}
+	p := &pending{id: up.ID, spool: f.Name(), partner: fs.partner, started: up.Started, name: up.Name, f: f,
+		size: up.Size, hashed: up.Size, h: h, held: map[int64]heldWrite{}, touched: time.Now(), mtime: up.ModTime,
+		writer: u, done: make(chan struct{})}
+	srv.imu.Lock()
+	files := srv.inbox[fs.partner]
+	if files == nil {
+		files = map[string]*pending{}
+		srv.inbox[fs.partner] = files
+	}
+	if files[up.Name] != nil && !replace {
+		srv.imu.Unlock()
+		f.Close()
+		os.Remove(f.Name())
+		return nil, failure(fmt.Sprintf("%s was just replaced by a new upload of the same name: stat it and upload again if needed", up.Name))
+	}
+	files[up.Name] = p
+	srv.imu.Unlock()
+	if u == nil {
+		// Opened only to be received (a rename): no handle writes it.
+		p.f.Close()
+		p.f = nil
 	}
 	return p, nil
 }
 
-// detach removes p from its partner's pending files (if still there).
-func (s *Server) detach(p *pending) {
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	k, err := c.w.Write(b)
+	c.n += int64(k)
+	return k, err
+}
+
+// end drops p from this server (its spool too) once what its handle leaves
+// is stored or received, and wakes a resume waiting for it.
+func (s *Server) end(p *pending) {
 	s.imu.Lock()
-	defer s.imu.Unlock()
-	p.mu.Lock()
-	name := p.name
-	p.mu.Unlock()
-	if files := s.inbox[p.partner]; files[name] == p {
-		delete(files, name)
+	if files := s.inbox[p.partner]; files[p.name] == p {
+		delete(files, p.name)
 		if len(files) == 0 {
 			delete(s.inbox, p.partner)
 		}
 	}
+	s.imu.Unlock()
+	_ = os.Remove(p.spool)
+	close(p.done)
 }
 
-// current tells whether p is the pending file its name shows.
-func (s *Server) current(p *pending) bool {
-	s.imu.Lock()
-	defer s.imu.Unlock()
+// keep stores what p's handle added, to be resumed or renamed on any server,
+// and ends p.
+func (fs *partnerFS) keep(p *pending) {
+	defer fs.srv.end(p)
 	p.mu.Lock()
+	st := records.UploadState{ID: p.id, Writer: fs.srv.id, Path: p.spool, Size: p.hashed,
+		HashState: hashState(p.h), ModTime: p.mtime, Release: true}
 	name := p.name
 	p.mu.Unlock()
-	return s.inbox[p.partner][name] == p
-}
-
-// discardIdle drops p and its bytes unless a handle is writing it.
-func (s *Server) discardIdle(p *pending, why string) bool {
-	p.mu.Lock()
-	if p.writer != nil || p.gone {
-		p.mu.Unlock()
-		return false
-	}
-	p.gone = true
-	name, size := p.name, p.size
-	p.mu.Unlock()
-	s.detach(p)
-	_ = os.Remove(p.spool)
-	s.log.Info("unfinished upload discarded", "partner", p.partner, "file", name, "bytes", size, "why", why)
-	return true
-}
-
-// sweep discards pending files not written to within the resume window.
-func (s *Server) sweep(now time.Time) {
-	s.imu.Lock()
-	var old []*pending
-	for _, files := range s.inbox {
-		for _, p := range files {
-			p.mu.Lock()
-			if p.writer == nil && now.Sub(p.touched) > s.cfg.ResumeWindow {
-				old = append(old, p)
-			}
-			p.mu.Unlock()
-		}
-	}
-	s.imu.Unlock()
-	for _, p := range old {
-		s.discardIdle(p, fmt.Sprintf("not resumed within %s", s.cfg.ResumeWindow))
+	ctx, cancel := fs.bgCtx(5 * time.Minute)
+	defer cancel()
+	err := fs.srv.cfg.Store.SaveUpload(ctx, st)
+	switch {
+	case errors.Is(err, records.ErrNotFound):
+		fs.log.Info("unfinished upload dropped: a newer upload of the same name replaced it", "file", name, "bytes", st.Size)
+	case err != nil:
+		fs.log.Error("store unfinished upload: a resume starts from what was stored before", "file", name, "bytes", st.Size, "err", err)
 	}
 }
 
-// rename moves a pending file that no handle writes to another name, which
-// must be free of pending files being written.
-func (s *Server) renamePending(p *pending, to string) error {
-	s.imu.Lock()
-	p.mu.Lock()
-	if p.writer != nil {
-		p.mu.Unlock()
-		s.imu.Unlock()
-		return denied(fmt.Sprintf("%s is still being uploaded: close it before renaming", p.name))
+// dropStored discards the stored upload id.
+func (fs *partnerFS) dropStored(id int64, name string) {
+	ctx, cancel := fs.bgCtx(30 * time.Second)
+	defer cancel()
+	if err := fs.srv.cfg.Store.DropUpload(ctx, id); err != nil {
+		fs.log.Warn("discard unfinished upload", "file", name, "err", err)
 	}
-	files := s.inbox[p.partner]
-	old := files[to]
-	delete(files, p.name)
-	p.name = to
-	p.touched = time.Now()
-	files[to] = p
-	p.mu.Unlock()
-	s.imu.Unlock()
-	if old != nil && old != p {
-		// The name's previous pending file goes (unless being written, when
-		// it goes on on its own).
-		s.discardIdle(old, "replaced by a rename")
+}
+
+// sweep discards unfinished uploads not written to within the resume window.
+func (s *Server) sweep(ctx context.Context, now time.Time) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	gone, err := s.cfg.Store.ExpireUploads(ctx, now.Add(-s.cfg.ResumeWindow))
+	if err != nil {
+		s.log.Warn("sweep unfinished uploads", "err", err)
+		return
 	}
-	return nil
+	for _, u := range gone {
+		s.log.Info("unfinished upload discarded", "partner", u.Partner, "file", u.Name, "bytes", u.Size,
+			"why", fmt.Sprintf("not resumed within %s", s.cfg.ResumeWindow))
+	}
+}
+
+// renewLeases keeps this server's claims on the uploads it writes.
+func (s *Server) renewLeases(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, uploadLease/3)
+	defer cancel()
+	if err := s.cfg.Store.RenewUploads(ctx, s.id, uploadLease); err != nil {
+		s.log.Warn("renew the leases of uploads being written", "err", err)
+	}
 }
 
 // ---- FileWriter
@@ -313,11 +446,10 @@ func (fs *partnerFS) Filewrite(r *sftp.Request) (io.WriterAt, error) {
 		return nil, failure(fmt.Sprintf("too many uploads open at once on this session (at most %d)", maxUploadsPerSession))
 	}
 	flags := r.Pflags()
-	srv, name := fs.srv, vp.name
-	p := srv.pendingFile(fs.partner, name)
+	name := vp.name
 	exists := func() (bool, error) {
-		if p != nil {
-			return true, nil
+		if _, found, err := fs.unfinished(name); found || err != nil {
+			return found, err
 		}
 		_, found, err := fs.received(name)
 		return found, err
@@ -332,22 +464,16 @@ func (fs *partnerFS) Filewrite(r *sftp.Request) (io.WriterAt, error) {
 		}
 	}
 	u := &upload{fs: fs, name: name, append: flags.Append, started: time.Now()}
-	switch {
-	case flags.Trunc:
+	var p *pending
+	if flags.Trunc {
 		if !flags.Creat {
 			if found, err := exists(); err != nil || !found {
 				return nil, errors.Join(err, notFound(r.Filepath))
 			}
 		}
-		if p, err = srv.newPending(fs.partner, name, u); err != nil {
-			return nil, err
-		}
-	case p != nil:
-		// Resume (or append to) a file not received yet.
-		if err := fs.takeOver(p, u); err != nil {
-			return nil, err
-		}
-	default:
+		p, err = fs.newPending(name, u)
+	} else if p, err = fs.resumePending(name, u); err == nil && p == nil {
+		// No unfinished upload of that name.
 		_, found, err := fs.received(name)
 		if err != nil {
 			return nil, err
@@ -363,62 +489,53 @@ func (fs *partnerFS) Filewrite(r *sftp.Request) (io.WriterAt, error) {
 		if !flags.Creat {
 			return nil, notFound(r.Filepath)
 		}
-		if p, err = srv.newPending(fs.partner, name, u); err != nil {
-			return nil, err
-		}
+		p, err = fs.newPending(name, u)
+	}
+	if err != nil {
+		return nil, err
 	}
 	p.mu.Lock()
 	u.p, u.base = p, p.size
 	if u.base == 0 {
 		p.startStream(fs)
 	}
-	if p.f == nil {
-		p.f, err = os.OpenFile(p.spool, os.O_RDWR, 0)
-		if err != nil {
-			p.writer = nil
-			p.mu.Unlock()
-			fs.log.Error("open spool file", "err", err)
-			return nil, failure("the server cannot take uploads right now: try again later")
-		}
-	}
 	p.mu.Unlock()
 	fs.mu.Lock()
 	fs.open++
 	fs.mu.Unlock()
+	if fs.conn != nil {
+		fs.conn.uploads.Add(1)
+		u.counted = true
+	}
 	fs.log.Debug("upload opened", "file", name, "resume_at", u.base, "append", flags.Append, "truncate", flags.Trunc)
 	return u, nil
 }
 
-// takeOver makes u the writer of p, waiting a little for a previous handle
-// (one whose connection has just dropped) to let go.
-func (fs *partnerFS) takeOver(p *pending, u *upload) error {
-	deadline := time.NewTimer(resumeWait)
-	defer deadline.Stop()
-	for {
-		p.mu.Lock()
-		if p.gone {
-			p.mu.Unlock()
-			return failure(fmt.Sprintf("%s was just received or discarded: stat it and upload again if needed", u.name))
-		}
-		if p.writer == nil {
-			p.writer = u
-			p.free = make(chan struct{})
-			p.mu.Unlock()
-			return nil
-		}
-		if p.free == nil {
-			p.free = make(chan struct{})
-		}
-		free := p.free
-		p.mu.Unlock()
-		select {
-		case <-free:
-		case <-deadline.C:
-			return failure(fmt.Sprintf("%s is being uploaded by another session right now: wait for it to finish, or upload the whole file again (without resume)", u.name))
-		case <-fs.ctx.Done():
-			return failure("the server is shutting down: try again later")
-		}
+// unfinished looks up the partner's unfinished upload called name: its
+// live state when written on this server, else as stored.
+func (fs *partnerFS) unfinished(name string) (fileInfo, bool, error) {
+	if p := fs.srv.pendingFile(fs.partner, name); p != nil {
+		return p.info(), true, nil
 	}
+	ctx, cancel := fs.bgCtx(30 * time.Second)
+	defer cancel()
+	up, err := fs.srv.cfg.Store.UploadNamed(ctx, fs.partner, name)
+	if errors.Is(err, records.ErrNotFound) {
+		return fileInfo{}, false, nil
+	}
+	if err != nil {
+		fs.log.Error("look up unfinished upload", "file", name, "err", err)
+		return fileInfo{}, false, failure("the inbox cannot be read now: try again later")
+	}
+	return uploadInfo(up), true, nil
+}
+
+func uploadInfo(up records.Upload) fileInfo {
+	mod := up.ModTime
+	if mod.IsZero() {
+		mod = up.Touched
+	}
+	return fileInfo{name: up.Name, size: up.Size, mode: 0o644, mod: mod}
 }
 
 // upload is one open write handle on /inbox/NAME.
@@ -429,6 +546,8 @@ type upload struct {
 	append  bool
 	base    int64 // the file's size at open
 	started time.Time
+
+	counted bool // in its connection's uploads
 
 	mu          sync.Mutex
 	failed      error // a write failed or was refused: the upload is not received
@@ -593,7 +712,8 @@ func (u *upload) TransferError(err error) {
 }
 
 // Close is the end of the upload. Its answer goes to the client only after
-// the envelope is durably recorded (and its processing enqueued).
+// the envelope is durably recorded (and its processing enqueued), or the
+// unfinished upload stored for a resume.
 func (u *upload) Close() error {
 	u.mu.Lock()
 	if u.closed {
@@ -607,6 +727,10 @@ func (u *upload) Close() error {
 	fs.mu.Lock()
 	fs.open--
 	fs.mu.Unlock()
+	if u.counted {
+		// Once the close's answer is decided (stored or received).
+		defer fs.conn.uploads.Add(-1)
+	}
 	p := u.p
 	if p == nil {
 		return nil
@@ -617,10 +741,6 @@ func (u *upload) Close() error {
 		return nil
 	}
 	p.writer = nil
-	if p.free != nil {
-		close(p.free)
-		p.free = nil
-	}
 	closeErr := p.f.Close()
 	p.f = nil
 	if transferErr == nil && failed == nil && closeErr != nil {
@@ -633,8 +753,8 @@ func (u *upload) Close() error {
 	}
 	name, size := p.name, p.size
 	if transferErr != nil || failed != nil || isTempName(name) {
-		// Not received at this close: what was streamed goes (a resume
-		// or the rename stores the spool).
+		// Not received at this close: what was streamed goes (the
+		// unfinished upload is stored from the spool).
 		p.dropStream()
 	}
 	if transferErr != nil || failed != nil {
@@ -647,9 +767,11 @@ func (u *upload) Close() error {
 			reason = fr.reason
 		}
 		if reason == "too_large" || reason == "failed" {
-			fs.srv.discardIdle(p, reason)
-		} else if !fs.srv.current(p) {
-			fs.srv.discardIdle(p, "a newer upload of the same name replaced it")
+			fs.dropStored(p.id, name)
+			fs.srv.end(p)
+			fs.log.Info("unfinished upload discarded", "file", name, "bytes", size, "why", reason)
+		} else {
+			fs.keep(p)
 		}
 		fs.srv.m.uploads.WithLabelValues(reason).Inc()
 		fs.srv.cfg.Intake.Metrics.Incomplete("sftp")
@@ -670,10 +792,7 @@ func (u *upload) Close() error {
 	p.touched = time.Now()
 	p.mu.Unlock()
 	if isTempName(name) {
-		if !fs.srv.current(p) {
-			fs.srv.discardIdle(p, "a newer upload of the same name replaced it")
-			return nil
-		}
+		fs.keep(p)
 		fs.log.Info("temp-named upload kept until renamed", "file", name, "bytes", size)
 		return nil
 	}
@@ -681,17 +800,16 @@ func (u *upload) Close() error {
 }
 
 // receive submits a complete pending file (Intake.Submit): an envelope,
-// with its processing job in the same transaction; then drops the spool file.
+// with its processing job, in the transaction that drops the unfinished
+// upload; then ends p. A file that could not be recorded stays unfinished,
+// to be resumed.
 func (fs *partnerFS) receive(p *pending) error {
 	defer fs.conn.working()()
-	fs.srv.detach(p)
 	p.mu.Lock()
-	p.gone = true
 	name, size, mtime, stream := p.name, p.hashed, p.mtime, p.stream
 	sum := p.h.Sum(nil)
 	p.stream = nil
 	p.mu.Unlock()
-	defer os.Remove(p.spool)
 	ctx, cancel := fs.bgCtx(30 * time.Minute)
 	defer cancel()
 	// Submit writes the upload's one log line ("envelope received") with
@@ -699,14 +817,22 @@ func (fs *partnerFS) receive(p *pending) error {
 	res, err := fs.srv.cfg.Intake.Submit(ctx, intake.Submission{
 		Partner: fs.partner, Name: name, Source: "sftp", Path: p.spool,
 		SHA256: sum, Size: size, ModTime: mtime, Stream: stream, Enqueue: fs.srv.cfg.Enqueue,
-		Log: fs.log, Started: p.started,
+		Log: fs.log, Started: p.started, Upload: p.id,
 	})
 	env := res.Received
 	if err != nil {
 		fs.srv.m.uploads.WithLabelValues("failed").Inc()
 		fs.log.Error("receive upload", "file", name, "bytes", size, "err", err)
+		if errors.Is(err, records.ErrCommitUnknown) {
+			// Received or not, unknown: the database is not committing,
+			// so nothing more is stored (a resend is decided by its key).
+			fs.srv.end(p)
+			return failure(fmt.Sprintf("the database did not confirm the upload of %s in time, so it may not have been received: send it again (a file received already is recognised as such, never applied twice)", name))
+		}
+		fs.keep(p)
 		return failure(fmt.Sprintf("the upload of %s could not be recorded (server error); nothing was received: send it again", name))
 	}
+	fs.srv.end(p)
 	fs.srv.m.uploads.WithLabelValues(uploadResult(env.Status)).Inc() // the envelope is counted by Submit
 	if stream != nil && stream.Committed() {
 		fs.srv.m.uploadStored.WithLabelValues("streamed").Inc()
