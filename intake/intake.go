@@ -32,6 +32,9 @@ type Intake struct {
 	// Metrics, when set, counts every envelope processed here, whatever
 	// the door (nil: not counted).
 	Metrics *Metrics
+	// MaxPlaintext bounds an OpenPGP upload's plaintext (0:
+	// DefaultMaxPlaintext).
+	MaxPlaintext int64
 
 	batches chan *rowBatch // kept for the next parallel reads (rowSource); nil keeps none
 }
@@ -191,8 +194,14 @@ func (in *Intake) process(ctx context.Context, id int64,
 
 func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Partner, body io.Reader) (records.Plan, error) {
 	var pl records.Plan
+	body, _, err := in.pgpPlan(ctx, &env, p, body, &pl)
+	if err != nil {
+		return pl, err
+	}
 	if IsReplayFile(env.FileName) {
-		return in.replayPlan(ctx, env, p, body)
+		rp, err := in.replayPlan(ctx, env, p, body)
+		rp.Seal = pl.Seal
+		return rp, err
 	}
 	seq, err := FileSeq(p.FilePattern, env.FileName)
 	if err != nil {

@@ -23,6 +23,7 @@ type Metrics struct {
 	stuck       prometheus.Gauge
 	partnerBusy prometheus.Counter
 	webhooks    *prometheus.CounterVec
+	pgpFiles    *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not registered).
@@ -59,10 +60,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Processing jobs put back because their partner was busy with another file (the worker took another partner's file instead).",
 		}),
 		webhooks: newWebhookMetric(),
+		pgpFiles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payintake_pgp_files_total",
+			Help: "OpenPGP uploads (and plain files where OpenPGP is required) at receipt, by result (ok, or the refusal's pgp_ code), the platform key that decrypted (fingerprint; none when not encrypted or refused) and the partner key whose signature verified (fingerprint; none when unsigned or refused). Fingerprints only, never key material.",
+		}, []string{"result", "platform_key", "signer"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.webhooks)
-		reg.MustRegister(m.envelopes, m.rows, m.processing, m.latency, m.failures, m.stuck, m.partnerBusy)
+		reg.MustRegister(m.envelopes, m.rows, m.processing, m.latency, m.failures, m.stuck, m.partnerBusy, m.pgpFiles)
 	}
 	return m
 }
@@ -76,6 +81,26 @@ func (m *Metrics) Received(env records.Envelope) {
 	if env.Status == records.StatusReplay || env.Status == records.StatusKeyReuse {
 		m.envelopes.WithLabelValues(env.Source, env.Status).Inc()
 	}
+}
+
+// pgpFile counts an OpenPGP upload's receipt (rec nil: a plain file
+// where OpenPGP is not required, not counted).
+func (m *Metrics) pgpFile(rec *records.EnvelopePGP) {
+	if m == nil || rec == nil {
+		return
+	}
+	result := "ok"
+	if rec.Refusal != nil {
+		result = string(rec.Refusal.Code())
+	}
+	m.pgpFiles.WithLabelValues(result, orNone(rec.DecryptedWith), orNone(rec.Signer)).Inc()
+}
+
+func orNone(fp string) string {
+	if fp == "" {
+		return "none"
+	}
+	return fp
 }
 
 // Incomplete counts an upload of a door (source) cut off before it was

@@ -127,8 +127,12 @@ func (in *Intake) ResultRows(ctx context.Context, out Envelope, after, limit int
 type ResultFile struct {
 	// Size is the file's size in bytes, or -1 when it is only known once
 	// written (the rows replayed since, with the replay column).
-	Size  int64
-	write func(context.Context, io.Writer) error
+	Size int64
+	// Sealed: the file is encrypted to the partner and signed by the
+	// platform (OpenPGP), as the partner's upload asked; its name ends in
+	// .pgp and it is served as application/pgp-encrypted.
+	Sealed bool
+	write  func(context.Context, io.Writer) error
 }
 
 // WriteTo writes the file to w. An error may come after bytes were written.
@@ -138,6 +142,17 @@ func (f ResultFile) WriteTo(ctx context.Context, w io.Writer) error { return f.w
 // the stored bytes, or, when rows were replayed since and original is
 // false, every row's latest outcome with the replay that produced it.
 func (in *Intake) ResultFile(ctx context.Context, env, out Envelope, original bool) (ResultFile, error) {
+	// A sealed result is only ever given sealed, as stored: the latest
+	// outcomes of replayed rows are at /rows.
+	si, sealed, err := in.Store.Sealed(ctx, out.ID, records.SealedResult)
+	if err != nil {
+		return ResultFile{}, err
+	}
+	if sealed {
+		return ResultFile{Size: si.Size, Sealed: true, write: func(ctx context.Context, w io.Writer) error {
+			return in.Store.WriteSealed(ctx, out.ID, records.SealedResult, w)
+		}}, nil
+	}
 	if !original {
 		latest, err := in.Store.LatestLegs(ctx, out.ID)
 		if err != nil {
@@ -156,6 +171,11 @@ func (in *Intake) ResultFile(ctx context.Context, env, out Envelope, original bo
 
 // ReviewReport writes the review report of out (an outcome envelope) to w,
 // or returns ErrNotFound while it has open exceptions (or never had any).
-func (in *Intake) ReviewReport(ctx context.Context, out Envelope, w io.Writer) error {
-	return in.Store.ReviewReport(ctx, out.ID, w)
+// sealed tells whether it was sealed for the partner (OpenPGP): the bytes
+// written are then the sealed ones.
+func (in *Intake) ReviewReport(ctx context.Context, out Envelope, w io.Writer) (sealed bool, err error) {
+	if _, sealed, err = in.Store.Sealed(ctx, out.ID, records.SealedReview); err != nil {
+		return false, err
+	}
+	return sealed, in.Store.ReviewReport(ctx, out.ID, w)
 }

@@ -25,7 +25,11 @@ type Submission struct {
 	// (ErrNameMismatch), never answered with the first name's result.
 	Key    string
 	Source string // the door: sftp, cli, http (demo, bench, test)
-	Path   string // the complete bytes
+	// PGP: the door knows the bytes are an OpenPGP message (HTTP
+	// Content-Type application/pgp-encrypted) whatever the name; a name
+	// ending in .pgp, .gpg or .asc says so too.
+	PGP  bool
+	Path string // the complete bytes
 	// SHA256, Size, ModTime and Stream are what the door already knows of
 	// the bytes (see records.Incoming); zero: Submit reads the file.
 	SHA256  []byte
@@ -87,15 +91,29 @@ func (in *Intake) Submit(ctx context.Context, s Submission) (Submitted, error) {
 	if s.Detach {
 		ctx = context.WithoutCancel(ctx)
 	}
+	pg, err := in.receivePGP(ctx, s)
+	if err != nil {
+		if s.Stream != nil {
+			s.Stream.Abort()
+		}
+		return res, fmt.Errorf("receive %s: %w", s.Name, err)
+	}
+	key := s.Key
+	if key == "" && pg.rec != nil {
+		// An OpenPGP file's submission is its plaintext's: NAME.pgp is NAME.
+		key = records.PlainName(s.Name)
+	}
 	got, err := in.Store.Receive(ctx, records.Incoming{
-		PartnerID: s.Partner, FileName: s.Name, Key: s.Key, Source: s.Source, Path: s.Path,
+		PartnerID: s.Partner, FileName: s.Name, Key: key, Source: s.Source, Path: s.Path,
 		SHA256: s.SHA256, Size: s.Size, ModTime: s.ModTime, Stream: s.Stream, Upload: s.Upload,
+		Identity: pg.identity, PGP: pg.rec, Seal: pg.seal,
 	}, s.Enqueue)
 	if err != nil {
 		return res, fmt.Errorf("receive %s: %w", s.Name, err)
 	}
-	in.logReceipt(ctx, s, got, start)
+	in.logReceipt(ctx, s, got, pg.rec, start)
 	in.Metrics.Received(got)
+	in.Metrics.pgpFile(pg.rec)
 	res.Received, res.Outcome = got, got
 	if got.Status == records.StatusKeyReuse {
 		return res, nil
@@ -132,7 +150,7 @@ func (in *Intake) Submit(ctx context.Context, s Submission) (Submitted, error) {
 }
 
 // logReceipt writes the one log line of a submission's receipt.
-func (in *Intake) logReceipt(ctx context.Context, s Submission, got records.Envelope, start time.Time) {
+func (in *Intake) logReceipt(ctx context.Context, s Submission, got records.Envelope, pg *records.EnvelopePGP, start time.Time) {
 	log := s.Log
 	attrs := make([]slog.Attr, 0, 10)
 	attrs = append(attrs, slog.Int64("envelope", got.ID))
@@ -144,6 +162,9 @@ func (in *Intake) logReceipt(ctx context.Context, s Submission, got records.Enve
 		slog.Int64("bytes", got.Size), slog.String("source", s.Source), slog.String("sha256", fmt.Sprintf("%x", got.SHA256)))
 	if got.ReplayOf != 0 {
 		attrs = append(attrs, slog.Int64("replay_of", got.ReplayOf))
+	}
+	if pg != nil {
+		attrs = append(attrs, pgpAttr(pg))
 	}
 	if !s.Started.IsZero() {
 		attrs = append(attrs, slog.Duration("duration", time.Since(s.Started).Round(time.Millisecond)))

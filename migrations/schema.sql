@@ -783,6 +783,25 @@ CREATE TABLE public.envelope_client_times (
 );
 
 --
+-- Name: envelope_pgp; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.envelope_pgp (
+    envelope_id bigint NOT NULL,
+    armored boolean DEFAULT false NOT NULL,
+    encrypted boolean NOT NULL,
+    signed boolean NOT NULL,
+    decrypted_with text,
+    signer text,
+    plaintext_sha256 bytea,
+    plaintext_size bigint,
+    refusal_code text,
+    refusal_message text,
+    seal_results boolean NOT NULL,
+    CONSTRAINT envelope_pgp_check CHECK (((refusal_code IS NULL) = (plaintext_sha256 IS NOT NULL)))
+);
+
+--
 -- Name: envelope_results; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1101,6 +1120,38 @@ CREATE SEQUENCE public.partner_keys_id_seq
 ALTER SEQUENCE public.partner_keys_id_seq OWNED BY public.partner_keys.id;
 
 --
+-- Name: partner_pgp_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.partner_pgp_keys (
+    id bigint NOT NULL,
+    partner_id text NOT NULL,
+    fingerprint text NOT NULL,
+    user_id text DEFAULT ''::text NOT NULL,
+    public_key text NOT NULL,
+    added_at timestamp with time zone DEFAULT now() NOT NULL,
+    replaced_at timestamp with time zone,
+    CONSTRAINT partner_pgp_keys_fingerprint_check CHECK ((fingerprint ~ '^[0-9A-F]{40,64}$'::text))
+);
+
+--
+-- Name: partner_pgp_keys_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.partner_pgp_keys_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: partner_pgp_keys_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.partner_pgp_keys_id_seq OWNED BY public.partner_pgp_keys.id;
+
+--
 -- Name: partners; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1117,12 +1168,14 @@ CREATE TABLE public.partners (
     unknown_employee text DEFAULT 'create'::text NOT NULL,
     dispatch_target text,
     notify_url text,
+    pgp text DEFAULT 'off'::text NOT NULL,
     allow_from cidr[] DEFAULT '{}'::cidr[] NOT NULL,
     CONSTRAINT partners_currency_check CHECK (((currency = ''::text) OR (currency ~ '^[A-Z]{3}$'::text))),
     CONSTRAINT partners_delimiter_check CHECK ((delimiter = ANY (ARRAY[''::text, ','::text, ';'::text, '|'::text, '	'::text]))),
     CONSTRAINT partners_id_check CHECK ((id ~ '^[a-z0-9][a-z0-9_.-]{0,62}$'::text)),
     CONSTRAINT partners_mode_check CHECK ((mode = ANY (ARRAY['row'::text, 'all-or-nothing'::text]))),
     CONSTRAINT partners_notify_url_check CHECK ((notify_url ~ '^https?://[^\s]+$'::text)),
+    CONSTRAINT partners_pgp_check CHECK ((pgp = ANY (ARRAY['off'::text, 'accept'::text, 'require'::text]))),
     CONSTRAINT partners_unknown_employee_check CHECK ((unknown_employee = ANY (ARRAY['create'::text, 'reject'::text, 'hold'::text])))
 );
 
@@ -1138,6 +1191,39 @@ CREATE TABLE public.period_locks (
     locked_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT period_locks_reason_check CHECK ((reason = ANY (ARRAY['approved'::text, 'paid'::text])))
 );
+
+--
+-- Name: pgp_platform_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.pgp_platform_keys (
+    id bigint NOT NULL,
+    fingerprint text NOT NULL,
+    algorithm text NOT NULL,
+    public_key text NOT NULL,
+    sealed bytea NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    retired_at timestamp with time zone,
+    CONSTRAINT pgp_platform_keys_fingerprint_check CHECK ((fingerprint ~ '^[0-9A-F]{40,64}$'::text)),
+    CONSTRAINT pgp_platform_keys_sealed_check CHECK ((length(sealed) > 21))
+);
+
+--
+-- Name: pgp_platform_keys_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.pgp_platform_keys_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: pgp_platform_keys_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.pgp_platform_keys_id_seq OWNED BY public.pgp_platform_keys.id;
 
 --
 -- Name: record_history; Type: TABLE; Schema: public; Owner: -
@@ -1319,6 +1405,31 @@ CREATE TABLE public.reviewers (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     disabled_at timestamp with time zone,
     CONSTRAINT reviewers_name_check CHECK ((name ~ '^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$'::text))
+);
+
+--
+-- Name: sealed_result_chunks; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sealed_result_chunks (
+    envelope_id bigint NOT NULL,
+    kind text NOT NULL,
+    n integer NOT NULL,
+    data bytea NOT NULL
+);
+
+--
+-- Name: sealed_results; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sealed_results (
+    envelope_id bigint NOT NULL,
+    kind text NOT NULL,
+    recipient text NOT NULL,
+    signer text NOT NULL,
+    size bigint NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT sealed_results_kind_check CHECK ((kind = ANY (ARRAY['result'::text, 'review'::text])))
 );
 
 --
@@ -1579,6 +1690,18 @@ ALTER TABLE ONLY public.notify_redeliveries ALTER COLUMN id SET DEFAULT nextval(
 ALTER TABLE ONLY public.partner_keys ALTER COLUMN id SET DEFAULT nextval('public.partner_keys_id_seq'::regclass);
 
 --
+-- Name: partner_pgp_keys id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.partner_pgp_keys ALTER COLUMN id SET DEFAULT nextval('public.partner_pgp_keys_id_seq'::regclass);
+
+--
+-- Name: pgp_platform_keys id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.pgp_platform_keys ALTER COLUMN id SET DEFAULT nextval('public.pgp_platform_keys_id_seq'::regclass);
+
+--
 -- Name: records id; Type: DEFAULT; Schema: public; Owner: -
 --
 
@@ -1727,6 +1850,13 @@ ALTER TABLE ONLY public.envelope_client_times
     ADD CONSTRAINT envelope_client_times_pkey PRIMARY KEY (envelope_id);
 
 --
+-- Name: envelope_pgp envelope_pgp_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.envelope_pgp
+    ADD CONSTRAINT envelope_pgp_pkey PRIMARY KEY (envelope_id);
+
+--
 -- Name: envelope_results envelope_results_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1832,6 +1962,13 @@ ALTER TABLE ONLY public.partner_keys
     ADD CONSTRAINT partner_keys_pkey PRIMARY KEY (id);
 
 --
+-- Name: partner_pgp_keys partner_pgp_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.partner_pgp_keys
+    ADD CONSTRAINT partner_pgp_keys_pkey PRIMARY KEY (id);
+
+--
 -- Name: partners partners_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1844,6 +1981,20 @@ ALTER TABLE ONLY public.partners
 
 ALTER TABLE ONLY public.period_locks
     ADD CONSTRAINT period_locks_pkey PRIMARY KEY (partner_id, pay_period);
+
+--
+-- Name: pgp_platform_keys pgp_platform_keys_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.pgp_platform_keys
+    ADD CONSTRAINT pgp_platform_keys_id_key UNIQUE (id);
+
+--
+-- Name: pgp_platform_keys pgp_platform_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.pgp_platform_keys
+    ADD CONSTRAINT pgp_platform_keys_pkey PRIMARY KEY (fingerprint);
 
 --
 -- Name: record_history record_history_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1914,6 +2065,20 @@ ALTER TABLE ONLY public.reviewer_sessions
 
 ALTER TABLE ONLY public.reviewers
     ADD CONSTRAINT reviewers_pkey PRIMARY KEY (name);
+
+--
+-- Name: sealed_result_chunks sealed_result_chunks_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sealed_result_chunks
+    ADD CONSTRAINT sealed_result_chunks_pkey PRIMARY KEY (envelope_id, kind, n);
+
+--
+-- Name: sealed_results sealed_results_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sealed_results
+    ADD CONSTRAINT sealed_results_pkey PRIMARY KEY (envelope_id, kind);
 
 --
 -- Name: sftp_upload_chunks sftp_upload_chunks_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2081,6 +2246,12 @@ CREATE INDEX notify_events_partner ON public.notify_events USING btree (partner_
 --
 
 CREATE INDEX notify_events_partner_due ON public.notify_events USING btree (partner_id, next_attempt_at, id) WHERE (state = 'pending'::text);
+
+--
+-- Name: partner_pgp_keys_active; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX partner_pgp_keys_active ON public.partner_pgp_keys USING btree (partner_id, fingerprint) WHERE (replaced_at IS NULL);
 
 --
 -- Name: review_audit_exception; Type: INDEX; Schema: public; Owner: -
@@ -2290,6 +2461,13 @@ ALTER TABLE ONLY public.envelope_client_times
     ADD CONSTRAINT envelope_client_times_envelope_id_fkey FOREIGN KEY (envelope_id) REFERENCES public.envelopes(id);
 
 --
+-- Name: envelope_pgp envelope_pgp_envelope_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.envelope_pgp
+    ADD CONSTRAINT envelope_pgp_envelope_id_fkey FOREIGN KEY (envelope_id) REFERENCES public.envelopes(id);
+
+--
 -- Name: envelope_results envelope_results_envelope_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2395,6 +2573,13 @@ ALTER TABLE ONLY public.partner_keys
     ADD CONSTRAINT partner_keys_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES public.partners(id);
 
 --
+-- Name: partner_pgp_keys partner_pgp_keys_partner_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.partner_pgp_keys
+    ADD CONSTRAINT partner_pgp_keys_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES public.partners(id);
+
+--
 -- Name: partners partners_dispatch_target_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2470,6 +2655,20 @@ ALTER TABLE ONLY public.review_audit
 
 ALTER TABLE ONLY public.reviewer_sessions
     ADD CONSTRAINT reviewer_sessions_reviewer_fkey FOREIGN KEY (reviewer) REFERENCES public.reviewers(name);
+
+--
+-- Name: sealed_result_chunks sealed_result_chunks_envelope_id_kind_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sealed_result_chunks
+    ADD CONSTRAINT sealed_result_chunks_envelope_id_kind_fkey FOREIGN KEY (envelope_id, kind) REFERENCES public.sealed_results(envelope_id, kind) ON DELETE CASCADE;
+
+--
+-- Name: sealed_results sealed_results_envelope_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sealed_results
+    ADD CONSTRAINT sealed_results_envelope_id_fkey FOREIGN KEY (envelope_id) REFERENCES public.envelopes(id);
 
 --
 -- Name: sftp_upload_chunks sftp_upload_chunks_upload_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

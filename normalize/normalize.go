@@ -87,6 +87,19 @@ func ExceptionCodesText() string {
 	return s
 }
 
+// Codes of an OpenPGP upload refused as a whole (package pgp, intake):
+// nothing of it was read as rows.
+const (
+	CodePGPRequired         Code = "pgp_required"          // the partner must encrypt and sign, and did not encrypt
+	CodePGPNotEnabled       Code = "pgp_not_enabled"       // an OpenPGP file from a partner without OpenPGP
+	CodePGPWrongKey         Code = "pgp_wrong_key"         // encrypted to no key the platform decrypts with
+	CodePGPSignatureMissing Code = "pgp_signature_missing" // not signed, and the partner must sign
+	CodePGPSignatureUnknown Code = "pgp_signature_unknown" // signed by a key the partner never registered
+	CodePGPSignatureInvalid Code = "pgp_signature_invalid" // signed by the partner's key, but the signature does not verify
+	CodePGPCorrupt          Code = "pgp_corrupt"           // not a readable OpenPGP message, or tampered (integrity check failed)
+	CodePGPTooLarge         Code = "pgp_too_large"         // the plaintext exceeds the size limit (a decompression bomb, say)
+)
+
 // maxMoneyDigits bounds the digits of a money or hours value.
 const maxMoneyDigits = 30
 

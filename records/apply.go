@@ -76,6 +76,10 @@ type Plan struct {
 	// submission (a NAME.replay.csv file): its legs are applied as
 	// Store.Replay applies them, and Rows is not read.
 	Replay *ReplayPlan
+	// Seal, when set, seals the result for the partner (an OpenPGP
+	// exchange), in the transaction that stores it. It is kept with a
+	// whole-file refusal too: a refusal is sealed like any result.
+	Seal *Sealer
 }
 
 // ReadOptions say how Plan.Reread reads a file again.
@@ -167,18 +171,33 @@ func (s *Store) process(ctx context.Context, id int64, plan Planner, skipBusyPar
 		defer closeSpool(body)
 		pl, err := plan(ctx, env, p, body)
 		var fr *normalize.ParseError
-		if errors.As(err, &fr) {
+		switch {
+		case errors.As(err, &fr):
 			env.Seq = pl.Seq
-			return s.fileResult(ctx, tx, &env, *fr, StatusProcessed)
+			err = s.fileResult(ctx, tx, &env, *fr, StatusProcessed)
+		case err != nil:
+			return err
+		case pl.Replay != nil:
+			env.Seq = pl.Seq
+			err = s.applyReplayFile(ctx, tx, &env, *pl.Replay)
+		default:
+			env.Seq = pl.Seq
+			err = s.apply(ctx, tx, &env, pl)
 		}
 		if err != nil {
 			return err
 		}
-		env.Seq = pl.Seq
-		if pl.Replay != nil {
-			return s.applyReplayFile(ctx, tx, &env, *pl.Replay)
+		// A later file supersedes held changes: review reports it completes
+		// are sealed as decisions' are.
+		if err := s.sealReviews(ctx, tx, env.PartnerID); err != nil {
+			return err
 		}
-		return s.apply(ctx, tx, &env, pl)
+		if pl.Seal == nil {
+			return nil
+		}
+		// Sealed in the transaction that stores the result: the sealed
+		// bytes are the outcome the partner reads, every time.
+		return s.sealResult(ctx, tx, &env, pl.Seal)
 	})
 	if err != nil {
 		if errors.Is(err, ErrPartnerBusy) {

@@ -172,7 +172,10 @@ func (s *Store) DecideAll(ctx context.Context, b BulkDecision) (BulkResult, erro
 				return err
 			}
 			decided, refused, err = decideLocked(ctx, tx, d, f.Partner, xs)
-			return err
+			if err != nil {
+				return err
+			}
+			return s.sealReviews(ctx, tx, f.Partner)
 		})
 		if err != nil {
 			return res, s.bulkStopped(res, err)

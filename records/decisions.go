@@ -133,7 +133,10 @@ func (s *Store) Decide(ctx context.Context, d Decision) (Exception, error) {
 		if err == nil {
 			err = refused[d.ExceptionID]
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return s.sealReviews(ctx, tx, partner)
 	})
 	if err != nil {
 		return Exception{}, err

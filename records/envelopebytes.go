@@ -149,6 +149,26 @@ func copyChunkRows(ctx context.Context, q querier, sql, what string, id int64, w
 	return nil
 }
 
+// writeChunks writes the bytes a query through q gives in its first column,
+// row after row as they come (stored chunks, in order), to w; what names
+// them in errors ("result of envelope 7").
+func writeChunks(ctx context.Context, q querier, w io.Writer, what, sql string, args ...any) error {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if _, err := w.Write(rows.RawValues()[0]); err != nil {
+			return fmt.Errorf("write %s: %w", what, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	return nil
+}
+
 // chunkRow checks that the current row (n, data) is chunk want and returns
 // its bytes (valid until the next row is read).
 func chunkRow(rows pgx.Rows, id int64, want int32) ([]byte, error) {

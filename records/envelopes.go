@@ -84,6 +84,16 @@ type Incoming struct {
 	// stream's transaction instead of storing the bytes from Path, and ends
 	// the stream either way. It needs SHA256.
 	Stream *Stream
+	// Identity, when set, is what the submission key is claimed with
+	// instead of SHA256: an OpenPGP upload's plaintext hash, so that the
+	// same payroll encrypted again (other bytes) is a replay, and other
+	// plaintext under the key a key reuse.
+	Identity []byte
+	// PGP, when set, is what the OpenPGP upload was, recorded with the
+	// envelope (for every status: a replay's keys are audited too).
+	PGP *EnvelopePGP
+	// Seal, when set, seals the refusal of a key reuse for the partner.
+	Seal *Sealer
 	// Upload, when set, is the unfinished upload (sftp_uploads) these bytes
 	// finish: it is dropped in the envelope's transaction, so the file is
 	// either received or still resumable, never both nor neither.
@@ -133,6 +143,10 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 	if key == "" {
 		key = in.FileName
 	}
+	identity := in.Identity
+	if len(identity) == 0 {
+		identity = sum
+	}
 	env := Envelope{PartnerID: in.PartnerID, FileName: in.FileName, Key: SubmissionKey(key),
 		SHA256: sum, Size: size, Source: in.Source, Status: StatusReceived}
 	// The bytes: stored from the spool in the envelope's transaction, or
@@ -172,9 +186,14 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 				return fmt.Errorf("drop the finished upload: %w", err)
 			}
 		}
+		if in.PGP != nil {
+			if err := insertEnvelopePGP(ctx, tx, env.ID, in.PGP); err != nil {
+				return err
+			}
+		}
 		var claimed bool
 		err := tx.QueryRow(ctx, sqlClaimSubmissionKey,
-			env.PartnerID, env.Key, env.ID, env.SHA256).Scan(&claimed)
+			env.PartnerID, env.Key, env.ID, identity).Scan(&claimed)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("claim submission key: %w", err)
 		}
@@ -193,7 +212,7 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 			env.PartnerID, env.Key).Scan(&first, &firstSum); err != nil {
 			return fmt.Errorf("read submission key: %w", err)
 		}
-		if bytes.Equal(firstSum, env.SHA256) {
+		if bytes.Equal(firstSum, identity) {
 			env.Status, env.ReplayOf = StatusReplay, first
 			_, err := tx.Exec(ctx, sqlMarkReplay, env.ID, first)
 			if err != nil {
@@ -213,7 +232,13 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 			return err
 		}
 		msg := fmt.Sprintf("a different file named %q was already received (envelope %d); nothing from this file was applied: send a new payroll run under a new file name, or resend the original file unchanged", env.FileName, first)
-		return s.fileResult(ctx, tx, &env, normalize.ParseError{Err: normalize.CodeIdempotencyKeyReuse, Message: msg}, StatusKeyReuse)
+		if err := s.fileResult(ctx, tx, &env, normalize.ParseError{Err: normalize.CodeIdempotencyKeyReuse, Message: msg}, StatusKeyReuse); err != nil {
+			return err
+		}
+		if in.Seal != nil {
+			return s.sealResult(ctx, tx, &env, in.Seal)
+		}
+		return nil
 	}
 	var err error
 	if st != nil {

@@ -50,6 +50,8 @@ type Partner struct {
 	// NotifyURL receives the partner's result notifications ("" none;
 	// see package notify).
 	NotifyURL string `json:"notify_url"`
+	// PGP is the partner's OpenPGP policy: PGPOff, PGPAccept or PGPRequire.
+	PGP string `json:"pgp"`
 	// AllowFrom are the client addresses the partner's credentials work
 	// from (empty: anywhere; see PartnerAllowsFrom).
 	AllowFrom []netip.Prefix `json:"allow_from"`
@@ -113,6 +115,12 @@ type PartnerUpdate struct {
 	// AuthorizedKeys, when not nil, become the partner's active SSH keys:
 	// keys not in it are revoked, the others added or reactivated.
 	AuthorizedKeys *[]PartnerKey
+	// PGP, when not nil, becomes the OpenPGP policy (PGPOff, …).
+	PGP *string
+	// PGPKeys, when not nil, become the partner's current OpenPGP public
+	// keys (the first is the one results are encrypted to); the others are
+	// kept as replaced.
+	PGPKeys *[]PartnerPGPKey
 }
 
 // columns gives the partners columns u sets, with their values.
@@ -131,6 +139,7 @@ func (u PartnerUpdate) columns() (cols []string, vals []any) {
 	add("file_pattern", u.FilePattern != nil, u.FilePattern)
 	add("mode", u.Mode != nil, u.Mode)
 	add("unknown_employee", u.UnknownEmployee != nil, u.UnknownEmployee)
+	add("pgp", u.PGP != nil, u.PGP)
 	if u.AllowFrom != nil {
 		add("allow_from", true, *u.AllowFrom)
 	}
@@ -191,6 +200,11 @@ func updatePartner(ctx context.Context, tx pgx.Tx, id string, u PartnerUpdate) e
 			return fmt.Errorf("change partner %q: %w", id, err)
 		}
 	}
+	if u.PGPKeys != nil {
+		if err := setPartnerPGPKeys(ctx, tx, id, *u.PGPKeys); err != nil {
+			return err
+		}
+	}
 	if u.AuthorizedKeys == nil {
 		return nil
 	}
@@ -207,12 +221,12 @@ func updatePartner(ctx context.Context, tx pgx.Tx, id string, u PartnerUpdate) e
 	return nil
 }
 
-const partnerColumns = `p.id, p.name, p.delimiter, p.decimal_comma, p.date_format, p.currency, p.file_pattern, p.mode, p.unknown_employee, coalesce(p.dispatch_target, ''), coalesce(p.notify_url, ''), p.allow_from, p.created_at,
+const partnerColumns = `p.id, p.name, p.delimiter, p.decimal_comma, p.date_format, p.currency, p.file_pattern, p.mode, p.unknown_employee, coalesce(p.dispatch_target, ''), coalesce(p.notify_url, ''), p.allow_from, p.pgp, p.created_at,
 	(SELECT count(*) FROM partner_keys k WHERE k.partner_id = p.id AND k.revoked_at IS NULL)`
 
 func scanPartner(row pgx.Row) (Partner, error) {
 	var p Partner
-	err := row.Scan(&p.ID, &p.Name, &p.Delimiter, &p.DecimalComma, &p.DateFormat, &p.Currency, &p.FilePattern, &p.Mode, &p.UnknownEmployee, &p.Target, &p.NotifyURL, &p.AllowFrom, &p.CreatedAt, &p.Keys)
+	err := row.Scan(&p.ID, &p.Name, &p.Delimiter, &p.DecimalComma, &p.DateFormat, &p.Currency, &p.FilePattern, &p.Mode, &p.UnknownEmployee, &p.Target, &p.NotifyURL, &p.AllowFrom, &p.PGP, &p.CreatedAt, &p.Keys)
 	return p, err
 }
 

@@ -20,9 +20,21 @@ var (
 const ResultHeader = normalize.ResultHeader
 
 // WriteResult streams the stored result file of an envelope (following a
-// replay to its original) to w. The bytes are the ones stored when the
-// envelope was processed, so every read gives the same bytes.
+// replay to its original) to w, as the partner reads it: sealed, when it
+// was sealed for the partner (ResultFile.Sealed). The bytes are the ones
+// stored when the envelope was processed, so every read gives the same
+// bytes.
 func (s *Store) WriteResult(ctx context.Context, id int64, w io.Writer) error {
+	return s.writeResult(ctx, id, w, true)
+}
+
+// WritePlainResult is WriteResult before any sealing: the result's CSV,
+// for the platform's own use (an operator's ingest, the benchmark).
+func (s *Store) WritePlainResult(ctx context.Context, id int64, w io.Writer) error {
+	return s.writeResult(ctx, id, w, false)
+}
+
+func (s *Store) writeResult(ctx context.Context, id int64, w io.Writer, sealed bool) error {
 	env, err := s.Envelope(ctx, id)
 	if err != nil {
 		return err
@@ -33,20 +45,14 @@ func (s *Store) WriteResult(ctx context.Context, id int64, w io.Writer) error {
 	if !env.Done() {
 		return fmt.Errorf("envelope %d is still being processed", env.ID)
 	}
-	rows, err := s.pool.Query(ctx, sqlResultChunks, env.ID)
-	if err != nil {
-		return fmt.Errorf("read result of envelope %d: %w", env.ID, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if _, err := w.Write(rows.RawValues()[0]); err != nil {
-			return fmt.Errorf("write result: %w", err)
+	if sealed {
+		if _, ok, err := s.Sealed(ctx, env.ID, SealedResult); err != nil {
+			return err
+		} else if ok {
+			return s.WriteSealed(ctx, env.ID, SealedResult, w)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read result of envelope %d: %w", env.ID, err)
-	}
-	return nil
+	return writeChunks(ctx, s.pool, w, fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
 }
 
 // ResultRow is one row of a result file, as its cells say.

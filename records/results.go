@@ -16,26 +16,60 @@ const ResultSuffix = ".result.csv"
 // ReviewSuffix ends the name of every review report.
 const ReviewSuffix = ".review.csv"
 
+// SealedSuffix ends the name of a result or review report sealed for its
+// partner (OpenPGP: encrypted to the partner, signed by the platform).
+const SealedSuffix = ".pgp"
+
 // ResultName is the name of the result file of an uploaded file: the name
-// without its last extension, plus ".result.csv" (pay.csv → pay.result.csv,
-// pay.2024.txt → pay.2024.result.csv, pay → pay.result.csv). The SQL of
-// resultFilesSQL applies the same rule.
+// without an OpenPGP suffix (PlainName) and then without its last
+// extension, plus ".result.csv" (pay.csv → pay.result.csv, pay.2024.txt →
+// pay.2024.result.csv, pay → pay.result.csv, pay.csv.pgp → pay.result.csv,
+// which is sealed as pay.result.csv.pgp). The SQL of resultFilesSQL
+// applies the same rule.
 func ResultName(fileName string) string { return stem(fileName) + ResultSuffix }
 
 // ReviewReportName is the review report's file name for an uploaded file,
 // by the same rule: NAME without its last extension, plus ".review.csv".
 func ReviewReportName(fileName string) string { return stem(fileName) + ReviewSuffix }
 
-func stem(fileName string) string { return strings.TrimSuffix(fileName, path.Ext(fileName)) }
+func stem(fileName string) string {
+	fileName = PlainName(fileName)
+	return strings.TrimSuffix(fileName, path.Ext(fileName))
+}
+
+// pgpSuffixes end the name of an OpenPGP file (binary or armored), in
+// lower case; pgpSuffixSQL is the same rule in resultFilesSQL.
+var pgpSuffixes = []string{".pgp", ".gpg", ".asc"}
+
+const pgpSuffixSQL = `'(.)\.(pgp|gpg|asc)$', '\1', 'i'`
+
+// IsPGPName tells whether a file name says the file is OpenPGP
+// (NAME.pgp, NAME.gpg or NAME.asc, in any case).
+func IsPGPName(fileName string) bool { return PlainName(fileName) != fileName }
+
+// PlainName is a file's name without its OpenPGP suffix: the name its
+// plaintext is processed under (pay.csv.pgp → pay.csv).
+func PlainName(fileName string) string {
+	lower := strings.ToLower(fileName)
+	for _, suf := range pgpSuffixes {
+		if strings.HasSuffix(lower, suf) && len(fileName) > len(suf) {
+			return fileName[:len(fileName)-len(suf)]
+		}
+	}
+	return fileName
+}
 
 // ResultFile is one result a partner can download: the result of its latest
 // envelope with that result name.
 type ResultFile struct {
-	Name       string    // NAME.result.csv
-	EnvelopeID int64     // the upload it answers
-	OutcomeID  int64     // the envelope whose stored result it is (differs for a replay)
-	Size       int64     // bytes of the result file
-	ModTime    time.Time // when the result became available for this upload
+	Name       string // NAME.result.csv
+	EnvelopeID int64  // the upload it answers
+	OutcomeID  int64  // the envelope whose stored result it is (differs for a replay)
+	Size       int64  // bytes of the result file (sealed, when Sealed)
+	// Sealed: the result is stored sealed for the partner (Name ends in
+	// SealedSuffix); its bytes are read with WriteSealed.
+	Sealed  bool
+	ModTime time.Time // when the result became available for this upload
 }
 
 // resultFilesSQL picks, per result name (case-folded like submission keys),
@@ -46,18 +80,19 @@ type ResultFile struct {
 const resultFilesSQL = `
 	WITH named AS (
 		SELECT e.id, e.status, e.replay_of, e.processed_at,
-			regexp_replace(e.file_name, '\.[^.]*$', '') || '` + ResultSuffix + `' AS name
+			regexp_replace(regexp_replace(e.file_name, ` + pgpSuffixSQL + `), '\.[^.]*$', '') || '` + ResultSuffix + `' AS name
 		FROM envelopes e
 		WHERE e.partner_id = $1 AND e.status <> 'incomplete'
 	), latest AS (
 		SELECT DISTINCT ON (lower(name)) * FROM named
-		WHERE $2::text IS NULL OR lower(name) = lower($2::text)
+		WHERE $2::text IS NULL OR lower(name) = lower(regexp_replace($2::text, '\.pgp$', '', 'i'))
 		ORDER BY lower(name), id DESC
 	)
-	SELECT l.name, l.id, o.id, coalesce(o.result_size, 0),
-		greatest(l.processed_at, o.processed_at)
+	SELECT l.name || CASE WHEN sr.envelope_id IS NULL THEN '' ELSE '` + SealedSuffix + `' END, l.id, o.id,
+		coalesce(sr.size, o.result_size, 0), greatest(l.processed_at, o.processed_at), sr.envelope_id IS NOT NULL
 	FROM latest l
 	JOIN envelopes o ON o.id = coalesce(l.replay_of, l.id)
+	LEFT JOIN sealed_results sr ON sr.envelope_id = o.id AND sr.kind = 'result'
 	WHERE o.status <> 'received'
 	ORDER BY lower(l.name)`
 
@@ -73,7 +108,8 @@ func (s *Store) ResultFileNamed(ctx context.Context, partner, name string) (Resu
 	if err != nil {
 		return ResultFile{}, err
 	}
-	if len(fs) == 0 {
+	// A sealed result is only ever named sealed, a plain one plain.
+	if len(fs) == 0 || !strings.EqualFold(fs[0].Name, name) {
 		return ResultFile{}, fmt.Errorf("result file %q: %w", name, ErrNotFound)
 	}
 	return fs[0], nil
@@ -87,7 +123,7 @@ func (s *Store) resultFiles(ctx context.Context, partner string, name *string) (
 	fs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ResultFile, error) {
 		var f ResultFile
 		var mod *time.Time
-		err := r.Scan(&f.Name, &f.EnvelopeID, &f.OutcomeID, &f.Size, &mod)
+		err := r.Scan(&f.Name, &f.EnvelopeID, &f.OutcomeID, &f.Size, &mod, &f.Sealed)
 		if mod != nil {
 			f.ModTime = *mod
 		}

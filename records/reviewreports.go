@@ -18,12 +18,14 @@ var (
 
 // ReviewReportInfo describes a stored review report.
 type ReviewReportInfo struct {
-	EnvelopeID int64     `json:"envelope_id"`
-	PartnerID  string    `json:"partner"`
-	FileName   string    `json:"file_name"` // the uploaded file's name
-	Name       string    `json:"name"`      // NAME.review.csv
-	Size       int64     `json:"size"`
-	CreatedAt  time.Time `json:"created_at"`
+	EnvelopeID int64  `json:"envelope_id"`
+	PartnerID  string `json:"partner"`
+	FileName   string `json:"file_name"` // the uploaded file's name
+	Name       string `json:"name"`      // NAME.review.csv (NAME.review.csv.pgp when Sealed)
+	Size       int64  `json:"size"`
+	// Sealed: stored sealed for the partner (OpenPGP), read as such.
+	Sealed    bool      `json:"sealed"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // ReviewReports lists the review reports of a partner's submissions, oldest first.
@@ -34,8 +36,11 @@ func (s *Store) ReviewReports(ctx context.Context, partner string) ([]ReviewRepo
 	}
 	rs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ReviewReportInfo, error) {
 		var i ReviewReportInfo
-		err := r.Scan(&i.EnvelopeID, &i.PartnerID, &i.FileName, &i.Size, &i.CreatedAt)
+		err := r.Scan(&i.EnvelopeID, &i.PartnerID, &i.FileName, &i.Size, &i.CreatedAt, &i.Sealed)
 		i.Name = ReviewReportName(i.FileName)
+		if i.Sealed {
+			i.Name += SealedSuffix
+		}
 		return i, err
 	})
 	if err != nil {
@@ -45,8 +50,9 @@ func (s *Store) ReviewReports(ctx context.Context, partner string) ([]ReviewRepo
 }
 
 // ReviewReport writes the stored review report of an envelope (following a
-// replay to its original) to w, or returns ErrNotFound while the envelope
-// still has open exceptions (or never had any).
+// replay to its original) to w — sealed, when it was sealed for the
+// partner — or returns ErrNotFound while the envelope still has open
+// exceptions (or never had any).
 func (s *Store) ReviewReport(ctx context.Context, envelopeID int64, w io.Writer) error {
 	env, err := s.Envelope(ctx, envelopeID)
 	if err != nil {
@@ -54,6 +60,11 @@ func (s *Store) ReviewReport(ctx context.Context, envelopeID int64, w io.Writer)
 	}
 	if env, err = s.Outcome(ctx, env); err != nil {
 		return err
+	}
+	if _, ok, err := s.Sealed(ctx, env.ID, SealedReview); err != nil {
+		return err
+	} else if ok {
+		return s.WriteSealed(ctx, env.ID, SealedReview, w)
 	}
 	var data []byte
 	err = s.pool.QueryRow(ctx, sqlReviewReport, env.ID).Scan(&data)

@@ -229,6 +229,7 @@ type SealReport struct {
 	Sealed   int    // plaintext secrets sealed
 	Resealed int    // secrets sealed again under the sealing key
 	HostKeys int    // SSH host keys sealed again under the sealing key
+	PGPKeys  int    // platform OpenPGP secret keys sealed again under it
 	KeyID    string // the sealing key
 }
 
@@ -284,6 +285,11 @@ func (s *Store) SealWebhookSecrets(ctx context.Context, reseal bool) (SealReport
 			if _, err := tx.Exec(ctx, sqlSealWebhookSecret, x.id, sealed); err != nil {
 				return fmt.Errorf("seal webhook secret %d: %w", x.id, err)
 			}
+		}
+		if reseal {
+			n, err := resealPlatformPGPKeys(ctx, tx, ks)
+			rep.PGPKeys = n
+			return err
 		}
 		return nil
 	})

@@ -43,6 +43,7 @@ type Store struct {
 	spoolDir        string
 	tracer          trace.Tracer
 	keys            *secretKeyring
+	sealer          func(ctx context.Context, s *Store, partner string) (*Sealer, error)
 	stageWholeFiles bool
 	// blocks are COPY buffers kept for the next file's stageSource: a new
 	// 260 KB block for every COPY would be garbage the collector and the
@@ -87,6 +88,12 @@ type Options struct {
 	// (applyCompared): the ways store the same records and result, which
 	// the tests compare.
 	StageWholeFiles bool
+	// Sealer, when set, gives the sealer of a partner's files (package
+	// intake's: OpenPGP, encrypted to the partner and signed by the
+	// platform; nil and no error when it has no keys). The review report of
+	// a submission whose results go back sealed is sealed with it in the
+	// transaction that writes the report. Nil: review reports stay plain.
+	Sealer func(ctx context.Context, s *Store, partner string) (*Sealer, error)
 }
 
 // Open connects to the database at url. It does not migrate; call Migrate first.
@@ -116,7 +123,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		tp = noop.NewTracerProvider()
 	}
 	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName), stageWholeFiles: opts.StageWholeFiles,
-		keys: &secretKeyring{load: opts.SecretKeys}, streams: make(chan struct{}, max(1, cfg.MaxConns/4)),
+		keys: &secretKeyring{load: opts.SecretKeys}, sealer: opts.Sealer, streams: make(chan struct{}, max(1, cfg.MaxConns/4)),
 		commitTimeout: cmp.Or(opts.CommitTimeout, DefaultCommitTimeout),
 		blocks:        make(chan []byte, stageBlocks+2)}, nil
 }

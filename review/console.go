@@ -492,6 +492,9 @@ type exceptionView struct {
 	Fields []fieldRow
 	Audit  []records.AuditEntry
 	Note   string
+	// PGP is how the file came, when it came as OpenPGP: encrypted to
+	// which platform key, signed by which partner key (nil: plain).
+	PGP *records.EnvelopePGP
 }
 
 func (s *Server) exceptionView(w http.ResponseWriter, r *http.Request, sess records.Session) (exceptionView, bool) {
@@ -516,6 +519,12 @@ func (s *Server) exceptionView(w http.ResponseWriter, r *http.Request, sess reco
 		return v, false
 	}
 	v.Audit = a
+	if pg, ok, err := s.Store.EnvelopePGP(r.Context(), d.EnvelopeID); err != nil {
+		s.consoleInternal(w, r, err)
+		return v, false
+	} else if ok {
+		v.PGP = &pg
+	}
 	return v, true
 }
 

@@ -304,6 +304,19 @@ func TestConsoleLoginAndQueue(t *testing.T) {
 		strings.Contains(body, `<tr class="differs" data-field="currency">`) || !strings.Contains(body, "Record history") {
 		t.Fatalf("exception page: %d\n%s", st, body)
 	}
+	if strings.Contains(body, `id="pgp"`) {
+		t.Errorf("a plain file's exception page speaks of OpenPGP:\n%s", body)
+	}
+	// A file that came as OpenPGP: the page says by which keys.
+	const platformFP, partnerFP = "0123456789ABCDEF0123456789ABCDEF01234567", "89ABCDEF0123456789ABCDEF0123456789ABCDEF"
+	if _, err := f.store.Pool().Exec(f.ctx, `INSERT INTO envelope_pgp (envelope_id, encrypted, signed, decrypted_with, signer, plaintext_sha256, plaintext_size, seal_results)
+		VALUES ($1, true, true, $2, $3, '\x00', 1, true)`, f.env2.ID, platformFP, partnerFP); err != nil {
+		t.Fatal(err)
+	}
+	_, _, body = c.do("GET", fmt.Sprintf("/review/exceptions/%d", f.e1.ID), nil, nil)
+	if !strings.Contains(body, "encrypted to platform key <code>"+platformFP) || !strings.Contains(body, "signed by partner key <code>"+partnerFP) {
+		t.Errorf("the exception page of an OpenPGP file does not name its keys:\n%s", body)
+	}
 	// Filters and a scoped reviewer.
 	st, _, body = c.do("GET", "/review/queue?status=all&partner=globex", nil, nil)
 	if st != 200 || !strings.Contains(body, "No exceptions match these filters") {

@@ -10,8 +10,8 @@
 #   test   serve's and demo's, plus what the tests run: sftp-server, the SFTP
 #          clients of the client matrix (with JSch and a JDK to compile its
 #          client, PuTTY's psftp), Chromium, npm for the OpenAPI linter,
-#          prometheus for promtool, HAProxy for the fleet tests, Python 3,
-#          Node.js, and a C compiler and
+#          prometheus for promtool, HAProxy for the fleet tests, GnuPG for
+#          OpenPGP interop, Python 3, Node.js, and a C compiler and
 #          C library headers for the race detector (go test -race needs cgo)
 #
 # It installs only what is missing. As root it says what it runs, then runs
@@ -90,6 +90,8 @@ missing() {
 		[ -x /usr/bin/javac ] && [ -x /usr/bin/java ] || need+=(default-jdk-headless)
 		[ -x /usr/bin/psftp ] && [ -x /usr/bin/puttygen ] || need+=(putty-tools)
 		command -v chromium >/dev/null || need+=(chromium)
+		# OpenPGP interop (pgp, intake): the partner's side is Debian's GnuPG.
+		command -v gpg >/dev/null || need+=(gnupg)
 		# go test -race needs cgo: a C compiler and the C library's headers.
 		command -v gcc >/dev/null || need+=(gcc)
 		[ -e /usr/include/stdio.h ] || need+=(libc6-dev)

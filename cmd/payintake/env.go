@@ -152,7 +152,7 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 	// secrets sealed under a key this process would then not have.
 	var sealedExist bool
 	opts := records.Options{MaxConns: maxConns, Logger: log, TracerProvider: e.tracing,
-		SecretKeys: g.secretKeyLoader(func() bool { return !sealedExist })}
+		SecretKeys: g.secretKeyLoader(func() bool { return !sealedExist }), Sealer: intake.SealerOf}
 	if fault.Enabled() { // crash tests only: PAYINTAKE_FAULT
 		opts.QueryTracer = fault.Tracer{}
 	}
@@ -163,7 +163,7 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 	}
 	e.store = st
 	if err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_secrets WHERE sealed IS NOT NULL)
-		OR EXISTS (SELECT 1 FROM ssh_host_keys)`).Scan(&sealedExist); err != nil {
+		OR EXISTS (SELECT 1 FROM ssh_host_keys) OR EXISTS (SELECT 1 FROM pgp_platform_keys)`).Scan(&sealedExist); err != nil {
 		e.close()
 		return nil, fmt.Errorf("look for sealed webhook secrets and SSH host keys: %w", err)
 	}

@@ -19,7 +19,7 @@ var outcomes = records.Outcomes
 func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, g := newFlagSet("ingest", stderr)
 	partner := fs.String("partner", "", "partner ID (required)")
-	resultsDir := fs.String("results-dir", "", "also write each result file here as NAME.result.csv")
+	resultsDir := fs.String("results-dir", "", "also write each result file here as NAME.result.csv (NAME.result.csv.pgp when sealed for an OpenPGP partner)")
 	files, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -96,7 +96,18 @@ func writeResultFile(ctx context.Context, st *records.Store, dir string, env rec
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create results dir: %w", err)
 	}
-	final := filepath.Join(dir, records.ResultName(env.FileName))
+	name := records.ResultName(env.FileName)
+	out, err := st.Outcome(ctx, env)
+	if err != nil {
+		return err
+	}
+	// As the partner reads it: sealed when its upload asked for that.
+	if _, sealed, err := st.Sealed(ctx, out.ID, records.SealedResult); err != nil {
+		return err
+	} else if sealed {
+		name += records.SealedSuffix
+	}
+	final := filepath.Join(dir, name)
 	tmp, err := os.CreateTemp(dir, ".result-*.tmp")
 	if err != nil {
 		return fmt.Errorf("write result: %w", err)

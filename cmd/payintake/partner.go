@@ -17,6 +17,7 @@ import (
 	"github.com/payintake/payintake/internal/clientaddr"
 	"github.com/payintake/payintake/internal/egress"
 	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/pgp"
 	"github.com/payintake/payintake/records"
 )
 
@@ -130,6 +131,21 @@ func partnerSettings() []partnerSetting {
 				u.NotifyURL = &v
 				return nil
 			}},
+		{flag: "pgp", usage: "OpenPGP: off (files read as they come), accept (OpenPGP files decrypted and verified, plain ones read) or require (only files encrypted to the platform key and signed by the partner's)",
+			check: func(v string, u *records.PartnerUpdate) error {
+				switch v {
+				case records.PGPOff, records.PGPAccept, records.PGPRequire:
+				default:
+					return usagef("--pgp %q: use off, accept or require", v)
+				}
+				u.PGP = &v
+				return nil
+			}},
+		{flag: "pgp-key", usage: "the partner's OpenPGP public key(s), as gpg --export --armor writes them: they become its current keys (results are encrypted to the first); the ones before are kept as replaced",
+			check: func(v string, u *records.PartnerUpdate) error {
+				u.PGPKeys = &[]records.PartnerPGPKey{} // read once the flags are checked
+				return nil
+			}},
 		{flag: "allow-from", usage: "client addresses (IPs or CIDR ranges, comma-separated) its SFTP logins, API tokens and webhooks are accepted from; empty: anywhere",
 			check: func(v string, u *records.PartnerUpdate) error {
 				nets, err := clientaddr.ParsePrefixes(v)
@@ -156,6 +172,7 @@ type partnerFlags struct {
 	fs     *flag.FlagSet
 	values map[string]*string
 	keys   *string
+	pgpKey *string
 }
 
 func definePartnerFlags(fs *flag.FlagSet) *partnerFlags {
@@ -176,6 +193,7 @@ func definePartnerFlags(fs *flag.FlagSet) *partnerFlags {
 		pf.values[s.flag] = fs.String(s.flag, "", s.usage)
 	}
 	pf.keys = pf.values["authorized-keys"]
+	pf.pgpKey = pf.values["pgp-key"]
 	return pf
 }
 
@@ -213,6 +231,21 @@ func (pf *partnerFlags) update(id string) (records.PartnerUpdate, error) {
 			return u, fmt.Errorf("--authorized-keys %s: %w", *pf.keys, err)
 		}
 		u.AuthorizedKeys = &keys
+	}
+	if u.PGPKeys != nil {
+		data, err := os.ReadFile(*pf.pgpKey)
+		if err != nil {
+			return u, fmt.Errorf("read --pgp-key: %w", err)
+		}
+		keys, err := pgp.ReadPublicKeys(data)
+		if err != nil {
+			return u, fmt.Errorf("--pgp-key %s: %w", *pf.pgpKey, err)
+		}
+		pk := make([]records.PartnerPGPKey, len(keys))
+		for i, k := range keys {
+			pk[i] = records.PartnerPGPKey{Fingerprint: k.Fingerprint, UserID: k.UserID, PublicKey: string(k.Armored)}
+		}
+		u.PGPKeys = &pk
 	}
 	return u, nil
 }
@@ -378,9 +411,9 @@ func decimalMark(comma bool) string {
 
 // describePartner is a partner's settings on one line, as partner set prints them.
 func describePartner(p records.Partner) string {
-	return fmt.Sprintf("name=%q keys=%d delimiter=%s decimal=%s date-format=%s currency=%s mode=%s unknown-employee=%s target=%s notify-url=%s file-pattern=%s allow-from=%s",
+	return fmt.Sprintf("name=%q keys=%d delimiter=%s decimal=%s date-format=%s currency=%s mode=%s unknown-employee=%s target=%s notify-url=%s file-pattern=%s allow-from=%s pgp=%s",
 		p.Name, p.Keys, delimName(p.Delimiter), decimalMark(p.DecimalComma), orDash(p.DateFormat), orDash(p.Currency),
-		p.Mode, p.UnknownEmployee, orDash(p.Target), orDash(p.NotifyURL), orDash(p.FilePattern), allowFrom(p.AllowFrom))
+		p.Mode, p.UnknownEmployee, orDash(p.Target), orDash(p.NotifyURL), orDash(p.FilePattern), allowFrom(p.AllowFrom), p.PGP)
 }
 
 // allowFrom shows a partner's allowlist as --allow-from takes it ("-": anywhere).

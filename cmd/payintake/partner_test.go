@@ -59,9 +59,9 @@ func TestPartnerSet(t *testing.T) {
 		return nil
 	}
 	want := map[string]any{"id": "acme", "name": "Acme", "delimiter": "", "decimal_comma": false, "date_format": "DD.MM.YYYY",
-		"currency": "", "file_pattern": "", "mode": "all-or-nothing", "unknown_employee": "hold", "target": "", "notify_url": "", "keys": float64(1), "allow_from": []any{}}
+		"currency": "", "file_pattern": "", "mode": "all-or-nothing", "unknown_employee": "hold", "target": "", "notify_url": "", "keys": float64(1), "allow_from": []any{}, "pgp": "off"}
 	plain := map[string]any{"id": "plain", "name": "", "delimiter": "", "decimal_comma": false, "date_format": "",
-		"currency": "", "file_pattern": "", "mode": "row", "unknown_employee": "create", "target": "", "notify_url": "", "keys": float64(0), "allow_from": []any{}}
+		"currency": "", "file_pattern": "", "mode": "row", "unknown_employee": "create", "target": "", "notify_url": "", "keys": float64(0), "allow_from": []any{}, "pgp": "off"}
 	check := func(step string) {
 		t.Helper()
 		for id, w := range map[string]map[string]any{"acme": want, "plain": plain} {
@@ -92,6 +92,7 @@ func TestPartnerSet(t *testing.T) {
 		{[]string{"--file-pattern", `^pay_(?P<seq>\d+)\.csv$`}, map[string]any{"file_pattern": `^pay_(?P<seq>\d+)\.csv$`}},
 		{[]string{"--authorized-keys", keysBoth}, map[string]any{"keys": float64(2)}},
 		{[]string{"--authorized-keys", keysTwo}, map[string]any{"keys": float64(1)}}, // the rotated-out key is revoked
+		{[]string{"--pgp", "accept"}, map[string]any{"pgp": "accept"}},
 		{[]string{"--allow-from", "198.51.100.0/24, 192.0.2.7,2001:db8::/32"}, map[string]any{"allow_from": []any{"198.51.100.0/24", "192.0.2.7/32", "2001:db8::/32"}}},
 		// Empty values go back to the defaults where the default is "none".
 		{[]string{"--delimiter", "", "--date-format", "", "--currency", "", "--file-pattern", "", "--allow-from", ""},
@@ -119,6 +120,8 @@ func TestPartnerSet(t *testing.T) {
 		{[]string{"partner", "set", "acme", "--date-format", "DD/MM/YY"}, 2, "--date-format"},
 		{[]string{"partner", "set", "acme", "--file-pattern", "a(?P<seq>[a-z]+)"}, 2, "digits only"},
 		{[]string{"partner", "set", "acme", "--decimal-comma=maybe"}, 2, "true or false"},
+		{[]string{"partner", "set", "acme", "--pgp", "sometimes"}, 2, "off, accept or require"},
+		{[]string{"partner", "set", "acme", "--pgp-key", c.file("junk.asc", "not a key\n")}, 1, "junk.asc"},
 		{[]string{"partner", "set", "acme", "--allow-from", "10.0.0.1/8"}, 2, "did you mean 10.0.0.0/8"},
 		{[]string{"partner", "set", "acme", "--allow-from", "office.example.com"}, 2, "CIDR range"},
 		{[]string{"partner", "set", "nobody", "--name", "x"}, 1, "partner add nobody"},

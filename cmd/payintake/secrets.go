@@ -152,6 +152,9 @@ func cmdSecretsRotate(ctx context.Context, args []string, stdout, stderr io.Writ
 		}
 		fmt.Fprintf(stdout, "%d webhook secrets sealed again under key %s (the first of %s), and %d SSH host keys; the other keys can now be removed from it\n",
 			rep.Resealed+rep.Sealed, rep.KeyID, secretKeyEnv, rep.HostKeys)
+		if rep.PGPKeys > 0 {
+			fmt.Fprintf(stdout, "%d OpenPGP secret keys sealed again under it\n", rep.PGPKeys)
+		}
 		return nil
 	}
 	path := g.secretKeyFile()
@@ -182,5 +185,8 @@ func cmdSecretsRotate(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	fmt.Fprintf(stdout, "%d webhook secrets sealed again under the new key %s, and %d SSH host keys; %s holds only it now (%d old keys dropped)\n",
 		rep.Resealed+rep.Sealed, rep.KeyID, rep.HostKeys, path, len(oldKeys))
+	if rep.PGPKeys > 0 {
+		fmt.Fprintf(stdout, "%d OpenPGP secret keys sealed again under it\n", rep.PGPKeys)
+	}
 	return nil
 }

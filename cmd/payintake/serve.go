@@ -189,6 +189,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := intake.NewMetrics(reg)
 	registerBuildInfo(reg)
+	// An OpenPGP upload's plaintext is bounded as a plain upload is.
+	e.intake.MaxPlaintext = maxFileSize
 	registerDBMetrics(reg, e.store.Pool())
 
 	// Outbound dispatch runs on the same River client, on a queue of its own.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"strconv"
@@ -118,6 +119,14 @@ func parseIdempotencyKey(h http.Header) (string, *problem) {
 	return v, nil
 }
 
+// isPGPBody tells whether the request says its body is an OpenPGP message
+// (Content-Type application/pgp-encrypted, RFC 3156); a name ending in
+// .pgp, .gpg or .asc says so too (intake decides on both).
+func isPGPBody(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == intake.PGPContentType
+}
+
 // submissionName checks the name query parameter: it names the result and
 // is matched against the partner's file pattern, as an uploaded file name.
 func submissionName(r *http.Request) (string, *problem) {
@@ -193,7 +202,7 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 	// retry then gets the stored answer. A queue worker that got there
 	// first is waited for as long as the client waits.
 	res, err := a.in.Submit(r.Context(), intake.Submission{Partner: partner, Name: name, Key: key, Source: "http",
-		Path: path, Enqueue: a.cfg.Enqueue, Wait: true, Detach: true})
+		Path: path, PGP: isPGPBody(r), Enqueue: a.cfg.Enqueue, Wait: true, Detach: true})
 	got, out := res.Received, res.Outcome
 	ctx = context.WithoutCancel(ctx)
 	switch {
@@ -270,9 +279,21 @@ func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key
 	}
 	// Another body under a used key: recorded (as a file would be) so the
 	// bytes are kept for audit, rejected, nothing applied.
-	res, err := a.in.Submit(r.Context(), intake.Submission{Partner: partner, Name: name, Key: key, Source: "http", Path: path, Detach: true})
-	if err != nil {
+	res, err := a.in.Submit(r.Context(), intake.Submission{Partner: partner, Name: name, Key: key, Source: "http", Path: path, PGP: isPGPBody(r), Detach: true})
+	if err != nil && !errors.Is(err, intake.ErrNameMismatch) {
 		a.internal(w, r, "receive submission", err)
+		return
+	}
+	if res.Received.Status == intake.StatusReplay && res.Outcome.ID == claim.EnvelopeID && claim.EnvelopeID != 0 {
+		// Other bytes, the same submission: an OpenPGP file encrypted
+		// again (a new session key) whose plaintext is the first's.
+		if res.Outcome.FileName != name {
+			writeProblem(w, nameMismatch(res.Outcome, name))
+			return
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", claim.EnvelopeID))
+		writeResponse(w, storedResponse(claim.Answer))
 		return
 	}
 	writeProblem(w, keyReuse(res.Received.ID))
@@ -422,11 +443,17 @@ func (a *API) getResult(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, r, "read replayed legs", err)
 		return
 	}
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	name := intake.ResultName(env.FileName)
+	if f.Sealed {
+		w.Header().Set("Content-Type", intake.PGPContentType)
+		name += intake.SealedSuffix
+	} else {
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	}
 	if f.Size >= 0 {
 		w.Header().Set("Content-Length", strconv.FormatInt(f.Size, 10))
 	}
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", intake.ResultName(env.FileName)))
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
 	if err := f.WriteTo(r.Context(), w); err != nil {
 		// Headers are gone: cut the body short so the client sees a broken transfer.
 		a.log.ErrorContext(r.Context(), "write result", "envelope", env.ID, "err", err)
@@ -443,7 +470,7 @@ func (a *API) getReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b bytes.Buffer
-	err := a.in.ReviewReport(r.Context(), out, &b)
+	sealed, err := a.in.ReviewReport(r.Context(), out, &b)
 	if errors.Is(err, intake.ErrNotFound) {
 		w.Header().Set("Retry-After", "60") // reviewers decide in human time
 		writeProblem(w, newProblem(http.StatusConflict, "not_ready",
@@ -454,7 +481,13 @@ func (a *API) getReview(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, r, "read review report", err)
 		return
 	}
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", intake.ReviewReportName(env.FileName)))
+	name := intake.ReviewReportName(env.FileName)
+	if sealed {
+		w.Header().Set("Content-Type", intake.PGPContentType)
+		name += intake.SealedSuffix
+	} else {
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
 	_, _ = w.Write(b.Bytes())
 }

@@ -18,7 +18,10 @@ import (
 
 const reviewSuffix = ".review.csv"
 
-func isReviewName(n string) bool { return strings.HasSuffix(strings.ToLower(n), reviewSuffix) }
+func isReviewName(n string) bool {
+	n = strings.ToLower(n)
+	return strings.HasSuffix(n, reviewSuffix) || strings.HasSuffix(n, reviewSuffix+records.SealedSuffix)
+}
 
 func reviewInfo(rr records.ReviewReportInfo) fileInfo {
 	return fileInfo{name: rr.Name, size: rr.Size, mode: 0o444, mod: rr.CreatedAt}
