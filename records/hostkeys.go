@@ -160,34 +160,5 @@ func (s *Store) PromoteHostKeys(ctx context.Context) ([]string, error) {
 // resealHostKeys seals every host key sealed under another key than the
 // sealing one again under it, in tx; it returns how many it sealed again.
 func resealHostKeys(ctx context.Context, tx pgx.Tx, ks *SecretKeys) (int, error) {
-	rows, err := tx.Query(ctx, sqlSealedHostKeys, ks.keys[0].id[:])
-	if err != nil {
-		return 0, fmt.Errorf("read SSH host keys to seal: %w", err)
-	}
-	type row struct {
-		id          int64
-		fingerprint string
-		sealed      []byte
-	}
-	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-		var x row
-		return x, r.Scan(&x.id, &x.fingerprint, &x.sealed)
-	})
-	if err != nil {
-		return 0, fmt.Errorf("read SSH host keys to seal: %w", err)
-	}
-	for _, x := range all {
-		plain, err := ks.open(hostKeyAD(x.fingerprint), x.sealed)
-		if err != nil {
-			return 0, fmt.Errorf("SSH host key %s: %w; list the key it was sealed with (%s) after the new one, then rotate again", x.fingerprint, err, sealedKeyID(x.sealed))
-		}
-		sealed, err := ks.seal(hostKeyAD(x.fingerprint), plain)
-		if err != nil {
-			return 0, err
-		}
-		if _, err := tx.Exec(ctx, sqlResealHostKey, x.id, sealed); err != nil {
-			return 0, fmt.Errorf("seal SSH host key %s: %w", x.fingerprint, err)
-		}
-	}
-	return len(all), nil
+	return ks.resealAll(ctx, tx, "SSH host key", sqlSealedHostKeys, sqlResealHostKey, hostKeyAD)
 }

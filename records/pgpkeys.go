@@ -60,35 +60,7 @@ func (s *Store) AddPlatformPGPKey(ctx context.Context, k PlatformPGPKey, secret 
 // resealPlatformPGPKeys seals every platform secret key sealed under
 // another key than ks's first again under it (secrets rotate), in tx.
 func resealPlatformPGPKeys(ctx context.Context, tx pgx.Tx, ks *SecretKeys) (int, error) {
-	rows, err := tx.Query(ctx, sqlPlatformPGPKeysToReseal, ks.keys[0].id[:])
-	if err != nil {
-		return 0, fmt.Errorf("read OpenPGP secret keys to seal: %w", err)
-	}
-	type row struct {
-		fp     string
-		sealed []byte
-	}
-	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-		var x row
-		return x, r.Scan(&x.fp, &x.sealed)
-	})
-	if err != nil {
-		return 0, fmt.Errorf("read OpenPGP secret keys to seal: %w", err)
-	}
-	for _, x := range all {
-		plain, err := ks.open(pgpKeyAD(x.fp), x.sealed)
-		if err != nil {
-			return 0, fmt.Errorf("OpenPGP secret key %s: %w; list the key it was sealed with (%s) after the new one, then rotate again", x.fp, err, sealedKeyID(x.sealed))
-		}
-		sealed, err := ks.seal(pgpKeyAD(x.fp), plain)
-		if err != nil {
-			return 0, err
-		}
-		if _, err := tx.Exec(ctx, sqlResealPlatformPGPKey, x.fp, sealed); err != nil {
-			return 0, fmt.Errorf("seal OpenPGP secret key %s: %w", x.fp, err)
-		}
-	}
-	return len(all), nil
+	return ks.resealAll(ctx, tx, "OpenPGP secret key", sqlPlatformPGPKeysToReseal, sqlResealPlatformPGPKey, pgpKeyAD)
 }
 
 // PlatformPGPKeys lists the platform's keys: the active ones newest first

@@ -317,3 +317,40 @@ func (s *Store) CheckWebhookSecrets(ctx context.Context) error {
 	}
 	return openErr
 }
+
+// resealAll seals again under ks's first key every secret that list (run
+// with that key's id) returns as (fingerprint, sealed), locked for update,
+// writing each back with update (fingerprint, sealed); what names the
+// secrets in errors and ad gives each one's associated data. It returns
+// how many it sealed again.
+func (ks *SecretKeys) resealAll(ctx context.Context, tx pgx.Tx, what, list, update string, ad func(fingerprint string) string) (int, error) {
+	rows, err := tx.Query(ctx, list, ks.keys[0].id[:])
+	if err != nil {
+		return 0, fmt.Errorf("read the %ss to seal: %w", what, err)
+	}
+	type row struct {
+		fp     string
+		sealed []byte
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		return x, r.Scan(&x.fp, &x.sealed)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read the %ss to seal: %w", what, err)
+	}
+	for _, x := range all {
+		plain, err := ks.open(ad(x.fp), x.sealed)
+		if err != nil {
+			return 0, fmt.Errorf("%s %s: %w; list the key it was sealed with (%s) after the new one, then rotate again", what, x.fp, err, sealedKeyID(x.sealed))
+		}
+		sealed, err := ks.seal(ad(x.fp), plain)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.Exec(ctx, update, x.fp, sealed); err != nil {
+			return 0, fmt.Errorf("seal %s %s: %w", what, x.fp, err)
+		}
+	}
+	return len(all), nil
+}
