@@ -138,9 +138,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := g.alwaysLogger(stderr)
-	// During a rolling deploy several releases serve at once: each says which it is.
-	build := observe.BuildInfo()
-	log.Info("starting", "version", build.Version, "revision", build.Revision, "go", build.GoVersion)
 	dataDir, err := filepath.Abs(g.dataDir)
 	if err != nil {
 		return fmt.Errorf("data dir %q: %w", g.dataDir, err)
@@ -163,6 +160,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer e.close()
+	// During a rolling deploy several releases serve at once: each says
+	// which it is (once what it needs is there: a missing package is one
+	// sentence on stderr, nothing else).
+	build := observe.BuildInfo()
+	log.Info("starting", "version", build.Version, "revision", build.Revision, "go", build.GoVersion)
 	if err := intake.MigrateQueue(ctx, e.store.Pool()); err != nil {
 		return err
 	}
@@ -333,7 +335,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The client's address and scheme are settled first (clientaddr), so
 	// that the request's log line, limits and cookies all see the client.
 	httpSrv := &http.Server{Handler: proxies.Middleware(observeHTTP(httpbody.Guard(mux), reg, log, e.tracing)), ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *httpIdleTimeout}
+		ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *httpIdleTimeout,
+		// The server's own complaints (a failed TLS handshake, say) are log
+		// lines like the others, not bare text on stderr.
+		ErrorLog: slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn)}
 	if certs != nil {
 		httpSrv.TLSConfig = certs.config()
 	}
