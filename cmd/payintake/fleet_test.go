@@ -29,6 +29,7 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/internal/syncbuf"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -315,7 +316,9 @@ func replicaResult(t *testing.T, r *server, keyFile, name string, within time.Du
 }
 
 // loggedIn reports whether a replica logged a login from the address
-// local by a client whose version string contains client.
+// local by a client whose version string contains client. A replica's log
+// reaches the test through a pipe, after the client may have finished:
+// callers wait for it.
 func loggedIn(f *fleet, local, client string) bool {
 	re := regexp.MustCompile(`msg="logged in".* remote=` + regexp.QuoteMeta(local) + `:\d+ .*client=\S*` + regexp.QuoteMeta(client))
 	for _, r := range f.replicas {
@@ -380,9 +383,8 @@ func fleetJSch(t *testing.T, f *fleet, knownHosts string) {
 	if out := jsch("put", local, "/inbox/jsch.csv"); !strings.Contains(out, "ok host key ecdsa-sha2-nistp256") {
 		t.Fatalf("JSch put through HAProxy, want the ECDSA host key:\n%s", out)
 	}
-	if !loggedIn(f, "127.0.0.7", "JSCH") {
-		t.Fatal("no replica logged JSch's login from 127.0.0.7: the balancer did not pass its address on")
-	}
+	eventually.True(t, 10*time.Second, func() bool { return loggedIn(f, "127.0.0.7", "JSCH") },
+		"no replica logged JSch's login from 127.0.0.7: the balancer did not pass its address on")
 	direct := replicaResult(t, f.replicas[0], key, "jsch.csv", 60*time.Second)
 	got := filepath.Join(dir, "jsch.result.csv")
 	jsch("get", got, "/results/jsch.result.csv")
@@ -440,9 +442,7 @@ func fleetPsftp(t *testing.T, f *fleet, acmeKey string, hostKeys map[string]stri
 		t.Fatal(err)
 	}
 	psftp("put " + local + " /inbox/psftp.csv\n")
-	if !loggedIn(f, "127.0.0.1", "PuTTY") {
-		t.Fatal("no replica logged psftp's login")
-	}
+	eventually.True(t, 10*time.Second, func() bool { return loggedIn(f, "127.0.0.1", "PuTTY") }, "no replica logged psftp's login")
 	direct := replicaResult(t, f.replicas[0], acmeKey, "psftp.csv", 60*time.Second)
 	got := filepath.Join(dir, "psftp.result.csv")
 	psftp("get /results/psftp.result.csv " + got + "\n")
