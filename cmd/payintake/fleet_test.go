@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
@@ -16,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +29,7 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/internal/syncbuf"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -186,12 +191,25 @@ func openSSHSFTP(t *testing.T, local, addr, partner, keyFile, knownHosts, batch 
 	return cmd
 }
 
+// The clients of the fleet test beyond OpenSSH, from Debian packages.
+const (
+	javacBin    = "/usr/bin/javac" // default-jdk-headless
+	javaBin     = "/usr/bin/java"
+	jschJar     = "/usr/share/java/jsch.jar" // libjsch-java 0.1.55
+	psftpBin    = "/usr/bin/psftp"           // putty-tools
+	puttygenBin = "/usr/bin/puttygen"
+	// jschSource is the JSch client of intake/sftpd's client tests: one
+	// Java source for both.
+	jschSource = "../../intake/sftpd/testdata/jsch/JSchClient.java"
+)
+
 // loginsOf counts the logins a replica has logged.
 func loginsOf(s *server) int { return strings.Count(s.logs.String(), `msg="logged in"`) }
 
 // TestFleet: three replicas on one database behind HAProxy, as issue
 // "run as a fleet" asks: the same host keys from every replica; OpenSSH
-// through the balancer; results identical from every replica; failed
+// through the balancer; results identical from every replica; JSch and
+// PuTTY psftp through the balancer, their results the replicas'; failed
 // logins from one address not locking out another; an upload cut by the
 // SIGKILL of its replica resumed through another; SIGTERM of a replica
 // during an upload letting the upload finish.
@@ -256,26 +274,193 @@ func TestFleet(t *testing.T) {
 
 	// The result is the same, byte for byte, from every replica.
 	for i, r := range f.replicas {
-		c, err := dialFrom("127.0.0.2", r.sftpAddr, &ssh.ClientConfig{User: "acme", Auth: []ssh.AuthMethod{ssh.PublicKeys(mustSigner(t, acmeKey))},
-			HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 10 * time.Second})
-		if err != nil {
-			t.Fatalf("replica %d: %v", i, err)
-		}
-		sc, err := sftp.NewClient(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := (&client{sc, c}).result("fleet.csv")
-		sc.Close()
-		c.Close()
-		if err != nil || !bytes.Equal(res, viaBalancer) {
-			t.Fatalf("replica %d's result differs (%v):\n%s\nthrough the balancer:\n%s", i, err, res, viaBalancer)
+		if res := replicaResult(t, r, acmeKey, "fleet.csv", 0); !bytes.Equal(res, viaBalancer) {
+			t.Fatalf("replica %d's result differs:\n%s\nthrough the balancer:\n%s", i, res, viaBalancer)
 		}
 	}
+
+	// The other clients partners run, through the balancer, trusting the
+	// host keys OpenSSH trusted.
+	t.Run("JSch through the balancer", func(t *testing.T) { fleetJSch(t, f, knownHosts) })
+	t.Run("PuTTY psftp through the balancer", func(t *testing.T) { fleetPsftp(t, f, acmeKey, want) })
 
 	t.Run("failed logins from one address do not lock out another", func(t *testing.T) { fleetLockout(t, f, acmeKey, knownHosts) })
 	t.Run("an upload cut by SIGKILL of its replica resumes on another", func(t *testing.T) { fleetResume(t, f, acmeKey, knownHosts, false) })
 	t.Run("SIGTERM of a replica lets its upload finish", func(t *testing.T) { fleetResume(t, f, acmeKey, knownHosts, true) })
+}
+
+// replicaResult downloads the result of name from replica r directly (from
+// an untrusted address, so without a PROXY header), waiting for it up to
+// within.
+func replicaResult(t *testing.T, r *server, keyFile, name string, within time.Duration) []byte {
+	t.Helper()
+	c, err := dialFrom("127.0.0.2", r.sftpAddr, &ssh.ClientConfig{User: "acme", Auth: []ssh.AuthMethod{ssh.PublicKeys(mustSigner(t, keyFile))},
+		HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("%s: %v", r.sftpAddr, err)
+	}
+	defer c.Close()
+	sc, err := sftp.NewClient(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	if within > 0 {
+		return (&client{sc, c}).waitResult(t, name, within)
+	}
+	res, err := (&client{sc, c}).result(name)
+	if err != nil {
+		t.Fatalf("the result of %s from %s: %v", name, r.sftpAddr, err)
+	}
+	return res
+}
+
+// loggedIn reports whether a replica logged a login from the address
+// local by a client whose version string contains client. A replica's log
+// reaches the test through a pipe, after the client may have finished:
+// callers wait for it.
+func loggedIn(f *fleet, local, client string) bool {
+	re := regexp.MustCompile(`msg="logged in".* remote=` + regexp.QuoteMeta(local) + `:\d+ .*client=\S*` + regexp.QuoteMeta(client))
+	for _, r := range f.replicas {
+		if re.MatchString(r.logs.String()) {
+			return true
+		}
+	}
+	return false
+}
+
+// fleetJSch: a Java integration on JSch 0.1.55 (the client of
+// intake/sftpd's client tests, one source for both) uploads from 127.0.0.7
+// through the balancer and downloads its result, checking the host key
+// against the known_hosts OpenSSH used. JSch knows no Ed25519 and is
+// offered no SHA-1 ssh-rsa, so it is shown the ECDSA key: all replicas
+// must show the same one. Its key is ECDSA too (it reads no OpenSSH
+// Ed25519 key files).
+func fleetJSch(t *testing.T, f *fleet, knownHosts string) {
+	for _, need := range []struct{ path, pkg string }{{javacBin, "default-jdk-headless"}, {javaBin, "default-jdk-headless"}, {jschJar, "libjsch-java"}} {
+		if _, err := os.Stat(need.path); err != nil {
+			t.Fatalf("this test needs %s: install the Debian package %s (%v)", need.path, need.pkg, err)
+		}
+	}
+	dir := t.TempDir()
+	src, err := filepath.Abs(jschSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(javacBin, "-cp", jschJar, "-d", dir, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac %s: %v\n%s", src, err, out)
+	}
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addPartnerKey(t, f.st, "acme", priv)
+	der, err := x509.MarshalECPrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, "id_ecdsa")
+	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(f.sftpAddr)
+	jsch := func(op, local, remote string) string {
+		t.Helper()
+		cmd := exec.Command(javaBin, "-cp", dir+string(os.PathListSeparator)+jschJar, "JSchClient",
+			host, port, "acme", key, knownHosts, op, local, remote, "127.0.0.7")
+		cmd.Env = append(os.Environ(), "HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("JSch %s %s through HAProxy: %v\n%s", op, remote, err, out)
+		}
+		return string(out)
+	}
+
+	local := filepath.Join(dir, "jsch.csv")
+	if err := os.WriteFile(local, payrollFile("J", 200), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := jsch("put", local, "/inbox/jsch.csv"); !strings.Contains(out, "ok host key ecdsa-sha2-nistp256") {
+		t.Fatalf("JSch put through HAProxy, want the ECDSA host key:\n%s", out)
+	}
+	eventually.True(t, 10*time.Second, func() bool { return loggedIn(f, "127.0.0.7", "JSCH") },
+		"no replica logged JSch's login from 127.0.0.7: the balancer did not pass its address on")
+	direct := replicaResult(t, f.replicas[0], key, "jsch.csv", 60*time.Second)
+	got := filepath.Join(dir, "jsch.result.csv")
+	jsch("get", got, "/results/jsch.result.csv")
+	checkDownload(t, got, direct, "jsch.csv")
+}
+
+// fleetPsftp: PuTTY's psftp (what WinSCP is built on) in batch mode
+// uploads through the balancer and downloads its result, the host keys
+// given as their fingerprints (psftp keeps its own cache, not
+// known_hosts), the partner's key converted to PuTTY's format. psftp
+// cannot choose its local address: it connects from 127.0.0.1, the address
+// the replicas trust for PROXY headers, which is harmless as it is HAProxy
+// that connects to the replicas and tells them where psftp came from.
+func fleetPsftp(t *testing.T, f *fleet, acmeKey string, hostKeys map[string]string) {
+	for _, bin := range []string{psftpBin, puttygenBin} {
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("this test needs %s: install the Debian package putty-tools (%v)", bin, err)
+		}
+	}
+	dir := t.TempDir()
+	run := func(name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		// psftp reads and writes its settings under HOME: the test's own.
+		cmd.Env = append(os.Environ(), "HOME="+dir, "SSH_AUTH_SOCK=")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	ppk := filepath.Join(dir, "acme.ppk")
+	run(puttygenBin, acmeKey, "-O", "private", "-o", ppk)
+	host, port, _ := net.SplitHostPort(f.sftpAddr)
+	args := []string{"-batch", "-i", ppk, "-P", port, "-l", "acme"}
+	for _, k := range hostKeys {
+		pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-hostkey", ssh.FingerprintSHA256(pub))
+	}
+	psftp := func(script string) {
+		t.Helper()
+		batch := filepath.Join(dir, "batch")
+		if err := os.WriteFile(batch, []byte(script), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(psftpBin, append(args, "-b", batch, host)...)
+	}
+
+	local := filepath.Join(dir, "psftp.csv")
+	if err := os.WriteFile(local, payrollFile("W", 200), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	psftp("put " + local + " /inbox/psftp.csv\n")
+	eventually.True(t, 10*time.Second, func() bool { return loggedIn(f, "127.0.0.1", "PuTTY") }, "no replica logged psftp's login")
+	direct := replicaResult(t, f.replicas[0], acmeKey, "psftp.csv", 60*time.Second)
+	got := filepath.Join(dir, "psftp.result.csv")
+	psftp("get /results/psftp.result.csv " + got + "\n")
+	checkDownload(t, got, direct, "psftp.csv")
+}
+
+// checkDownload checks a result a client downloaded through the balancer:
+// byte for byte the one a replica serves directly, every row created.
+func checkDownload(t *testing.T, downloaded string, direct []byte, name string) {
+	t.Helper()
+	got, err := os.ReadFile(downloaded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, direct) {
+		t.Fatalf("the result of %s downloaded through the balancer (%d bytes) differs from the replica's (%d bytes)", name, len(got), len(direct))
+	}
+	checkResult(t, name, got, 200, "created")
 }
 
 func mustSigner(t *testing.T, keyFile string) ssh.Signer {

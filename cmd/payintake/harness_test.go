@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -297,8 +298,8 @@ func addPartners(t testing.TB, st *records.Store, ids ...string) map[string]ssh.
 }
 
 // addPartnerKey creates partner id (if new) with the public half of priv as
-// its key.
-func addPartnerKey(t testing.TB, st *records.Store, id string, priv ed25519.PrivateKey) ssh.Signer {
+// its key: Ed25519, or ECDSA for clients that know no Ed25519.
+func addPartnerKey(t testing.TB, st *records.Store, id string, priv crypto.Signer) ssh.Signer {
 	t.Helper()
 	ctx := context.Background()
 	if err := st.AddPartner(ctx, records.Partner{ID: id}); err != nil && !errors.Is(err, records.ErrExists) {

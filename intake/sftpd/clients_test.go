@@ -548,34 +548,9 @@ const (
 	puttygen = "/usr/bin/puttygen"
 )
 
-// jschClient is a partner's Java integration as JSch 0.1.55 writes it: the
-// host key checked against known_hosts, a key file, one put or get.
-const jschClient = `
-import com.jcraft.jsch.*;
-
-public class JSchClient {
-    public static void main(String[] a) throws Exception {
-        String host = a[0], user = a[2], key = a[3], knownHosts = a[4], op = a[5], local = a[6], remote = a[7];
-        JSch jsch = new JSch();
-        jsch.setKnownHosts(knownHosts);
-        jsch.addIdentity(key);
-        Session s = jsch.getSession(user, host, Integer.parseInt(a[1]));
-        s.setConfig("StrictHostKeyChecking", "yes");
-        s.setConfig("PreferredAuthentications", "publickey");
-        s.connect(15000);
-        ChannelSftp c = (ChannelSftp) s.openChannel("sftp");
-        c.connect(15000);
-        if (op.equals("put")) {
-            c.put(local, remote);
-        } else {
-            c.get(remote, local);
-        }
-        System.out.println("ok host key " + s.getHostKey().getType());
-        c.disconnect();
-        s.disconnect();
-    }
-}
-`
+// jschSource is a partner's Java integration written for JSch 0.1.55, one
+// file that cmd/payintake's fleet test runs too.
+const jschSource = "testdata/jsch/JSchClient.java"
 
 // ecdsaKeyFile writes a fresh ECDSA P-256 key as PEM (SEC 1, the format
 // JSch 0.1.55 reads) and registers it for the partner.
@@ -632,8 +607,8 @@ func (ce *clientEnv) jsch() func(kh, op, local, remote string) string {
 	requireBinary(t, javaBin, "default-jdk-headless")
 	requireBinary(t, jschJar, "libjsch-java")
 	classes := t.TempDir()
-	src := filepath.Join(classes, "JSchClient.java")
-	if err := os.WriteFile(src, []byte(jschClient), 0o644); err != nil {
+	src, err := filepath.Abs(jschSource)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ce.mustRun(nil, javacBin, "-cp", jschJar, "-d", classes, src)
