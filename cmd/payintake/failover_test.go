@@ -39,6 +39,16 @@ func (n *pgNode) run(name string, args ...string) {
 	}
 }
 
+// stop stops the server if it still runs (immediate shutdown), as the
+// postgres user: pg_ctl, like postgres, refuses root.
+func (n *pgNode) stop() {
+	cmd := exec.Command(filepath.Join(n.bin, "pg_ctl"), "-D", n.dir, "-m", "immediate", "stop")
+	if n.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: n.cred}
+	}
+	_ = cmd.Run() // already stopped is fine
+}
+
 func (n *pgNode) ctl(args ...string) {
 	n.t.Helper()
 	n.run("pg_ctl", append([]string{"-D", n.dir, "-l", n.dir + ".log", "-w", "-t", "60"}, args...)...)
@@ -93,16 +103,12 @@ func newPGPair(t *testing.T) (primary, standby *pgNode) {
 	}
 	primary.run("initdb", "-D", primary.dir, "--auth=trust", "--username=postgres", "--no-sync")
 	primary.ctl("-o", opts(primary), "start")
-	t.Cleanup(func() {
-		_ = exec.Command(filepath.Join(bin, "pg_ctl"), "-D", primary.dir, "-m", "immediate", "stop").Run()
-	})
+	t.Cleanup(primary.stop)
 	primary.run("createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port), "-U", "postgres", "payintake")
 	standby.run("pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port), "-U", "postgres",
 		"-D", standby.dir, "-R", "-X", "stream", "--no-sync")
 	standby.ctl("-o", opts(standby), "start")
-	t.Cleanup(func() {
-		_ = exec.Command(filepath.Join(bin, "pg_ctl"), "-D", standby.dir, "-m", "immediate", "stop").Run()
-	})
+	t.Cleanup(standby.stop)
 	return primary, standby
 }
 
