@@ -93,14 +93,13 @@ func newFleet(t *testing.T) *fleet {
 			t.Logf("haproxy log tail:\n%s", tail(f.proxyLog.String(), 4000))
 		}
 	})
-	f.waitBackends(3)
+	f.waitBalancer()
 	return f
 }
 
-// waitBackends waits until HAProxy's health checks have n SFTP servers up
-// (its log says "Server payintake_sftp/rN is UP" as each check passes
-// after a DOWN; all start UP, so at start this waits for the frontends).
-func (f *fleet) waitBackends(n int) {
+// waitBalancer waits until HAProxy accepts SFTP connections and answers
+// /readyz through a replica it takes for ready.
+func (f *fleet) waitBalancer() {
 	f.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -206,8 +205,8 @@ const (
 // loginsOf counts the logins a replica has logged.
 func loginsOf(s *server) int { return strings.Count(s.logs.String(), `msg="logged in"`) }
 
-// TestFleet: three replicas on one database behind HAProxy, as issue
-// "run as a fleet" asks: the same host keys from every replica; OpenSSH
+// TestFleet: three replicas on one database behind HAProxy, as platforms
+// deploy payintake: the same host keys from every replica; OpenSSH
 // through the balancer; results identical from every replica; JSch and
 // PuTTY psftp through the balancer, their results the replicas'; failed
 // logins from one address not locking out another; an upload cut by the
@@ -607,7 +606,7 @@ func fleetResume(t *testing.T, f *fleet, acmeKey, knownHosts string, drain bool)
 		if err := <-done; err == nil {
 			t.Fatalf("the upload went through although its replica was killed mid-way:\n%s", out.String())
 		}
-		f.waitBackends(len(alive) - 1)
+		f.waitBalancer()
 		// The partner resumes from any new connection: the balancer sends it
 		// to a replica that lives. Until the dead replica's lease on the
 		// upload lapses, the resume is refused ("Failure"), and the
