@@ -2,26 +2,11 @@ package records
 
 import (
 	"fmt"
-	"io/fs"
-	"strings"
 )
 
 // Statements returns every named statement of the .sql files, fragments
 // expanded, by name, for the tests that check them against the schema.
-func Statements() map[string]string {
-	out := map[string]string{}
-	for k, v := range statements {
-		if name, ok := strings.CutPrefix(k, "name "); ok {
-			out[name] = v
-		}
-	}
-	return out
-}
-
-// LoadStatements is loadStatements, for the loader's own tests.
-func LoadStatements(fsys fs.FS, fragments map[string]string) (map[string]string, error) {
-	return loadStatements(fsys, fragments)
-}
+func Statements() map[string]string { return statements.Statements() }
 
 // TempTables are the temporary tables the processing statements read
 // (classify.go, apply.go), in the order they are created.
