@@ -252,3 +252,17 @@ func Unused(dir string, stmts map[string]string) ([]string, error) {
 	}
 	return unused, nil
 }
+
+// Check is what a package's TestEveryQueryPrepares asks: every statement of
+// stmts prepares in tx (Prepare) and is taken by a Go file of dir (Unused).
+func Check(ctx context.Context, tx pgx.Tx, dir string, stmts map[string]string) []error {
+	errs := Prepare(ctx, tx, stmts)
+	unused, err := Unused(dir, stmts)
+	if err != nil {
+		return append(errs, err)
+	}
+	for _, name := range unused {
+		errs = append(errs, fmt.Errorf("statement %s is in a .sql file of %s but no Go file takes it with query(%q)", name, dir, name))
+	}
+	return errs
+}
