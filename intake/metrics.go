@@ -131,7 +131,7 @@ func (m *Metrics) processed(env records.Envelope, took time.Duration) {
 // countStuck sets payintake_envelopes_stuck from the database.
 func (m *Metrics) countStuck(ctx context.Context, tx pgx.Tx, givenUp []int64) error {
 	var n int
-	if err := tx.QueryRow(ctx, stuckSQL, MaxRequeues, givenUp).Scan(&n); err != nil {
+	if err := tx.QueryRow(ctx, sqlCountStuck, MaxRequeues, givenUp).Scan(&n); err != nil {
 		return fmt.Errorf("count stuck envelopes: %w", err)
 	}
 	m.stuck.Set(float64(n))
