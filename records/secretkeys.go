@@ -21,6 +21,8 @@ var (
 	sqlWebhookSecretsToSeal = query("WebhookSecretsToSeal")
 	sqlSealWebhookSecret    = query("SealWebhookSecret")
 	sqlSealedWebhookSecrets = query("SealedWebhookSecrets")
+	sqlAnyPlaintextSecret   = query("AnyPlaintextWebhookSecret")
+	sqlAnythingSealed       = query("AnythingSealed")
 )
 
 // Webhook signing secrets are kept sealed: AES-256-GCM under a key that
@@ -294,6 +296,28 @@ func (s *Store) SealWebhookSecrets(ctx context.Context, reseal bool) (SealReport
 		return nil
 	})
 	return rep, err
+}
+
+// HasPlaintextWebhookSecrets reports whether a webhook secret is still
+// stored in plain text (as an earlier version kept them), to be sealed
+// (SealWebhookSecrets).
+func (s *Store) HasPlaintextWebhookSecrets(ctx context.Context) (bool, error) {
+	var plain bool
+	if err := s.pool.QueryRow(ctx, sqlAnyPlaintextSecret).Scan(&plain); err != nil {
+		return false, fmt.Errorf("look for webhook secrets in plain text: %w", err)
+	}
+	return plain, nil
+}
+
+// HasSealedSecrets reports whether anything is sealed under a secret key
+// (webhook secrets, SSH host keys, platform OpenPGP keys): then a process
+// without the key must not make a new one.
+func (s *Store) HasSealedSecrets(ctx context.Context) (bool, error) {
+	var sealed bool
+	if err := s.pool.QueryRow(ctx, sqlAnythingSealed).Scan(&sealed); err != nil {
+		return false, fmt.Errorf("look for sealed webhook secrets, SSH host keys and OpenPGP keys: %w", err)
+	}
+	return sealed, nil
 }
 
 // CheckWebhookSecrets opens every active webhook secret, so that a process

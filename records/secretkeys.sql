@@ -8,3 +8,10 @@ UPDATE webhook_secrets SET secret = NULL, sealed = $2 WHERE id = $1;
 -- name: SealedWebhookSecrets
 SELECT partner_id, sealed FROM webhook_secrets WHERE revoked_at IS NULL AND sealed IS NOT NULL;
 
+
+-- name: AnyPlaintextWebhookSecret
+SELECT EXISTS (SELECT 1 FROM webhook_secrets WHERE secret IS NOT NULL);
+
+-- name: AnythingSealed
+SELECT EXISTS (SELECT 1 FROM webhook_secrets WHERE sealed IS NOT NULL)
+	OR EXISTS (SELECT 1 FROM ssh_host_keys) OR EXISTS (SELECT 1 FROM pgp_platform_keys);

@@ -162,10 +162,9 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 		return nil, err
 	}
 	e.store = st
-	if err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_secrets WHERE sealed IS NOT NULL)
-		OR EXISTS (SELECT 1 FROM ssh_host_keys) OR EXISTS (SELECT 1 FROM pgp_platform_keys)`).Scan(&sealedExist); err != nil {
+	if sealedExist, err = st.HasSealedSecrets(ctx); err != nil {
 		e.close()
-		return nil, fmt.Errorf("look for sealed webhook secrets and SSH host keys: %w", err)
+		return nil, err
 	}
 	if err := e.sealPlaintextSecrets(ctx); err != nil {
 		e.close()

@@ -108,12 +108,9 @@ func writeSecretKeyFile(path string, keys []string) error {
 // sealPlaintextSecrets seals the webhook secrets an earlier version stored
 // in plain text; every command does it at start, so none is left.
 func (e *env) sealPlaintextSecrets(ctx context.Context) error {
-	var plain bool
-	if err := e.store.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_secrets WHERE secret IS NOT NULL)`).Scan(&plain); err != nil {
-		return fmt.Errorf("look for webhook secrets in plain text: %w", err)
-	}
-	if !plain {
-		return nil
+	plain, err := e.store.HasPlaintextWebhookSecrets(ctx)
+	if err != nil || !plain {
+		return err
 	}
 	rep, err := e.store.SealWebhookSecrets(ctx, false)
 	if err != nil {
