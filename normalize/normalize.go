@@ -54,6 +54,19 @@ const (
 	CodeWebhookIDReuse      Code = "webhook_id_reuse"
 )
 
+// Codes of a JSON body (a webhook's pay line, a leg replay's rows) refused
+// whole before any of it is normalised.
+const (
+	CodeInvalidJSON     Code = "invalid_json"      // not JSON, or not the shape the door reads
+	CodeDuplicateMember Code = "duplicate_key"     // a member given twice (in any case)
+	CodeUnknownMember   Code = "unknown_member"    // a member the door does not read
+	CodeInvalidType     Code = "invalid_type"      // a value of another JSON type than its field's
+	CodeMoneyNotString  Code = "money_not_string"  // money as a JSON number, never converted
+	CodeInvalidEntityID Code = "invalid_entity_id" // a webhook's entity_id too long
+	CodeInvalidVersion  Code = "invalid_version"   // a webhook's version not a non-negative integer
+	CodeInvalidRows     Code = "invalid_rows"      // a leg replay with no rows, or too many
+)
+
 // Codes of a row the store held or rejected while applying it. The
 // processing SQL (records/classify.go) writes the same words into result
 // files and exceptions (SQL cannot name a Go constant); the tests of records
