@@ -14,7 +14,7 @@ import (
 	"github.com/payintake/payintake/records"
 )
 
-// Webhook signing secrets are sealed at rest (records/secretkeys.go) under
+// Webhook signing secrets are sealed at rest (records/sealing.go) under
 // keys kept outside the database: PAYINTAKE_SECRET_KEY (base64 keys
 // separated by commas, the sealing key first) or, when that is unset, the
 // data dir's secret.key (one base64 key a line, mode 0600), created on first

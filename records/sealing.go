@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Statements of secretkeys.sql.
+// Statements of sealing.sql.
 var (
 	sqlWebhookSecretsToSeal = query("WebhookSecretsToSeal")
 	sqlSealWebhookSecret    = query("SealWebhookSecret")

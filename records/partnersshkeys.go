@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Statements of partnerkeys.sql.
+// Statements of partnersshkeys.sql.
 var (
 	sqlAddPartnerKey    = query("AddPartnerKey")
 	sqlRevokePartnerKey = query("RevokePartnerKey")
