@@ -186,6 +186,8 @@ func TestLoadManyPartners(t *testing.T) {
 						t.Errorf("%s: login: %v", id, err)
 						return
 					}
+					// A partner's client backs off before it tries
+					// again: the retry is what is tested, not a wait.
 					time.Sleep(time.Duration(50+try*20) * time.Millisecond)
 				}
 				defer c.Close()
