@@ -114,7 +114,7 @@ func TestPGPIngestRequire(t *testing.T) {
 		t.Fatal("gpg gave the same bytes twice")
 	}
 	got2, out2 := s.ingest("pay.csv.gpg", again)
-	if got2.Status != records.StatusReplay || out2.ID != got.ID {
+	if got2.Status != records.StatusRepeat || out2.ID != got.ID {
 		t.Fatalf("re-encrypted: %s of %d, want a replay of %d", got2.Status, out2.ID, got.ID)
 	}
 	if !bytes.Equal(s.result(got2.ID), first) {

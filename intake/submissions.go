@@ -22,7 +22,7 @@ type Envelope = records.Envelope
 const (
 	StatusReceived   = records.StatusReceived
 	StatusProcessed  = records.StatusProcessed
-	StatusReplay     = records.StatusReplay
+	StatusRepeat     = records.StatusRepeat
 	StatusKeyReuse   = records.StatusKeyReuse
 	StatusIncomplete = records.StatusIncomplete
 )
@@ -30,7 +30,7 @@ const (
 // EnvelopeStatuses are the envelope statuses, in the order a listing
 // names them.
 func EnvelopeStatuses() []string {
-	return []string{StatusReceived, StatusProcessed, StatusReplay, StatusKeyReuse, StatusIncomplete}
+	return []string{StatusReceived, StatusProcessed, StatusRepeat, StatusKeyReuse, StatusIncomplete}
 }
 
 // Outcome is a row's outcome (created, updated, …).
@@ -76,7 +76,7 @@ func ReviewReportName(fileName string) string { return records.ReviewReportName(
 func SubmissionKey(key string) string { return records.SubmissionKey(key) }
 
 // PartnerEnvelope reads partner's envelope id and the envelope that holds
-// its outcome (the original's, for a replay). Another partner's envelope
+// its outcome (the original's, for a repeat). Another partner's envelope
 // is ErrNotFound, as one that does not exist.
 func (in *Intake) PartnerEnvelope(ctx context.Context, partner string, id int64) (env, out Envelope, err error) {
 	env, err = in.Store.Envelope(ctx, id)
@@ -95,7 +95,7 @@ func (in *Intake) Envelope(ctx context.Context, id int64) (Envelope, error) {
 	return in.Store.Envelope(ctx, id)
 }
 
-// Outcome follows a replay to the envelope whose result it shares.
+// Outcome follows a repeat to the envelope whose result it shares.
 func (in *Intake) Outcome(ctx context.Context, env Envelope) (Envelope, error) {
 	return in.Store.Outcome(ctx, env)
 }
@@ -126,7 +126,7 @@ func (in *Intake) ResultRows(ctx context.Context, out Envelope, after, limit int
 // ResultFile is a submission's result file, ready to be written.
 type ResultFile struct {
 	// Size is the file's size in bytes, or -1 when it is only known once
-	// written (the rows replayed since, with the replay column).
+	// written (the rows leg-replayed since, with the replay column).
 	Size int64
 	// Sealed: the file is encrypted to the partner and signed by the
 	// platform (OpenPGP), as the partner's upload asked; its name ends in
@@ -139,7 +139,7 @@ type ResultFile struct {
 func (f ResultFile) WriteTo(ctx context.Context, w io.Writer) error { return f.write(ctx, w) }
 
 // ResultFile gives the result file of env (out its outcome, processed):
-// the stored bytes, or, when rows were replayed since and original is
+// the stored bytes, or, when rows were leg-replayed since and original is
 // false, every row's latest outcome with the replay that produced it.
 func (in *Intake) ResultFile(ctx context.Context, env, out Envelope, original bool) (ResultFile, error) {
 	// A sealed result is only ever given sealed, as stored: the latest

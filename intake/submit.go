@@ -126,7 +126,7 @@ func (in *Intake) Submit(ctx context.Context, s Submission) (Submitted, error) {
 		return res, err
 	}
 	res.Outcome = out
-	if s.Key != "" && got.Status == records.StatusReplay && out.FileName != s.Name {
+	if s.Key != "" && got.Status == records.StatusRepeat && out.FileName != s.Name {
 		return res, ErrNameMismatch
 	}
 	if !s.Wait || out.Status != records.StatusReceived {
@@ -160,8 +160,8 @@ func (in *Intake) logReceipt(ctx context.Context, s Submission, got records.Enve
 	}
 	attrs = append(attrs, slog.String("file", got.FileName), slog.String("status", got.Status),
 		slog.Int64("bytes", got.Size), slog.String("source", s.Source), slog.String("sha256", fmt.Sprintf("%x", got.SHA256)))
-	if got.ReplayOf != 0 {
-		attrs = append(attrs, slog.Int64("replay_of", got.ReplayOf))
+	if got.RepeatOf != 0 {
+		attrs = append(attrs, slog.Int64("replay_of", got.RepeatOf))
 	}
 	if pg != nil {
 		attrs = append(attrs, pgpAttr(pg))

@@ -215,7 +215,7 @@ func (s *Store) Sealed(ctx context.Context, id int64, kind string) (SealedInfo, 
 }
 
 // WriteSealed streams the stored sealed result (or review report) of the
-// envelope id (not following replays: give the outcome's id) to w.
+// envelope id (not following repeats: give the outcome's id) to w.
 func (s *Store) WriteSealed(ctx context.Context, id int64, kind string, w io.Writer) error {
 	return writeChunks(ctx, s.pool, w, fmt.Sprintf("sealed %s of envelope %d", kind, id), sqlSealedResultChunks, id, kind)
 }

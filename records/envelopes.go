@@ -22,16 +22,19 @@ var (
 	sqlInsertEnvelopeClientTime = query("InsertEnvelopeClientTime")
 	sqlClaimSubmissionKey       = query("ClaimSubmissionKey")
 	sqlFirstOfSubmissionKey     = query("FirstOfSubmissionKey")
-	sqlMarkReplay               = query("MarkReplay")
-	sqlDropReplayChunks         = query("DropReplayChunks")
+	sqlMarkRepeat               = query("MarkRepeat")
+	sqlDropRepeatChunks         = query("DropRepeatChunks")
 	sqlMarkIncomplete           = query("MarkIncomplete")
 )
 
 // Envelope statuses; see the envelopes table in migrations for their meaning.
+// A repeat (the same file sent again under its key) has the status
+// "replay", a word partners see in the HTTP API's listings and that stays;
+// it is not a leg replay (replay.go), which corrects rows of a submission.
 const (
 	StatusReceived   = "received"
 	StatusProcessed  = "processed"
-	StatusReplay     = "replay"
+	StatusRepeat     = "replay"
 	StatusKeyReuse   = "key_reuse"
 	StatusIncomplete = "incomplete"
 )
@@ -47,7 +50,7 @@ type Envelope struct {
 	Source     string         `json:"source"`
 	ReceivedAt time.Time      `json:"received_at"`
 	Status     string         `json:"status"`
-	ReplayOf   int64          `json:"replay_of,omitempty"`
+	RepeatOf   int64          `json:"replay_of,omitempty"`
 	Seq        *int64         `json:"seq,omitempty"`
 	Counts     map[string]int `json:"counts,omitempty"`
 	ResultSize int64          `json:"result_size"`
@@ -86,11 +89,11 @@ type Incoming struct {
 	Stream *Stream
 	// Identity, when set, is what the submission key is claimed with
 	// instead of SHA256: an OpenPGP upload's plaintext hash, so that the
-	// same payroll encrypted again (other bytes) is a replay, and other
+	// same payroll encrypted again (other bytes) is a repeat, and other
 	// plaintext under the key a key reuse.
 	Identity []byte
 	// PGP, when set, is what the OpenPGP upload was, recorded with the
-	// envelope (for every status: a replay's keys are audited too).
+	// envelope (for every status: a repeat's keys are audited too).
 	PGP *EnvelopePGP
 	// Seal, when set, seals the refusal of a key reuse for the partner.
 	Seal *Sealer
@@ -108,8 +111,8 @@ type AfterInsert func(ctx context.Context, tx pgx.Tx, env Envelope) error
 //
 //   - a new key: the envelope is "received" with its bytes stored, and after
 //     runs in the same transaction (to enqueue processing);
-//   - the same key with the same bytes: a "replay" of the first envelope,
-//     whose result it shares; nothing is processed again;
+//   - the same key with the same bytes: a repeat of the first envelope
+//     (status "replay"), whose result it shares; nothing is processed again;
 //   - the same key with other bytes: "key_reuse", rejected with code
 //     idempotency_key_reuse; its bytes are kept for audit, nothing applied.
 //
@@ -213,16 +216,16 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 			return fmt.Errorf("read submission key: %w", err)
 		}
 		if bytes.Equal(firstSum, identity) {
-			env.Status, env.ReplayOf = StatusReplay, first
-			_, err := tx.Exec(ctx, sqlMarkReplay, env.ID, first)
+			env.Status, env.RepeatOf = StatusRepeat, first
+			_, err := tx.Exec(ctx, sqlMarkRepeat, env.ID, first)
 			if err != nil {
-				return fmt.Errorf("record replay: %w", err)
+				return fmt.Errorf("record a repeat: %w", err)
 			}
 			if st != nil {
-				// A replay keeps no bytes of its own (those of the first
+				// A repeat keeps no bytes of its own (those of the first
 				// envelope are the same).
-				if _, err := tx.Exec(ctx, sqlDropReplayChunks, env.ID); err != nil {
-					return fmt.Errorf("record replay: drop its streamed bytes: %w", err)
+				if _, err := tx.Exec(ctx, sqlDropRepeatChunks, env.ID); err != nil {
+					return fmt.Errorf("record a repeat: drop its streamed bytes: %w", err)
 				}
 			}
 			return nil
@@ -271,7 +274,7 @@ const envelopeColumns = `id, partner_id, file_name, submission_key, sha256, size
 func scanEnvelope(row pgx.Row) (Envelope, error) {
 	var e Envelope
 	err := row.Scan(&e.ID, &e.PartnerID, &e.FileName, &e.Key, &e.SHA256, &e.Size, &e.Source, &e.ReceivedAt,
-		&e.Status, &e.ReplayOf, &e.Seq, &e.Counts, &e.ResultSize)
+		&e.Status, &e.RepeatOf, &e.Seq, &e.Counts, &e.ResultSize)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, fmt.Errorf("envelope: %w", ErrNotFound)
 	}
@@ -281,15 +284,15 @@ func scanEnvelope(row pgx.Row) (Envelope, error) {
 	return e, nil
 }
 
-// Outcome follows a replay to the envelope whose result it shares.
+// Outcome follows a repeat to the envelope whose result it shares.
 func (s *Store) Outcome(ctx context.Context, env Envelope) (Envelope, error) {
-	if env.Status == StatusReplay {
-		return s.Envelope(ctx, env.ReplayOf)
+	if env.Status == StatusRepeat {
+		return s.Envelope(ctx, env.RepeatOf)
 	}
 	return env, nil
 }
 
-// WaitDone polls until the envelope (or the one it replays) has its outcome.
+// WaitDone polls until the envelope (or the one it repeats) has its outcome.
 func (s *Store) WaitDone(ctx context.Context, id int64, poll time.Duration) (Envelope, error) {
 	for {
 		env, err := s.Envelope(ctx, id)

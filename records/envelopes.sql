@@ -13,10 +13,10 @@ VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING true;
 -- name: FirstOfSubmissionKey
 SELECT envelope_id, sha256 FROM submissions WHERE partner_id = $1 AND submission_key = $2;
 
--- name: MarkReplay
+-- name: MarkRepeat
 UPDATE envelopes SET status = 'replay', replay_of = $2, processed_at = clock_timestamp() WHERE id = $1;
 
--- name: DropReplayChunks
+-- name: DropRepeatChunks
 DELETE FROM envelope_chunks WHERE envelope_id = $1;
 
 -- name: MarkIncomplete

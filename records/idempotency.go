@@ -38,9 +38,9 @@ var (
 // and Replay's ReplayAnswerFunc inside their transaction — so a key never
 // commits without its answer, nor an answer without its key (principle 3).
 // The columns keep their names (response_status, response_type,
-// response_body): answers stored before this type existed are replayed
-// unchanged (replays, which kept no format, got theirs, JSON, from
-// migration 00220).
+// response_body): answers stored before this type existed are given again
+// unchanged (leg replays' answers, which kept no format, got theirs, JSON,
+// from a migration).
 type StoredAnswer struct {
 	Code   int    // the door's code for the answer (HTTP: the status)
 	Format string // what Body is (HTTP: the media type)

@@ -94,10 +94,10 @@ type ReplayResult struct {
 	Result []byte // the replay's result file (CSV, the result header)
 }
 
-// ReplayAnswer is the stored answer to a replay request.
+// ReplayAnswer is the stored answer to a leg replay request.
 type ReplayAnswer struct {
 	StoredAnswer
-	Replayed bool // a repeat of a request already answered: the first answer
+	Repeated bool // a repeat of a request already answered: the first answer
 }
 
 // ReplayAnswerFunc gives the door's answer to what a replay did; Replay
@@ -144,7 +144,7 @@ func (s *Store) Replay(ctx context.Context, req ReplayRequest, answer ReplayAnsw
 			if !bytes.Equal(firstSum, sum[:]) {
 				return ErrReplayKeyReuse
 			}
-			ans.Replayed = true
+			ans.Repeated = true
 			return nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {

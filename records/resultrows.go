@@ -20,7 +20,7 @@ var (
 const ResultHeader = normalize.ResultHeader
 
 // WriteResult streams the stored result file of an envelope (following a
-// replay to its original) to w, as the partner reads it: sealed, when it
+// repeat to its original) to w, as the partner reads it: sealed, when it
 // was sealed for the partner (ResultFile.Sealed). The bytes are the ones
 // stored when the envelope was processed, so every read gives the same
 // bytes.

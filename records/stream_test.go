@@ -68,7 +68,7 @@ func TestStreamedReceive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if env.Status != records.StatusReplay && !bytes.Equal(got, data) {
+		if env.Status != records.StatusRepeat && !bytes.Equal(got, data) {
 			t.Fatalf("%s: stored %d bytes, not the %d sent", name, len(got), len(data))
 		}
 		return env
@@ -86,8 +86,8 @@ func TestStreamedReceive(t *testing.T) {
 	}
 	// 2. The same file again: a replay, its streamed bytes dropped.
 	r := receive("a.csv", path, data, stream(data))
-	if r.Status != records.StatusReplay || r.ReplayOf != a.ID {
-		t.Fatalf("a.csv again: status %s replay_of %d, want replay of %d", r.Status, r.ReplayOf, a.ID)
+	if r.Status != records.StatusRepeat || r.RepeatOf != a.ID {
+		t.Fatalf("a.csv again: status %s replay_of %d, want replay of %d", r.Status, r.RepeatOf, a.ID)
 	}
 	if n := chunksOf(r.ID); n != 0 {
 		t.Fatalf("replay: %d chunks stored, want 0", n)

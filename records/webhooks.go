@@ -60,9 +60,9 @@ type WebhookResult struct {
 // WebhookAnswer is the answer to a delivery.
 type WebhookAnswer struct {
 	StoredAnswer
-	// Replayed: a redelivery of a webhook-id already answered; the answer
+	// Repeated: a redelivery of a webhook-id already answered; the answer
 	// is the first one, verbatim.
-	Replayed bool
+	Repeated bool
 	// BodyMismatch: the webhook-id was answered before for another body. The
 	// body was quarantined; the answer is empty, the caller answers with
 	// Refused: the reason kept in quarantine (code webhook_id_reuse), so the
@@ -79,7 +79,7 @@ type WebhookAnswerFunc func(WebhookResult) StoredAnswer
 // DeliverWebhook claims a delivery by its webhook-id, insert-or-nothing, and
 // in the same transaction applies its change under the partner lock and
 // stores the answer answer gives. A concurrent duplicate waits on the
-// claim's primary key and then replays the stored response; if the first
+// claim's primary key and then gives the stored response again; if the first
 // attempt rolled back, the duplicate claims it instead.
 //
 // The change is applied only when its version is above the highest version
@@ -111,7 +111,7 @@ func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, answer We
 				return fmt.Errorf("read webhook %s: %w", d.WebhookID, err)
 			}
 			if bytes.Equal(firstSum, sum[:]) {
-				ans.Replayed = true
+				ans.Repeated = true
 				return nil
 			}
 			ans.BodyMismatch = true

@@ -375,7 +375,7 @@ func TestReviewReport(t *testing.T) {
 	// A replay of the file shares the original's report.
 	path := f.dir + "/jan-fix.csv"
 	got2, _, err := f.in.IngestFile(f.ctx, "acme", path, "test")
-	if err != nil || got2.Status != records.StatusReplay {
+	if err != nil || got2.Status != records.StatusRepeat {
 		t.Fatalf("replay: %+v %v", got2, err)
 	}
 	if r, err := reviewReport(t, f, got2.ID); err != nil || r != want {

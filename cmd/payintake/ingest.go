@@ -67,8 +67,8 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func summary(got, out records.Envelope) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: envelope %d %s", got.FileName, got.ID, got.Status)
-	if got.Status == records.StatusReplay {
-		fmt.Fprintf(&b, " of envelope %d (nothing applied again)", got.ReplayOf)
+	if got.Status == records.StatusRepeat {
+		fmt.Fprintf(&b, " of envelope %d (nothing applied again)", got.RepeatOf)
 	}
 	counts := out.Counts
 	if got.Status == records.StatusKeyReuse {

@@ -49,7 +49,7 @@ type submissionInfo struct {
 	Source     string    `json:"source"`
 	ReceivedAt time.Time `json:"received_at"`
 	Size       int64     `json:"size"`
-	ReplayOf   int64     `json:"replay_of,omitempty"`
+	RepeatOf   int64     `json:"replay_of,omitempty"`
 }
 
 func newSubmission(env intake.Envelope) submission {
@@ -231,7 +231,7 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 		a.log.WarnContext(ctx, "idempotency key was taken over while this request worked; the other holder completes it", "partner", partner, "key_hash", observe.KeyHash(key))
 	}
 	w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", out.ID))
-	if got.Status == intake.StatusReplay {
+	if got.Status == intake.StatusRepeat {
 		// The same bytes already came under this key by another door (SFTP,
 		// ingest) or before the key's claim was reaped: nothing was applied.
 		w.Header().Set("Idempotent-Replayed", "true")
@@ -273,7 +273,7 @@ func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key
 		if claim.Answer.Code == http.StatusCreated && claim.EnvelopeID != 0 {
 			w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", claim.EnvelopeID))
 		}
-		a.in.Metrics.Received(intake.Envelope{Source: "http", Status: intake.StatusReplay})
+		a.in.Metrics.Received(intake.Envelope{Source: "http", Status: intake.StatusRepeat})
 		writeResponse(w, storedResponse(claim.Answer))
 		return
 	}
@@ -284,7 +284,7 @@ func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key
 		a.internal(w, r, "receive submission", err)
 		return
 	}
-	if res.Received.Status == intake.StatusReplay && res.Outcome.ID == claim.EnvelopeID && claim.EnvelopeID != 0 {
+	if res.Received.Status == intake.StatusRepeat && res.Outcome.ID == claim.EnvelopeID && claim.EnvelopeID != 0 {
 		// Other bytes, the same submission: an OpenPGP file encrypted
 		// again (a new session key) whose plaintext is the first's.
 		if res.Outcome.FileName != name {
