@@ -116,7 +116,7 @@ func TestRepeatsAppliedOnce(t *testing.T) {
 		t.Errorf("records %d (want %d), updated %d, history %d", l.records, want, l.versions, l.history)
 	}
 	if l.byStatus[records.StatusRepeat] != sent-len(scenarios) {
-		t.Errorf("replays %d, want %d", l.byStatus[records.StatusRepeat], sent-len(scenarios))
+		t.Errorf("repeats %d, want %d", l.byStatus[records.StatusRepeat], sent-len(scenarios))
 	}
 	t.Logf("SUMMARY repeats: %d uploads of %d files (2/10/50 times, sequential and simultaneous, 1-10 connections, 2 serve processes) in %v: %d applied, %d replays, %d upload errors, %d records (want %d), %d rows applied twice",
 		sent, len(scenarios), time.Since(start).Round(time.Millisecond), applied, l.byStatus[records.StatusRepeat], failures.Load(),
