@@ -101,23 +101,22 @@ func newFleet(t *testing.T) *fleet {
 // /readyz through a replica it takes for ready.
 func (f *fleet) waitBalancer() {
 	f.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	eventually.NoError(f.t, 60*time.Second, func() error {
 		c, err := net.DialTimeout("tcp", f.sftpAddr, time.Second)
-		if err == nil {
-			c.Close()
-			if resp, err := http.Get("http://" + f.httpAddr + "/readyz"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return
-				}
-			}
+		if err != nil {
+			return fmt.Errorf("HAProxy does not accept SFTP connections: %w", err)
 		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("HAProxy did not come up in front of the replicas")
+		c.Close()
+		resp, err := http.Get("http://" + f.httpAddr + "/readyz")
+		if err != nil {
+			return fmt.Errorf("HAProxy does not answer /readyz: %w", err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("HAProxy answers /readyz with %d: no replica ready behind it", resp.StatusCode)
+		}
+		return nil
+	})
 }
 
 // dialFrom opens an SSH connection to addr from the loopback address local.
@@ -254,11 +253,18 @@ func TestFleet(t *testing.T) {
 	}
 	got := filepath.Join(t.TempDir(), "fleet.result.csv")
 	for i := range 8 {
-		out, err := openSSHSFTP(t, "127.0.0.2", f.sftpAddr, "acme", acmeKey, knownHosts, "get /results/fleet.result.csv "+got+"\n").CombinedOutput()
-		if err != nil && (i == 7 || !strings.Contains(string(out), "No such file")) {
-			t.Fatalf("sftp get through HAProxy (connection %d): %v\n%s", i+2, err, out)
-		}
-		time.Sleep(100 * time.Millisecond)
+		// Each is a new connection; the first ones may come before the
+		// result is stored.
+		eventually.NoError(t, 30*time.Second, func() error {
+			out, err := openSSHSFTP(t, "127.0.0.2", f.sftpAddr, "acme", acmeKey, knownHosts, "get /results/fleet.result.csv "+got+"\n").CombinedOutput()
+			if err != nil && strings.Contains(string(out), "No such file") {
+				return fmt.Errorf("no result through HAProxy yet: %s", out)
+			}
+			if err != nil {
+				t.Fatalf("sftp get through HAProxy (connection %d): %v\n%s", i+2, err, out)
+			}
+			return nil
+		})
 	}
 	for i, r := range f.replicas {
 		if loginsOf(r) == before[i] {
@@ -569,19 +575,16 @@ func fleetResume(t *testing.T, f *fleet, acmeKey, knownHosts string, drain bool)
 	go func() { done <- put.Wait() }()
 
 	victim := -1
-	deadline := time.Now().Add(20 * time.Second)
-	for victim < 0 {
+	eventually.NoError(t, 20*time.Second, func() error {
 		for _, i := range alive {
 			if loginsOf(f.replicas[i]) > before[i] {
 				victim = i
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no replica logged the upload's login\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(time.Second) // mid-upload: about a quarter is sent
+		return fmt.Errorf("no replica logged the upload's login\n%s", out.String())
+	})
+	time.Sleep(time.Second) // time must pass: mid-upload, about a quarter is sent
 	r := f.replicas[victim]
 	if drain {
 		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -621,13 +624,12 @@ func fleetResume(t *testing.T, f *fleet, acmeKey, knownHosts string, drain bool)
 			if time.Since(killed) > 40*time.Second {
 				t.Fatalf("the cut upload could not be resumed through the balancer: %v\n%s", err, o)
 			}
-			time.Sleep(time.Second)
+			time.Sleep(time.Second) // the partner's client tries again a second later: each try is a login
 		}
 	}
 
 	sum := sha256.Sum256(data)
-	deadline = time.Now().Add(60 * time.Second)
-	for {
+	eventually.NoError(t, 60*time.Second, func() error {
 		rows, err := f.st.Pool().Query(context.Background(),
 			`SELECT status, sha256 FROM envelopes WHERE partner_id = 'acme' AND submission_key = $1 AND status <> 'incomplete'`, name)
 		if err != nil {
@@ -651,11 +653,8 @@ func fleetResume(t *testing.T, f *fleet, acmeKey, knownHosts string, drain bool)
 			if !bytes.Equal(envs[0].sum, sum[:]) {
 				t.Fatalf("%s was received with SHA-256 %x, the partner's file has %x", name, envs[0].sum, sum)
 			}
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %+v, not processed", name, envs)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("%s: %+v, not processed", name, envs)
+	})
 }
