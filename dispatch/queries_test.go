@@ -8,17 +8,11 @@ import (
 	"github.com/payintake/payintake/pgserver/pgtest"
 )
 
-// Every statement of dispatch/*.sql prepares against the migrated schema
-// and is taken by some Go file: a misspelt column fails here, not on the
-// rare path (a retry, an archived key) that runs it.
+// Every statement of dispatch/*.sql prepares against the migrated schema and
+// is taken by some Go file: a misspelt column fails here, not on the rare
+// path (a retry, an archived key) that runs it.
 func TestEveryQueryPrepares(t *testing.T) {
-	ctx := context.Background()
-	tx, err := pgtest.Store(t).Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	for _, err := range sqlfile.Check(ctx, tx, ".", statements.Statements()) {
+	for _, err := range sqlfile.CheckDB(context.Background(), pgtest.Store(t).Pool(), ".", statements.Statements()) {
 		t.Error(err)
 	}
 }

@@ -8,17 +8,11 @@ import (
 	"github.com/payintake/payintake/pgserver/pgtest"
 )
 
-// Every statement of intake/*.sql prepares against the migrated schema
-// and is taken by some Go file: a misspelt column fails here, not in the
-// sweep for orphans that runs only after a crash.
+// Every statement of intake/*.sql prepares against the migrated schema and
+// is taken by some Go file: a misspelt column fails here, not on the sweep
+// for orphans that runs only after a crash.
 func TestEveryQueryPrepares(t *testing.T) {
-	ctx := context.Background()
-	tx, err := pgtest.Store(t).Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	for _, err := range sqlfile.Check(ctx, tx, ".", statements.Statements()) {
+	for _, err := range sqlfile.CheckDB(context.Background(), pgtest.Store(t).Pool(), ".", statements.Statements()) {
 		t.Error(err)
 	}
 }

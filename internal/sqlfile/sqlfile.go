@@ -266,3 +266,16 @@ func Check(ctx context.Context, tx pgx.Tx, dir string, stmts map[string]string) 
 	}
 	return errs
 }
+
+// CheckDB is Check in a transaction of its own on db (a pool), rolled back,
+// for a package whose statements need no temporary tables.
+func CheckDB(ctx context.Context, db interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, dir string, stmts map[string]string) []error {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return []error{err}
+	}
+	defer tx.Rollback(ctx)
+	return Check(ctx, tx, dir, stmts)
+}
