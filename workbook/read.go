@@ -1,0 +1,441 @@
+package workbook
+
+import (
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/xuri/excelize/v2"
+
+	"github.com/payintake/payintake/normalize"
+)
+
+// Options say how a sheet is read.
+type Options struct {
+	// Sheet is the name of the sheet to read (case ignored, as Excel
+	// does); "" reads the first sheet.
+	Sheet string
+	// DecimalComma writes numbers with a decimal comma ("1234,5"), for a
+	// partner whose text cells use one: normalize then reads both alike.
+	DecimalComma bool
+	// TempDir is where an upload that cannot be read at random (a
+	// decrypted stream) is spooled: a workbook is a zip archive, whose
+	// directory is at its end. "" is os.TempDir.
+	TempDir string
+}
+
+// maxColumns is the widest sheet Excel makes (XFD).
+const maxColumns = 16384
+
+// Sheet streams the rows of one sheet of a workbook. It implements
+// normalize.Rows. Close it.
+type Sheet struct {
+	Name string // the sheet's name as the workbook gives it
+
+	opt      Options
+	spool    *os.File // the upload copied to disk, when it was a stream
+	part     io.ReadCloser
+	dec      *xml.Decoder
+	sst      []string
+	styles   []format
+	date1904 bool
+
+	cells     []string
+	line      int // the last row's number
+	headerRow int // the header's row number, once read
+	err       error
+}
+
+// Open reads the package around one sheet of a workbook (its sheet list,
+// shared strings and styles) and prepares to stream the sheet's rows. r is
+// read at random when it is an io.ReaderAt and io.Seeker (a file, a
+// bytes.Reader), else copied to a temporary file first. A workbook that
+// cannot be read, or has no such sheet, is a *normalize.ParseError.
+func Open(r io.Reader, opt Options) (*Sheet, error) {
+	s := &Sheet{opt: opt}
+	ra, size, err := s.readerAt(r)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.open(ra, size); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Sheet) readerAt(r io.Reader) (io.ReaderAt, int64, error) {
+	if rs, ok := r.(interface {
+		io.ReaderAt
+		io.Seeker
+	}); ok {
+		size, err := rs.Seek(0, io.SeekEnd)
+		if err != nil {
+			return nil, 0, fmt.Errorf("workbook: size of the upload: %w", err)
+		}
+		return rs, size, nil
+	}
+	f, err := os.CreateTemp(s.opt.TempDir, "payintake-workbook-*.xlsx")
+	if err != nil {
+		return nil, 0, fmt.Errorf("workbook: spool the upload: %w", err)
+	}
+	s.spool = f
+	size, err := io.Copy(f, r)
+	if err != nil {
+		return nil, 0, fmt.Errorf("workbook: spool the upload: %w", err)
+	}
+	return f, size, nil
+}
+
+// oleMagic starts an OLE compound file: a legacy .xls, or an .xlsx
+// encrypted with a password.
+var oleMagic = []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}
+
+func refuse(code normalize.Code, line, col int, msg string, cause error) *normalize.ParseError {
+	err := error(code)
+	if cause != nil {
+		err = normalize.Cause(code, cause)
+	}
+	return &normalize.ParseError{StartLine: line, Line: line, Column: col, Err: err, Message: msg}
+}
+
+func (s *Sheet) open(ra io.ReaderAt, size int64) error {
+	head := make([]byte, len(oleMagic))
+	if n, _ := ra.ReadAt(head, 0); n == len(head) && bytes.Equal(head, oleMagic) {
+		return refuse(normalize.CodeInvalidWorkbook, 0, 0,
+			"the file is an encrypted workbook or an old Excel 97–2003 (.xls) file, which cannot be read; save it in Excel as an Excel Workbook (.xlsx) without a password and send it again", nil)
+	}
+	zr, err := zip.NewReader(ra, size)
+	if err != nil {
+		return refuse(normalize.CodeInvalidWorkbook, 0, 0,
+			"the file is not an Excel workbook (.xlsx: a zip archive) or is damaged; save it in Excel as an Excel Workbook (.xlsx), or export CSV, and send it again", err)
+	}
+	bad := func(err error) error {
+		return refuse(normalize.CodeInvalidWorkbook, 0, 0, fmt.Sprintf(
+			"the workbook cannot be read (%v); open it in Excel, save it as an Excel Workbook (.xlsx) and send it again", err), err)
+	}
+	info, err := readWorkbook(zr)
+	if err != nil {
+		return bad(err)
+	}
+	sh, err := pickSheet(info.sheets, s.opt.Sheet)
+	if err != nil {
+		return err
+	}
+	s.Name, s.date1904 = sh.name, info.date1904
+	wbPart := info.part
+	if s.styles, err = readStyles(zr, wbPart); err != nil {
+		return bad(err)
+	}
+	if s.sst, err = readSharedStrings(zr, wbPart); err != nil {
+		return bad(err)
+	}
+	if s.part, err = openPart(zr, sh.part); err != nil {
+		return bad(err)
+	}
+	if s.part == nil {
+		return bad(fmt.Errorf("sheet %q has no part %s", sh.name, sh.part))
+	}
+	s.dec = xml.NewDecoder(bufio.NewReaderSize(s.part, 64<<10))
+	return nil
+}
+
+func pickSheet(sheets []sheetEntry, name string) (sheetEntry, error) {
+	if len(sheets) == 0 {
+		return sheetEntry{}, refuse(normalize.CodeMissingSheet, 0, 0, "the workbook has no worksheet; send a workbook with the payroll on a worksheet", nil)
+	}
+	if strings.TrimSpace(name) == "" {
+		return sheets[0], nil
+	}
+	names := make([]string, len(sheets))
+	for i, sh := range sheets {
+		if strings.EqualFold(strings.TrimSpace(sh.name), strings.TrimSpace(name)) {
+			return sh, nil
+		}
+		names[i] = strconv.Quote(sh.name)
+	}
+	return sheetEntry{}, refuse(normalize.CodeMissingSheet, 0, 0, fmt.Sprintf(
+		"the workbook has no sheet named %q (its sheets: %s); name the payroll sheet %q, or ask for the partner's profile to name the sheet it has", name, strings.Join(names, ", "), name), nil)
+}
+
+// Close releases the sheet's stream and the spooled copy of the upload.
+func (s *Sheet) Close() error {
+	var errs []error
+	if s.part != nil {
+		errs = append(errs, s.part.Close())
+		s.part = nil
+	}
+	if s.spool != nil {
+		errs = append(errs, s.spool.Close(), os.Remove(s.spool.Name()))
+		s.spool = nil
+	}
+	return errors.Join(errs...)
+}
+
+// cell is a <c> element as read.
+type cell struct {
+	col         int
+	typ         string // the t attribute
+	style       int
+	v, inline   string
+	hasV, hasF  bool
+	inlineIsSet bool
+}
+
+// Row returns the next row's cells (reused by the next call) and its row
+// number, io.EOF after the last row; a *normalize.ParseError refuses the
+// file, and every later call returns it again.
+func (s *Sheet) Row() ([]string, int, error) {
+	if s.err != nil {
+		return nil, 0, s.err
+	}
+	cells, line, err := s.row()
+	if err != nil {
+		s.err = err
+		return nil, 0, err
+	}
+	return cells, line, nil
+}
+
+func (s *Sheet) row() ([]string, int, error) {
+	for {
+		tok, err := s.dec.RawToken()
+		if err == io.EOF {
+			return nil, 0, s.malformed(io.ErrUnexpectedEOF)
+		}
+		if err != nil {
+			return nil, 0, s.malformed(err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			switch t.Name.Local {
+			case "row":
+				line := s.line + 1
+				if r := attr(t, "r"); r != "" {
+					n, err := strconv.Atoi(r)
+					if err != nil || n < 1 || n > excelize.TotalRows {
+						return nil, 0, s.malformed(fmt.Errorf("row number %q", r))
+					}
+					line = n
+				}
+				s.line = line
+				if err := s.readRow(); err != nil {
+					return nil, 0, err
+				}
+				if s.headerRow == 0 {
+					if err := s.checkHeader(); err != nil {
+						return nil, 0, err
+					}
+				}
+				return s.cells, line, nil
+			case "mergeCell":
+				if err := s.checkMerge(attr(t, "ref")); err != nil {
+					return nil, 0, err
+				}
+			}
+		case xml.EndElement:
+			if t.Name.Local == "worksheet" {
+				return nil, 0, io.EOF
+			}
+		}
+	}
+}
+
+func attr(t xml.StartElement, name string) string {
+	for _, a := range t.Attr {
+		if a.Name.Local == name {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+func (s *Sheet) malformed(err error) error {
+	return refuse(normalize.CodeInvalidWorkbook, s.line, 0, fmt.Sprintf(
+		"sheet %q cannot be read after row %d (%v); open the workbook in Excel, save it as an Excel Workbook (.xlsx) and send it again", s.Name, s.line, err), err)
+}
+
+// readRow reads the cells of the row just started into s.cells.
+func (s *Sheet) readRow() error {
+	s.cells = s.cells[:0]
+	var c cell
+	in := "" // the element whose text is being read: v, f, t (of is)
+	inC, inIS, inRPh := false, false, false
+	for {
+		tok, err := s.dec.RawToken()
+		if err != nil {
+			return s.malformed(err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			switch t.Name.Local {
+			case "c":
+				c = cell{col: len(s.cells) + 1}
+				inC = true
+				for _, a := range t.Attr {
+					switch a.Name.Local {
+					case "r":
+						col, _, err := excelize.CellNameToCoordinates(a.Value)
+						if err != nil {
+							return s.malformed(fmt.Errorf("cell reference %q", a.Value))
+						}
+						c.col = col
+					case "t":
+						c.typ = a.Value
+					case "s":
+						c.style, _ = strconv.Atoi(a.Value)
+					}
+				}
+				if c.col <= len(s.cells) || c.col > maxColumns {
+					return s.malformed(fmt.Errorf("cell column %d out of order", c.col))
+				}
+			case "v":
+				in, c.hasV = "v", true
+			case "f":
+				in, c.hasF = "f", true
+			case "is":
+				inIS, c.inlineIsSet = true, true
+			case "rPh":
+				inRPh = true
+			case "t":
+				if inIS && !inRPh {
+					in = "t"
+				}
+			}
+		case xml.EndElement:
+			switch t.Name.Local {
+			case "c":
+				inC = false
+				v, err := s.value(&c)
+				if err != nil {
+					return err
+				}
+				if v != "" {
+					for len(s.cells) < c.col-1 {
+						s.cells = append(s.cells, "")
+					}
+					s.cells = append(s.cells, v)
+				}
+			case "v", "f", "t":
+				in = ""
+			case "is":
+				inIS = false
+			case "rPh":
+				inRPh = false
+			case "row":
+				return nil
+			}
+		case xml.CharData:
+			if !inC {
+				continue
+			}
+			switch in {
+			case "v":
+				c.v += string(t)
+			case "t":
+				c.inline += string(t)
+			}
+		}
+	}
+}
+
+// value is a cell's text, as package doc says.
+func (s *Sheet) value(c *cell) (string, error) {
+	// openpyxl and other writers that do not calculate write a formula
+	// with no <v>, or an empty one; a formula whose result is empty text
+	// is t="str" with an empty <v>.
+	if c.hasF && (!c.hasV || c.v == "" && c.typ != "str") {
+		ref, _ := excelize.CoordinatesToCellName(c.col, s.line)
+		return "", refuse(normalize.CodeUncalculatedFormula, s.line, c.col, fmt.Sprintf(
+			"cell %s of sheet %q has a formula but no saved value (the workbook was written by a program and never calculated); open it in Excel, let it calculate, save it and send it again, or type the value", ref, s.Name), nil)
+	}
+	switch c.typ {
+	case "s":
+		i, err := strconv.Atoi(strings.TrimSpace(c.v))
+		if err != nil || i < 0 || i >= len(s.sst) {
+			return "", s.malformed(fmt.Errorf("shared string %q out of range", c.v))
+		}
+		return s.sst[i], nil
+	case "inlineStr":
+		return unescapeOOXML(c.inline), nil
+	case "str", "e":
+		return c.v, nil
+	case "b":
+		if strings.TrimSpace(c.v) == "1" {
+			return "TRUE", nil
+		}
+		return "FALSE", nil
+	case "d": // an ISO 8601 date cell (strict OOXML)
+		if d, ok := strings.CutSuffix(c.v, "T00:00:00"); ok {
+			return d, nil
+		}
+		return c.v, nil
+	}
+	if !c.hasV || c.v == "" {
+		return "", nil
+	}
+	var f format
+	if c.style > 0 && c.style < len(s.styles) {
+		f = s.styles[c.style]
+	}
+	var v string
+	var ok bool
+	switch f.kind {
+	case kindDate:
+		v, ok = serialDate(c.v, s.date1904)
+	case kindTime:
+		v, ok = serialTime(c.v)
+	default:
+		v, ok = numberText(strings.TrimSpace(c.v))
+		if ok && f.kind == kindZeroPadded {
+			v = zeroPadded(v, f.zeros)
+		}
+	}
+	if ok && s.opt.DecimalComma && f.kind != kindDate && f.kind != kindTime {
+		v = strings.Replace(v, ".", ",", 1)
+	}
+	return v, nil
+}
+
+// checkHeader refuses a header row (the first with a non-empty cell) with
+// an empty cell before its last named one: a merged cell (its value is in
+// the first of the merged cells only) or a column without a name.
+func (s *Sheet) checkHeader() error {
+	last := len(s.cells) - 1
+	for last >= 0 && strings.TrimSpace(s.cells[last]) == "" {
+		last--
+	}
+	if last < 0 {
+		return nil // a blank row: the header is further down
+	}
+	s.headerRow = s.line
+	for i := 0; i < last; i++ {
+		if strings.TrimSpace(s.cells[i]) == "" {
+			ref, _ := excelize.CoordinatesToCellName(i+1, s.line)
+			return refuse(normalize.CodeInvalidHeaderCell, s.line, i+1, fmt.Sprintf(
+				"header cell %s of sheet %q is empty (or merged with the cell before it); give every column of the header its own name, unmerge header cells, and send the file again", ref, s.Name), nil)
+		}
+	}
+	return nil
+}
+
+// checkMerge refuses a merged range that covers header cells. Merges are
+// stored after the rows, so this is found once the sheet has been read.
+func (s *Sheet) checkMerge(ref string) error {
+	first, last, _ := strings.Cut(ref, ":")
+	_, r1, err1 := excelize.CellNameToCoordinates(first)
+	_, r2, err2 := excelize.CellNameToCoordinates(last)
+	if err1 != nil || err2 != nil || s.headerRow == 0 || s.headerRow < r1 || s.headerRow > r2 {
+		return nil
+	}
+	return refuse(normalize.CodeInvalidHeaderCell, s.headerRow, 0, fmt.Sprintf(
+		"header cells %s of sheet %q are merged; give every column of the header its own cell and name, and send the file again", ref, s.Name), nil)
+}

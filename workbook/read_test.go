@@ -1,0 +1,321 @@
+package workbook
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/payintake/payintake/normalize"
+)
+
+// python3 is Debian's, with python3-openpyxl (scripts/install-deps.sh test).
+const python3 = "/usr/bin/python3"
+
+// openpyxl runs a Python script with openpyxl imported and a helper,
+// cache(path, sheet_xml, ref, value), that stores a formula's cached value
+// as Excel does when it saves (openpyxl writes formulas without one). The
+// script saves to the path in OUT; the test gets the file's bytes.
+func openpyxl(t testing.TB, script string) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "book.xlsx")
+	prelude := `
+import datetime, os, re, zipfile
+from openpyxl import Workbook
+OUT = os.environ["OUT"]
+def cache(path, sheet_xml, ref, value):
+    z = zipfile.ZipFile(path)
+    parts = {n: z.read(n) for n in z.namelist()}
+    z.close()
+    xml = parts[sheet_xml].decode()
+    cell = re.search(r'<c r="%s"[^>]*>.*?</c>' % ref, xml).group(0)
+    parts[sheet_xml] = xml.replace(cell, re.sub(r'<v\s*/>|<v></v>', '<v>%s</v>' % value, cell)).encode()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for n, b in parts.items():
+            z.writestr(n, b)
+`
+	cmd := exec.Command(python3, "-c", prelude+script)
+	cmd.Env = append(os.Environ(), "OUT="+out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("python3 with openpyxl (Debian's python3-openpyxl, scripts/install-deps.sh test): %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// payrollBook is an HR export as a spreadsheet writer makes it: a notes
+// sheet in front, identifiers as text with leading zeros, amounts as
+// numbers (one with a currency format), pay dates as date serials (two
+// date formats), and a formula whose value Excel cached.
+const payrollBook = `
+wb = Workbook()
+notes = wb.active
+notes.title = "Notes"
+notes["A1"] = "November payroll, exported from the HR system"
+notes["A2"] = "Amounts in the currency of each line"
+ws = wb.create_sheet("Payroll")
+ws.append(["Employee Ref", "Pay Period", "Component", "Amount", "Currency", "Pay Date"])
+ws.append(["00123", "2026-11", "BASE", 4000, "USD", datetime.date(2026, 11, 30)])
+ws.append(["00124", "2026-11", "BONUS", 0.07, "USD", datetime.date(2026, 11, 30)])
+ws.append([])
+ws.append(["00125", "2026-11", "BASE", 100000.1, "EUR", datetime.date(2026, 12, 1)])
+ws.append(["00126", "2026-11", "OVERTIME", "=D2/8", "USD", datetime.date(2026, 11, 30)])
+ws["D6"].number_format = '"$"#,##0.00'
+ws["F6"].number_format = "dd/mm/yyyy"
+wb.save(OUT)
+cache(OUT, "xl/worksheets/sheet2.xml", "D6", "500")
+`
+
+func readSheet(t *testing.T, b []byte, opt Options) ([][]string, []int, error) {
+	t.Helper()
+	sh, err := Open(bytes.NewReader(b), opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer sh.Close()
+	var rows [][]string
+	var lines []int
+	for {
+		cells, line, err := sh.Row()
+		if err == io.EOF {
+			return rows, lines, nil
+		}
+		if err != nil {
+			return rows, lines, err
+		}
+		rows = append(rows, slices.Clone(cells))
+		lines = append(lines, line)
+	}
+}
+
+func TestReadsTheNamedSheetAsText(t *testing.T) {
+	b := openpyxl(t, payrollBook)
+	rows, lines, err := readSheet(t, b, Options{Sheet: "payroll"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"Employee Ref", "Pay Period", "Component", "Amount", "Currency", "Pay Date"},
+		{"00123", "2026-11", "BASE", "4000", "USD", "2026-11-30"},
+		{"00124", "2026-11", "BONUS", "0.07", "USD", "2026-11-30"},
+		{"00125", "2026-11", "BASE", "100000.1", "EUR", "2026-12-01"},
+		{"00126", "2026-11", "OVERTIME", "500", "USD", "2026-11-30"},
+	}
+	if !slices.EqualFunc(rows, want, slices.Equal) {
+		t.Fatalf("rows:\n%q\nwant\n%q", rows, want)
+	}
+	// The empty row 4 is not given; line numbers are the sheet's rows.
+	if !slices.Equal(lines, []int{1, 2, 3, 5, 6}) {
+		t.Fatalf("lines %v, want the sheet's row numbers [1 2 3 5 6]", lines)
+	}
+}
+
+func TestReadsTheFirstSheetByDefault(t *testing.T) {
+	b := openpyxl(t, payrollBook)
+	rows, _, err := readSheet(t, b, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0][0] != "November payroll, exported from the HR system" {
+		t.Fatalf("the first sheet (Notes) should be read by default, got %q", rows)
+	}
+}
+
+func TestMissingSheetNamesTheSheets(t *testing.T) {
+	b := openpyxl(t, payrollBook)
+	_, err := Open(bytes.NewReader(b), Options{Sheet: "Lines"})
+	var pe *normalize.ParseError
+	if !errors.As(err, &pe) || !errors.Is(err, normalize.CodeMissingSheet) {
+		t.Fatalf("err = %v, want a missing_sheet ParseError", err)
+	}
+	if !strings.Contains(pe.Message, `"Notes", "Payroll"`) {
+		t.Fatalf("message %q should list the workbook's sheets", pe.Message)
+	}
+}
+
+func TestDecimalComma(t *testing.T) {
+	b := openpyxl(t, payrollBook)
+	rows, _, err := readSheet(t, b, Options{Sheet: "Payroll", DecimalComma: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows[2][3] != "0,07" || rows[2][5] != "2026-11-30" {
+		t.Fatalf("row %q: the amount should have a decimal comma, the date stay ISO", rows[2])
+	}
+}
+
+func TestReadsThroughNormalizeAsTheSameCSV(t *testing.T) {
+	b := openpyxl(t, payrollBook)
+	sh, err := Open(bytes.NewReader(b), Options{Sheet: "Payroll"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	fromBook := normalized(t, func() (*normalize.Reader, error) { return normalize.NewRowsReader(sh, normalize.Settings{}) })
+	csv := "Employee Ref,Pay Period,Component,Amount,Currency,Pay Date\n" +
+		"00123,2026-11,BASE,4000.00,USD,2026-11-30\n" +
+		"00124,2026-11,BONUS,0.07,USD,2026-11-30\n" +
+		",,,,,\n" +
+		"00125,2026-11,BASE,100000.10,EUR,2026-12-01\n" +
+		"00126,2026-11,OVERTIME,$500.00,USD,2026-11-30\n"
+	fromCSV := normalized(t, func() (*normalize.Reader, error) {
+		return normalize.NewReader(strings.NewReader(csv), normalize.Settings{})
+	})
+	if len(fromBook) != 4 || !slices.Equal(fromBook, fromCSV) {
+		t.Fatalf("records from the workbook\n%v\ndiffer from the CSV's\n%v", fromBook, fromCSV)
+	}
+}
+
+// normalized gives each row's line, record and error, as text.
+func normalized(t *testing.T, open func() (*normalize.Reader, error)) []string {
+	t.Helper()
+	rd, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for {
+		row, err := rd.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row.Err != nil {
+			t.Fatalf("line %d: %v", row.Line, row.Err)
+		}
+		h := row.Record.Hash()
+		out = append(out, fmt.Sprintf("line %d %s %x", row.Line, row.Record.Canonical(), h))
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		code         normalize.Code
+		line         int
+		says         string
+	}{
+		{"formula without a cached value", `
+wb = Workbook(); ws = wb.active
+ws.append(["employee_ref", "pay_period", "component", "amount", "currency"])
+ws.append(["E1", "2026-11", "BASE", 100, "USD"])
+ws.append(["E2", "2026-11", "BASE", "=D2*2", "USD"])
+wb.save(OUT)`, normalize.CodeUncalculatedFormula, 3, "cell D3"},
+		{"empty header cell", `
+wb = Workbook(); ws = wb.active
+ws.append(["employee_ref", "pay_period", None, "component", "amount", "currency"])
+ws.append(["E1", "2026-11", "x", "BASE", 100, "USD"])
+wb.save(OUT)`, normalize.CodeInvalidHeaderCell, 1, "header cell C1"},
+		{"merged header cells", `
+wb = Workbook(); ws = wb.active
+ws.append([])
+ws.append(["employee_ref", "pay_period", "component", "amount", "currency", "Notes"])
+ws.append(["E1", "2026-11", "BASE", 100, "USD"])
+ws.merge_cells("F2:G2")
+wb.save(OUT)`, normalize.CodeInvalidHeaderCell, 2, "F2:G2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := readSheet(t, openpyxl(t, tc.script), Options{})
+			var pe *normalize.ParseError
+			if !errors.As(err, &pe) || !errors.Is(err, tc.code) {
+				t.Fatalf("err = %v, want a %s ParseError", err, tc.code)
+			}
+			if pe.StartLine != tc.line || !strings.Contains(pe.Message, tc.says) {
+				t.Fatalf("err = %v (line %d), want line %d and a message naming %s", err, pe.StartLine, tc.line, tc.says)
+			}
+		})
+	}
+}
+
+func TestNotAWorkbook(t *testing.T) {
+	for name, b := range map[string][]byte{
+		"CSV":       []byte("employee_ref,amount\nE1,1\n"),
+		"xls / OLE": append(slices.Clone(oleMagic), make([]byte, 512)...),
+	} {
+		_, err := Open(bytes.NewReader(b), Options{})
+		if !errors.Is(err, normalize.CodeInvalidWorkbook) {
+			t.Errorf("%s: err = %v, want invalid_workbook", name, err)
+		}
+	}
+}
+
+func TestNumberText(t *testing.T) {
+	for in, want := range map[string]string{
+		"0.07": "0.07", "100000.1": "100000.1", "4000": "4000", "-12.5": "-12.5",
+		"2.50": "2.5", "1E-3": "0.001", "1.5E+2": "150", "0.30000000000000004": "0.3",
+		"1234567.8899999999": "1234567.89", "123456789012345678": "123456789012346000",
+	} {
+		if got, ok := numberText(in); !ok || got != want {
+			t.Errorf("numberText(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+}
+
+func TestSerials(t *testing.T) {
+	for _, tc := range []struct {
+		in       string
+		date1904 bool
+		want     string
+	}{
+		{"46356", false, "2026-11-30"}, {"1", false, "1900-01-01"}, {"59", false, "1900-02-28"},
+		{"61", false, "1900-03-01"}, {"46356.5", false, "2026-11-30T12:00:00"}, {"44894", true, "2026-11-30"},
+	} {
+		if got, ok := serialDate(tc.in, tc.date1904); !ok || got != tc.want {
+			t.Errorf("serialDate(%q, %v) = %q; want %q", tc.in, tc.date1904, got, tc.want)
+		}
+	}
+	if got, _ := serialTime("0.3125"); got != "7:30:00" {
+		t.Errorf("serialTime(0.3125) = %q, want 7:30:00", got)
+	}
+	for code, kind := range map[string]formatKind{
+		"yyyy-mm-dd": kindDate, "dd/mm/yyyy": kindDate, "[$-409]mmmm d, yyyy": kindDate, "h:mm": kindTime,
+		"[h]:mm:ss": kindTime, `"$"#,##0.00`: kindNumber, "0.00%": kindNumber, "00000": kindZeroPadded, "General": kindNumber,
+	} {
+		if got := formatOfCode(code).kind; got != kind {
+			t.Errorf("formatOfCode(%q) = %d, want %d", code, got, kind)
+		}
+	}
+}
+
+func TestSharedStringsAndPaddedNumbers(t *testing.T) {
+	b := openpyxl(t, `
+wb = Workbook(); ws = wb.active
+ws.append(["employee_ref", "hours"])
+ws.append([123, 0.3125])
+ws["A2"].number_format = "00000"
+ws["B2"].number_format = "h:mm"
+wb.save(OUT)
+# Excel keeps text in the shared string table; openpyxl writes it inline:
+# move the header there as Excel would.
+z = zipfile.ZipFile(OUT); parts = {n: z.read(n) for n in z.namelist()}; z.close()
+x = parts["xl/worksheets/sheet1.xml"].decode()
+x = x.replace('<c r="A1" t="inlineStr"><is><t>employee_ref</t></is></c>', '<c r="A1" t="s"><v>1</v></c>')
+x = x.replace('<c r="B1" t="inlineStr"><is><t>hours</t></is></c>', '<c r="B1" t="s"><v>0</v></c>')
+parts["xl/worksheets/sheet1.xml"] = x.encode()
+parts["xl/sharedStrings.xml"] = b'<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="2" uniqueCount="2"><si><r><t>ho</t></r><r><t>urs</t></r><rPh sb="0" eb="1"><t>HO</t></rPh></si><si><t>employee_ref</t></si></sst>'
+parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(b'</Types>', b'<Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/></Types>')
+parts["xl/_rels/workbook.xml.rels"] = parts["xl/_rels/workbook.xml.rels"].replace(b'</Relationships>', b'<Relationship Id="rIdS" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/></Relationships>')
+with zipfile.ZipFile(OUT, "w", zipfile.ZIP_DEFLATED) as z:
+    for n, b in parts.items(): z.writestr(n, b)
+`)
+	rows, _, err := readSheet(t, b, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"employee_ref", "hours"}, {"00123", "7:30:00"}}
+	if !slices.EqualFunc(rows, want, slices.Equal) {
+		t.Fatalf("rows %q, want %q: shared strings resolved (rich runs joined, phonetics left out), "+
+			"a number formatted 00000 padded as shown, a time not read as a fraction of a day", rows, want)
+	}
+}
