@@ -5,75 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/workbook/workbooktest"
 )
 
-// python3 is Debian's, with python3-openpyxl (scripts/install-deps.sh test).
-const python3 = "/usr/bin/python3"
-
-// openpyxl runs a Python script with openpyxl imported and a helper,
-// cache(path, sheet_xml, ref, value), that stores a formula's cached value
-// as Excel does when it saves (openpyxl writes formulas without one). The
-// script saves to the path in OUT; the test gets the file's bytes.
-func openpyxl(t testing.TB, script string) []byte {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "book.xlsx")
-	prelude := `
-import datetime, os, re, zipfile
-from openpyxl import Workbook
-OUT = os.environ["OUT"]
-def cache(path, sheet_xml, ref, value):
-    z = zipfile.ZipFile(path)
-    parts = {n: z.read(n) for n in z.namelist()}
-    z.close()
-    xml = parts[sheet_xml].decode()
-    cell = re.search(r'<c r="%s"[^>]*>.*?</c>' % ref, xml).group(0)
-    parts[sheet_xml] = xml.replace(cell, re.sub(r'<v\s*/>|<v></v>', '<v>%s</v>' % value, cell)).encode()
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for n, b in parts.items():
-            z.writestr(n, b)
-`
-	cmd := exec.Command(python3, "-c", prelude+script)
-	cmd.Env = append(os.Environ(), "OUT="+out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("python3 with openpyxl (Debian's python3-openpyxl, scripts/install-deps.sh test): %v\n%s", err, b)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// payrollBook is an HR export as a spreadsheet writer makes it: a notes
-// sheet in front, identifiers as text with leading zeros, amounts as
-// numbers (one with a currency format), pay dates as date serials (two
-// date formats), and a formula whose value Excel cached.
-const payrollBook = `
-wb = Workbook()
-notes = wb.active
-notes.title = "Notes"
-notes["A1"] = "November payroll, exported from the HR system"
-notes["A2"] = "Amounts in the currency of each line"
-ws = wb.create_sheet("Payroll")
-ws.append(["Employee Ref", "Pay Period", "Component", "Amount", "Currency", "Pay Date"])
-ws.append(["00123", "2026-11", "BASE", 4000, "USD", datetime.date(2026, 11, 30)])
-ws.append(["00124", "2026-11", "BONUS", 0.07, "USD", datetime.date(2026, 11, 30)])
-ws.append([])
-ws.append(["00125", "2026-11", "BASE", 100000.1, "EUR", datetime.date(2026, 12, 1)])
-ws.append(["00126", "2026-11", "OVERTIME", "=D2/8", "USD", datetime.date(2026, 11, 30)])
-ws["D6"].number_format = '"$"#,##0.00'
-ws["F6"].number_format = "dd/mm/yyyy"
-wb.save(OUT)
-cache(OUT, "xl/worksheets/sheet2.xml", "D6", "500")
-`
+var openpyxl = workbooktest.Openpyxl
 
 func readSheet(t *testing.T, b []byte, opt Options) ([][]string, []int, error) {
 	t.Helper()
@@ -98,7 +38,7 @@ func readSheet(t *testing.T, b []byte, opt Options) ([][]string, []int, error) {
 }
 
 func TestReadsTheNamedSheetAsText(t *testing.T) {
-	b := openpyxl(t, payrollBook)
+	b := openpyxl(t, workbooktest.Payroll)
 	rows, lines, err := readSheet(t, b, Options{Sheet: "payroll"})
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +60,7 @@ func TestReadsTheNamedSheetAsText(t *testing.T) {
 }
 
 func TestReadsTheFirstSheetByDefault(t *testing.T) {
-	b := openpyxl(t, payrollBook)
+	b := openpyxl(t, workbooktest.Payroll)
 	rows, _, err := readSheet(t, b, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +71,7 @@ func TestReadsTheFirstSheetByDefault(t *testing.T) {
 }
 
 func TestMissingSheetNamesTheSheets(t *testing.T) {
-	b := openpyxl(t, payrollBook)
+	b := openpyxl(t, workbooktest.Payroll)
 	_, err := Open(bytes.NewReader(b), Options{Sheet: "Lines"})
 	var pe *normalize.ParseError
 	if !errors.As(err, &pe) || !errors.Is(err, normalize.CodeMissingSheet) {
@@ -143,7 +83,7 @@ func TestMissingSheetNamesTheSheets(t *testing.T) {
 }
 
 func TestDecimalComma(t *testing.T) {
-	b := openpyxl(t, payrollBook)
+	b := openpyxl(t, workbooktest.Payroll)
 	rows, _, err := readSheet(t, b, Options{Sheet: "Payroll", DecimalComma: true})
 	if err != nil {
 		t.Fatal(err)
@@ -154,19 +94,14 @@ func TestDecimalComma(t *testing.T) {
 }
 
 func TestReadsThroughNormalizeAsTheSameCSV(t *testing.T) {
-	b := openpyxl(t, payrollBook)
+	b := openpyxl(t, workbooktest.Payroll)
 	sh, err := Open(bytes.NewReader(b), Options{Sheet: "Payroll"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sh.Close()
 	fromBook := normalized(t, func() (*normalize.Reader, error) { return normalize.NewRowsReader(sh, normalize.Settings{}) })
-	csv := "Employee Ref,Pay Period,Component,Amount,Currency,Pay Date\n" +
-		"00123,2026-11,BASE,4000.00,USD,2026-11-30\n" +
-		"00124,2026-11,BONUS,0.07,USD,2026-11-30\n" +
-		",,,,,\n" +
-		"00125,2026-11,BASE,100000.10,EUR,2026-12-01\n" +
-		"00126,2026-11,OVERTIME,$500.00,USD,2026-11-30\n"
+	csv := workbooktest.PayrollCSV
 	fromCSV := normalized(t, func() (*normalize.Reader, error) {
 		return normalize.NewReader(strings.NewReader(csv), normalize.Settings{})
 	})

@@ -1,0 +1,42 @@
+package intake_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/payintake/payintake/records"
+	"github.com/payintake/payintake/workbook/workbooktest"
+)
+
+// The same payroll as CSV and as a workbook (openpyxl's, notes sheet in
+// front: the partner's sheet named) gives the same records: the workbook
+// sent after the CSV is unchanged row for row, on the sheet's row numbers.
+// Both orders are tried.
+func TestWorkbookIsTheSamePayrollAsCSV(t *testing.T) {
+	// The payroll sheet first: the sheet read by default.
+	book := string(workbooktest.Openpyxl(t, workbooktest.Payroll, "PAYROLL_FIRST=1"))
+	for _, order := range [][2]string{{"pay.csv", "pay-book.xlsx"}, {"pay-book.xlsx", "pay.csv"}} {
+		t.Run(order[0]+" then "+order[1], func(t *testing.T) {
+			f := newFixture(t, records.Partner{})
+			file := map[string]string{"pay.csv": workbooktest.PayrollCSV, "pay-book.xlsx": book}
+			_, first := f.ingest(order[0], file[order[0]])
+			if first.Status != records.StatusProcessed || first.Counts["created"] != 4 || len(first.Counts) != 1 {
+				t.Fatalf("%s: status %s counts %v, want 4 created:\n%s", order[0], first.Status, first.Counts, f.result(first))
+			}
+			_, second := f.ingest(order[1], file[order[1]])
+			if second.Counts["unchanged"] != 4 || len(second.Counts) != 1 {
+				t.Fatalf("%s after %s: counts %v, want 4 unchanged:\n%s", order[1], order[0], second.Counts, f.result(second))
+			}
+			var lines []string
+			for _, r := range f.resultRows(second) {
+				lines = append(lines, r["line"]+":"+r["employee_ref"])
+			}
+			if fmt.Sprint(lines) != "[2:00123 3:00124 5:00125 6:00126]" {
+				t.Fatalf("result lines %v, want the sheet's rows 2 3 5 6 (row 4 is empty) with the references' leading zeros", lines)
+			}
+			if got := f.amount("00125", "2026-11", "BASE"); got != "100000.10" {
+				t.Fatalf("amount of 00125 = %s, want 100000.10", got)
+			}
+		})
+	}
+}
