@@ -133,7 +133,7 @@ type resultStyles struct {
 }
 
 type rowStyles struct {
-	text  int
+	text   int
 	amount [4]int // by the currency's decimals: 0 to 3
 }
 
