@@ -2,9 +2,7 @@ package workbook
 
 import (
 	"archive/zip"
-	"bufio"
 	"bytes"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -42,7 +40,7 @@ type Sheet struct {
 	opt      Options
 	spool    *os.File // the upload copied to disk, when it was a stream
 	part     io.ReadCloser
-	dec      *xml.Decoder
+	sc       *scanner
 	sst      []string
 	styles   []format
 	date1904 bool
@@ -144,7 +142,7 @@ func (s *Sheet) open(ra io.ReaderAt, size int64) error {
 	if s.part == nil {
 		return bad(fmt.Errorf("sheet %q has no part %s", sh.name, sh.part))
 	}
-	s.dec = xml.NewDecoder(bufio.NewReaderSize(s.part, 64<<10))
+	s.sc = newScanner(s.part)
 	return nil
 }
 
@@ -182,12 +180,11 @@ func (s *Sheet) Close() error {
 
 // cell is a <c> element as read.
 type cell struct {
-	col         int
-	typ         string // the t attribute
-	style       int
-	v, inline   string
-	hasV, hasF  bool
-	inlineIsSet bool
+	col        int
+	typ        string // the t attribute
+	style      int
+	v, inline  string
+	hasV, hasF bool
 }
 
 // Row returns the next row's cells (reused by the next call) and its row
@@ -206,29 +203,33 @@ func (s *Sheet) Row() ([]string, int, error) {
 }
 
 func (s *Sheet) row() ([]string, int, error) {
+	sc := s.sc
 	for {
-		tok, err := s.dec.RawToken()
+		err := sc.next()
 		if err == io.EOF {
 			return nil, 0, s.malformed(io.ErrUnexpectedEOF)
 		}
 		if err != nil {
 			return nil, 0, s.malformed(err)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			switch t.Name.Local {
+		switch sc.kind {
+		case tokStart, tokEmpty:
+			switch string(sc.name) {
 			case "row":
 				line := s.line + 1
-				if r := attr(t, "r"); r != "" {
-					n, err := strconv.Atoi(r)
-					if err != nil || n < 1 || n > excelize.TotalRows {
-						return nil, 0, s.malformed(fmt.Errorf("row number %q", r))
+				if r := sc.attrValue("r"); r != nil {
+					n, err := strconv.Atoi(string(r))
+					if err != nil || n <= s.line || n > excelize.TotalRows {
+						return nil, 0, s.malformed(fmt.Errorf("row number %q after row %d", r, s.line))
 					}
 					line = n
 				}
 				s.line = line
-				if err := s.readRow(); err != nil {
-					return nil, 0, err
+				s.cells = s.cells[:0]
+				if sc.kind == tokStart {
+					if err := s.readRow(); err != nil {
+						return nil, 0, err
+					}
 				}
 				if s.headerRow == 0 {
 					if err := s.checkHeader(); err != nil {
@@ -237,25 +238,16 @@ func (s *Sheet) row() ([]string, int, error) {
 				}
 				return s.cells, line, nil
 			case "mergeCell":
-				if err := s.checkMerge(attr(t, "ref")); err != nil {
+				if err := s.checkMerge(string(sc.attrValue("ref"))); err != nil {
 					return nil, 0, err
 				}
 			}
-		case xml.EndElement:
-			if t.Name.Local == "worksheet" {
+		case tokEnd:
+			if string(sc.name) == "worksheet" {
 				return nil, 0, io.EOF
 			}
 		}
 	}
-}
-
-func attr(t xml.StartElement, name string) string {
-	for _, a := range t.Attr {
-		if a.Name.Local == name {
-			return a.Value
-		}
-	}
-	return ""
 }
 
 func (s *Sheet) malformed(err error) error {
@@ -265,53 +257,59 @@ func (s *Sheet) malformed(err error) error {
 
 // readRow reads the cells of the row just started into s.cells.
 func (s *Sheet) readRow() error {
-	s.cells = s.cells[:0]
+	sc := s.sc
 	var c cell
-	in := "" // the element whose text is being read: v, f, t (of is)
+	in := "" // the element whose text is being read: v, t (of is)
 	inC, inIS, inRPh := false, false, false
 	for {
-		tok, err := s.dec.RawToken()
-		if err != nil {
-			return s.malformed(err)
+		if err := sc.next(); err != nil {
+			return s.malformed(unexpected(err))
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			switch t.Name.Local {
+		switch sc.kind {
+		case tokStart, tokEmpty:
+			empty := sc.kind == tokEmpty
+			switch string(sc.name) {
 			case "c":
 				c = cell{col: len(s.cells) + 1}
 				inC = true
-				for _, a := range t.Attr {
-					switch a.Name.Local {
+				for _, a := range sc.attrs {
+					switch string(a.name) {
 					case "r":
-						col, _, err := excelize.CellNameToCoordinates(a.Value)
+						col, _, err := excelize.CellNameToCoordinates(string(a.value))
 						if err != nil {
-							return s.malformed(fmt.Errorf("cell reference %q", a.Value))
+							return s.malformed(fmt.Errorf("cell reference %q", a.value))
 						}
 						c.col = col
 					case "t":
-						c.typ = a.Value
+						c.typ = cellType(a.value)
 					case "s":
-						c.style, _ = strconv.Atoi(a.Value)
+						c.style, _ = strconv.Atoi(string(a.value))
 					}
 				}
 				if c.col <= len(s.cells) || c.col > maxColumns {
 					return s.malformed(fmt.Errorf("cell column %d out of order", c.col))
 				}
+				if empty {
+					inC = false
+				}
 			case "v":
-				in, c.hasV = "v", true
+				c.hasV = true
+				if !empty {
+					in = "v"
+				}
 			case "f":
-				in, c.hasF = "f", true
+				c.hasF = true
 			case "is":
-				inIS, c.inlineIsSet = true, true
+				inIS = !empty
 			case "rPh":
-				inRPh = true
+				inRPh = !empty
 			case "t":
-				if inIS && !inRPh {
+				if inIS && !inRPh && !empty {
 					in = "t"
 				}
 			}
-		case xml.EndElement:
-			switch t.Name.Local {
+		case tokEnd:
+			switch string(sc.name) {
 			case "c":
 				inC = false
 				v, err := s.value(&c)
@@ -324,7 +322,7 @@ func (s *Sheet) readRow() error {
 					}
 					s.cells = append(s.cells, v)
 				}
-			case "v", "f", "t":
+			case "v", "t":
 				in = ""
 			case "is":
 				inIS = false
@@ -333,18 +331,28 @@ func (s *Sheet) readRow() error {
 			case "row":
 				return nil
 			}
-		case xml.CharData:
+		case tokText:
 			if !inC {
 				continue
 			}
 			switch in {
 			case "v":
-				c.v += string(t)
+				c.v += string(sc.text)
 			case "t":
-				c.inline += string(t)
+				c.inline += string(sc.text)
 			}
 		}
 	}
+}
+
+// cellType is a cell's t attribute, without allocating for the types there are.
+func cellType(t []byte) string {
+	for _, k := range [...]string{"s", "n", "str", "inlineStr", "b", "e", "d"} {
+		if string(t) == k {
+			return k
+		}
+	}
+	return string(t)
 }
 
 // value is a cell's text, as package doc says.
