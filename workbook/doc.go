@@ -38,6 +38,7 @@
 // Excelize's own row iterator gives each cell's formatted or raw text only,
 // not its type, style, formula or merge, and unzips a large sheet to a
 // temporary file before reading it; so the reader decodes SpreadsheetML
-// (ECMA-376 part 1, §18) itself with archive/zip and encoding/xml, and
-// excelize writes result workbooks.
+// (ECMA-376 part 1, §18) itself, with archive/zip, encoding/xml for the
+// small parts and its own tokeniser for the sheet (scan.go), and excelize
+// writes result workbooks.
 package workbook
