@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 	"github.com/payintake/payintake/workbook/workbooktest"
 )
@@ -38,5 +40,23 @@ func TestWorkbookIsTheSamePayrollAsCSV(t *testing.T) {
 				t.Fatalf("amount of 00125 = %s, want 100000.10", got)
 			}
 		})
+	}
+}
+
+// An encrypted and signed workbook (pay.xlsx.gpg) is decrypted as it is
+// read, copied to a temporary file (a zip archive is read at random) and
+// read as the same workbook sent in the clear.
+func TestEncryptedWorkbook(t *testing.T) {
+	book := workbooktest.Openpyxl(t, workbooktest.Payroll, "PAYROLL_FIRST=1")
+	st := pgtest.Store(t)
+	in := intake.New(st, nil)
+	s := newPGPSide(t, st, in, "acme", records.PGPAccept, "ed25519", false)
+	got, out := s.ingest("pay.xlsx.gpg", s.Seal(book))
+	if got.Status != records.StatusProcessed || fmt.Sprint(out.Counts) != "map[created:4]" {
+		t.Fatalf("encrypted workbook: %s %v, want 4 created", got.Status, out.Counts)
+	}
+	_, plain := s.ingest("pay-clear.xlsx", book)
+	if fmt.Sprint(plain.Counts) != "map[unchanged:4]" {
+		t.Fatalf("the same workbook in the clear: %v, want 4 unchanged", plain.Counts)
 	}
 }
