@@ -1,7 +1,10 @@
 package intake_test
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/payintake/payintake/intake"
@@ -58,5 +61,33 @@ func TestEncryptedWorkbook(t *testing.T) {
 	_, plain := s.ingest("pay-clear.xlsx", book)
 	if fmt.Sprint(plain.Counts) != "map[unchanged:4]" {
 		t.Fatalf("the same workbook in the clear: %v, want 4 unchanged", plain.Counts)
+	}
+}
+
+// A result as a workbook is the same bytes every time (a replay serves
+// the first result's), made from the stored result file.
+func TestResultWorkbookOfAnEnvelope(t *testing.T) {
+	f := newFixture(t, records.Partner{})
+	_, out := f.ingest("pay.csv", workbooktest.PayrollCSV)
+	var a, b bytes.Buffer
+	if err := f.in.WriteResultWorkbook(f.ctx, out.ID, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.in.WriteResultWorkbook(f.ctx, out.ID, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) || !bytes.HasPrefix(a.Bytes(), []byte("PK\x03\x04")) {
+		t.Fatalf("two workbooks of one result: %d and %d bytes, equal %v; want the same zip archive", a.Len(), b.Len(), bytes.Equal(a.Bytes(), b.Bytes()))
+	}
+	path := filepath.Join(t.TempDir(), "pay.result.xlsx")
+	if err := os.WriteFile(path, a.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := workbooktest.Run(t, `
+ws = load_workbook(os.environ["BOOK"]).active
+print(ws.freeze_panes, [[c.value for c in row][:7] for row in ws.iter_rows(min_row=2, max_row=2)])
+`, "OUT=unused", "BOOK="+path)
+	if want := "A2 [[2, 1, 'created', '00123', '2026-11', 'BASE', 4000]]\n"; got != want {
+		t.Fatalf("openpyxl reads %q, want %q", got, want)
 	}
 }
