@@ -40,11 +40,12 @@ const (
 	CodeTooManyColumns  Code = "too_many_columns"
 
 	// A workbook (.xlsx) refused whole: not a workbook that can be read, no
-	// sheet of the name asked for, a formula with no saved value, a header
-	// cell that is empty or merged.
+	// sheet of the name asked for, a formula with no saved value or whose
+	// value is an error (#N/A), a header cell that is empty or merged.
 	CodeInvalidWorkbook     Code = "invalid_workbook"
 	CodeMissingSheet        Code = "missing_sheet"
 	CodeUncalculatedFormula Code = "uncalculated_formula"
+	CodeFormulaError        Code = "formula_error"
 	CodeInvalidHeaderCell   Code = "invalid_header_cell"
 )
 

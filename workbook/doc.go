@@ -21,8 +21,10 @@
 //   - a date (a serial number with a date format, or an ISO date cell) is
 //     YYYY-MM-DD; one with a time of day is YYYY-MM-DDTHH:MM:SS, which no
 //     date field accepts, so the row is refused rather than the time dropped;
-//   - text is as typed (leading zeros kept), booleans TRUE or FALSE, errors
-//     as Excel shows them (#N/A), so normalize refuses them by field;
+//   - text is as typed (leading zeros kept), booleans TRUE or FALSE; a
+//     cell showing an error (#N/A, #DIV/0!) refuses the file
+//     (formula_error), naming the cell: as text it would pass for an
+//     identifier;
 //   - a formula is its cached value, the value Excel computed when it
 //     saved the file; a formula without one (a workbook written by a
 //     program and never opened in Excel) refuses the file

@@ -374,8 +374,14 @@ func (s *Sheet) value(c *cell) (string, error) {
 		return s.sst[i], nil
 	case "inlineStr":
 		return unescapeOOXML(c.inline), nil
-	case "str", "e":
+	case "str":
 		return c.v, nil
+	case "e":
+		// An error read as text would pass for an identifier ("#N/A" as
+		// an employee_ref): no cell of the file can be trusted to be read.
+		ref, _ := excelize.CoordinatesToCellName(c.col, s.line)
+		return "", refuse(normalize.CodeFormulaError, s.line, c.col, fmt.Sprintf(
+			"cell %s of sheet %q shows the error %s; correct the formula or the value, save the workbook and send it again", ref, s.Name, strings.TrimSpace(c.v)), nil)
 	case "b":
 		if strings.TrimSpace(c.v) == "1" {
 			return "TRUE", nil

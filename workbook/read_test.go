@@ -147,6 +147,16 @@ ws.append(["employee_ref", "pay_period", "component", "amount", "currency"])
 ws.append(["E1", "2026-11", "BASE", 100, "USD"])
 ws.append(["E2", "2026-11", "BASE", "=D2*2", "USD"])
 wb.save(OUT)`, normalize.CodeUncalculatedFormula, 3, "cell D3"},
+		{"cell showing an error", `
+wb = Workbook(); ws = wb.active
+ws.append(["employee_ref", "pay_period", "component", "amount", "currency"])
+ws.append(["=VLOOKUP(9,A1:A1,1,FALSE)", "2026-11", "BASE", 100, "USD"])
+wb.save(OUT)
+cache(OUT, ws.title, "A2", "#N/A")
+z = zipfile.ZipFile(OUT); parts = {n: z.read(n) for n in z.namelist()}; z.close()
+parts["xl/worksheets/sheet1.xml"] = parts["xl/worksheets/sheet1.xml"].replace(b'<c r="A2">', b'<c r="A2" t="e">')
+with zipfile.ZipFile(OUT, "w") as z:
+    for n, b in parts.items(): z.writestr(n, b)`, normalize.CodeFormulaError, 2, "cell A2 of sheet \"Sheet\" shows the error #N/A"},
 		{"empty header cell", `
 wb = Workbook(); ws = wb.active
 ws.append(["employee_ref", "pay_period", None, "component", "amount", "currency"])
