@@ -26,7 +26,7 @@ func openRows(fileName string, body io.Reader, s normalize.Settings) (*normalize
 		r, err := normalize.NewReader(body, s)
 		return r, nil, err
 	}
-	sh, err := workbook.Open(body, workbook.Options{DecimalComma: s.DecimalComma})
+	sh, err := workbook.Open(body, workbook.Options{DecimalComma: s.DecimalComma, DateFormat: s.DateFormat})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -19,7 +19,8 @@
 //   - a number formatted only with zeros ("00000") is padded as shown
 //     ("123" shows as "00123", an identifier Excel keeps as a number);
 //   - a date (a serial number with a date format, or an ISO date cell) is
-//     YYYY-MM-DD; one with a time of day is YYYY-MM-DDTHH:MM:SS, which no
+//     YYYY-MM-DD, or in Options.DateFormat; one with a time of day is
+//     YYYY-MM-DDTHH:MM:SS, which no
 //     date field accepts, so the row is refused rather than the time dropped;
 //   - text is as typed (leading zeros kept), booleans TRUE or FALSE; a
 //     cell showing an error (#N/A, #DIV/0!) refuses the file

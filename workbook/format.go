@@ -217,3 +217,13 @@ func zeroPadded(v string, n int) string {
 	}
 	return strings.Repeat("0", n-len(v)) + v
 }
+
+// inDateFormat writes an ISO date (YYYY-MM-DD) in a date format of
+// normalize's tokens (YYYY, MM, DD); "" leaves it ISO.
+func inDateFormat(iso, layout string) string {
+	if layout == "" {
+		return iso
+	}
+	r := strings.NewReplacer("YYYY", iso[0:4], "MM", iso[5:7], "DD", iso[8:10])
+	return r.Replace(strings.ToUpper(layout))
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/xuri/excelize/v2"
 
@@ -23,6 +24,11 @@ type Options struct {
 	// DecimalComma writes numbers with a decimal comma ("1234,5"), for a
 	// partner whose text cells use one: normalize then reads both alike.
 	DecimalComma bool
+	// DateFormat writes dates in the partner's date format (normalize's
+	// tokens YYYY, MM and DD with any separators, "DD.MM.YYYY"), for a
+	// partner whose text cells use it: ISO would be misread by a format
+	// of the same shape ("YYYY-DD-MM"). "" writes YYYY-MM-DD.
+	DateFormat string
 	// TempDir is where an upload that cannot be read at random (a
 	// decrypted stream) is spooled: a workbook is a zip archive, whose
 	// directory is at its end. "" is os.TempDir.
@@ -388,8 +394,8 @@ func (s *Sheet) value(c *cell) (string, error) {
 		}
 		return "FALSE", nil
 	case "d": // an ISO 8601 date cell (strict OOXML)
-		if d, ok := strings.CutSuffix(c.v, "T00:00:00"); ok {
-			return d, nil
+		if d, ok := strings.CutSuffix(c.v, "T00:00:00"); ok && len(d) == len(time.DateOnly) {
+			return inDateFormat(d, s.opt.DateFormat), nil
 		}
 		return c.v, nil
 	}
@@ -405,6 +411,9 @@ func (s *Sheet) value(c *cell) (string, error) {
 	switch f.kind {
 	case kindDate:
 		v, ok = serialDate(c.v, s.date1904)
+		if ok && len(v) == len(time.DateOnly) {
+			v = inDateFormat(v, s.opt.DateFormat)
+		}
 	case kindTime:
 		v, ok = serialTime(c.v)
 	default:

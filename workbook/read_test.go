@@ -82,14 +82,38 @@ func TestMissingSheetNamesTheSheets(t *testing.T) {
 	}
 }
 
-func TestDecimalComma(t *testing.T) {
+func TestPartnersConventions(t *testing.T) {
 	b := openpyxl(t, workbooktest.Payroll)
-	rows, _, err := readSheet(t, b, Options{Sheet: "Payroll", DecimalComma: true})
+	rows, _, err := readSheet(t, b, Options{Sheet: "Payroll", DecimalComma: true, DateFormat: "YYYY-DD-MM"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows[2][3] != "0,07" || rows[2][5] != "2026-11-30" {
-		t.Fatalf("row %q: the amount should have a decimal comma, the date stay ISO", rows[2])
+	if rows[2][3] != "0,07" || rows[3][5] != "2026-01-12" {
+		t.Fatalf("rows %q: amounts should have a decimal comma, dates the partner's format", rows[2:4])
+	}
+	// Through normalize with the same settings: the same records as ISO.
+	sh, err := Open(bytes.NewReader(b), Options{Sheet: "Payroll", DateFormat: "YYYY-DD-MM"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	rd, err := normalize.NewRowsReader(sh, normalize.Settings{DateFormat: "YYYY-DD-MM"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dates []string
+	for {
+		row, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil || row.Err != nil {
+			t.Fatal(err, row.Err)
+		}
+		dates = append(dates, row.Record.PayDate)
+	}
+	if fmt.Sprint(dates) != "[2026-11-30 2026-11-30 2026-12-01 2026-11-30]" {
+		t.Fatalf("pay dates %v, want the sheet's", dates)
 	}
 }
 
