@@ -15,7 +15,11 @@
 //     an exponent is written out ("1E-3" is "0.001") and digits beyond
 //     Excel's 15 significant ones, which are binary noise Excel never
 //     shows ("0.30000000000000004"), are dropped as Excel drops them
-//     ("0.3"); with Options.DecimalComma the decimal point is a comma;
+//     ("0.3"); a number of more than 15 whole digits, which Excel cannot
+//     hold (an identifier typed as a number), is given as Excel shows it,
+//     "1.23456789012346E+17", which normalize refuses (mangled_identifier,
+//     invalid_amount); with Options.DecimalComma the decimal point is a
+//     comma;
 //   - a number formatted only with zeros ("00000") is padded as shown
 //     ("123" shows as "00123", an identifier Excel keeps as a number);
 //   - a date (a serial number with a date format, or an ISO date cell) is

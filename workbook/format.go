@@ -98,7 +98,8 @@ const excelDigits = 15
 
 // numberText is a stored number (the <v> text, such as "0.07", "1E-3" or
 // "0.30000000000000004") as decimal text, exactly, to Excel's 15
-// significant digits; ok false when it is not a number.
+// significant digits; one of more than 15 whole digits as Excel shows it
+// (1.23456789012346E+17); ok false when it is not a number.
 func numberText(v string) (string, bool) {
 	if plainDecimal(v) {
 		return v, true
@@ -113,6 +114,21 @@ func numberText(v string) (string, bool) {
 	if n := int(d.NumDigits()); n > excelDigits {
 		lead := n + int(d.Exponent()) - 1 // power of ten of the first significant digit
 		d = d.Round(int32(excelDigits - 1 - lead))
+	}
+	if whole := d.Truncate(0).Abs().String(); len(whole) > excelDigits {
+		// Excel cannot hold it exactly (a long identifier typed as a
+		// number) and shows it as 1.23456789012346E+17: so is it given,
+		// which normalize refuses as it refuses such a CSV cell, rather
+		// than as digits Excel never had.
+		sig := strings.TrimRight(whole[:excelDigits], "0")
+		mant := sig[:1]
+		if len(sig) > 1 {
+			mant += "." + sig[1:]
+		}
+		if d.Sign() < 0 {
+			mant = "-" + mant
+		}
+		return fmt.Sprintf("%sE+%d", mant, len(whole)-1), true
 	}
 	return d.String(), true
 }
