@@ -265,7 +265,8 @@ func (s *Sheet) malformed(err error) error {
 func (s *Sheet) readRow() error {
 	sc := s.sc
 	var c cell
-	in := "" // the element whose text is being read: v, t (of is)
+	last := 0 // the last cell's column, empty or not
+	in := ""  // the element whose text is being read: v, t (of is)
 	inC, inIS, inRPh := false, false, false
 	for {
 		if err := sc.next(); err != nil {
@@ -276,7 +277,7 @@ func (s *Sheet) readRow() error {
 			empty := sc.kind == tokEmpty
 			switch string(sc.name) {
 			case "c":
-				c = cell{col: len(s.cells) + 1}
+				c = cell{col: last + 1}
 				inC = true
 				for _, a := range sc.attrs {
 					switch string(a.name) {
@@ -292,9 +293,10 @@ func (s *Sheet) readRow() error {
 						c.style, _ = strconv.Atoi(string(a.value))
 					}
 				}
-				if c.col <= len(s.cells) || c.col > maxColumns {
+				if c.col <= last || c.col > maxColumns {
 					return s.malformed(fmt.Errorf("cell column %d out of order", c.col))
 				}
+				last = c.col
 				if empty {
 					inC = false
 				}
@@ -373,6 +375,9 @@ func (s *Sheet) value(c *cell) (string, error) {
 	}
 	switch c.typ {
 	case "s":
+		if !c.hasV {
+			return "", nil
+		}
 		i, err := strconv.Atoi(strings.TrimSpace(c.v))
 		if err != nil || i < 0 || i >= len(s.sst) {
 			return "", s.malformed(fmt.Errorf("shared string %q out of range", c.v))

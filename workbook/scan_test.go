@@ -195,3 +195,32 @@ func minimalBook(t testing.TB, sheet []byte) []byte {
 	}
 	return b.Bytes()
 }
+
+// Cells without a reference follow the one before, empty or not; cells
+// out of order refuse the sheet.
+func TestCellPositions(t *testing.T) {
+	sheet := func(row string) string {
+		return `<worksheet><sheetData><row r="1"><c t="inlineStr"><is><t>h1</t></is></c><c t="inlineStr"><is><t>h2</t></is></c><c t="inlineStr"><is><t>h3</t></is></c></row>` + row + `</sheetData></worksheet>`
+	}
+	sh, err := Open(bytes.NewReader(minimalBook(t, []byte(sheet(`<row r="2"><c r="A2" s="0"/><c><v>2</v></c><c t="s"><v>1</v></c></row>`)))), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sh.Row(); err != nil {
+		t.Fatal(err)
+	}
+	cells, line, err := sh.Row()
+	if err != nil || line != 2 || fmt.Sprint(cells) != "[ 2 b]" {
+		t.Fatalf("row 2: %q line %d %v, want [\"\" 2 b] on line 2", cells, line, err)
+	}
+	sh.Close()
+	sh, err = Open(bytes.NewReader(minimalBook(t, []byte(sheet(`<row r="2"><c r="B2"/><c r="A2"><v>1</v></c></row>`)))), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	sh.Row()
+	if _, _, err := sh.Row(); !errors.Is(err, normalize.CodeInvalidWorkbook) {
+		t.Fatalf("cells out of order: %v, want invalid_workbook", err)
+	}
+}
