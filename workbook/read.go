@@ -282,9 +282,9 @@ func (s *Sheet) readRow() error {
 				for _, a := range sc.attrs {
 					switch string(a.name) {
 					case "r":
-						col, _, err := excelize.CellNameToCoordinates(string(a.value))
-						if err != nil {
-							return s.malformed(fmt.Errorf("cell reference %q", a.value))
+						col, ok := refColumn(a.value, s.line)
+						if !ok {
+							return s.malformed(fmt.Errorf("cell reference %q in row %d", a.value, s.line))
 						}
 						c.col = col
 					case "t":
@@ -351,6 +351,24 @@ func (s *Sheet) readRow() error {
 			}
 		}
 	}
+}
+
+// refColumn is the column of a cell reference ("C12": 3) of row line;
+// false when it is not a reference in that row.
+func refColumn(ref []byte, line int) (int, bool) {
+	col, i := 0, 0
+	for ; i < len(ref) && i < 3; i++ {
+		c := ref[i] | 0x20 // lower case
+		if c < 'a' || c > 'z' {
+			break
+		}
+		col = col*26 + int(c-'a'+1)
+	}
+	if i == 0 || col > maxColumns {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(ref[i:]))
+	return col, err == nil && n == line
 }
 
 // cellType is a cell's t attribute, without allocating for the types there are.
