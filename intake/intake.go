@@ -212,21 +212,21 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 	if env.Size == 0 {
 		return pl, &normalize.ParseError{Err: normalize.CodeEmptyFile, Message: "the file is empty (0 bytes), so nothing was applied: check the export and send the file again"}
 	}
-	r, err := normalize.NewReader(body, Settings(p))
+	r, sheet, err := openRows(env.FileName, body, Settings(p))
 	if err != nil {
 		return pl, err
 	}
-	pl.Rows = newRowSource(r, records.ReadOptions{}, in.batches)
+	pl.Rows = withSheet(newRowSource(r, records.ReadOptions{}, in.batches), sheet)
 	if sk, ok := body.(io.Seeker); ok {
 		pl.Reread = func(o records.ReadOptions) (records.RowSource, error) {
 			if _, err := sk.Seek(0, io.SeekStart); err != nil {
 				return nil, fmt.Errorf("rewind the file: %w", err)
 			}
-			r, err := normalize.NewReader(body, Settings(p))
+			r, sheet, err := openRows(env.FileName, body, Settings(p))
 			if err != nil {
 				return nil, err
 			}
-			return newRowSource(r, o, in.batches), nil
+			return withSheet(newRowSource(r, o, in.batches), sheet), nil
 		}
 	}
 	return pl, nil

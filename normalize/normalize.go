@@ -38,6 +38,15 @@ const (
 	CodeDuplicateColumn Code = "duplicate_column"
 	CodeLineTooLong     Code = "line_too_long"
 	CodeTooManyColumns  Code = "too_many_columns"
+
+	// A workbook (.xlsx) refused whole: not a workbook that can be read, no
+	// sheet of the name asked for, a formula with no saved value or whose
+	// value is an error (#N/A), a header cell that is empty or merged.
+	CodeInvalidWorkbook     Code = "invalid_workbook"
+	CodeMissingSheet        Code = "missing_sheet"
+	CodeUncalculatedFormula Code = "uncalculated_formula"
+	CodeFormulaError        Code = "formula_error"
+	CodeInvalidHeaderCell   Code = "invalid_header_cell"
 )
 
 // Codes of a file or row refused after normalisation, by intake or the store;
