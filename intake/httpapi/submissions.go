@@ -405,7 +405,7 @@ func (a *API) getReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b bytes.Buffer
-	sealed, err := a.in.ReviewReport(r.Context(), out, &b)
+	sealed, err := a.in.ReviewReport(r.Context(), out.ID, &b)
 	if errors.Is(err, intake.ErrNotFound) {
 		w.Header().Set("Retry-After", "60") // reviewers decide in human time
 		writeProblem(w, newProblem(http.StatusConflict, "not_ready",
