@@ -121,8 +121,9 @@ type receivedPGP struct {
 // an OpenPGP file (named NAME.pgp, .gpg or .asc, or marked by its door) is
 // decrypted and verified, its plaintext hashed as it streams, or refused
 // with its code; a plain file is refused where OpenPGP is required.
-func (in *Intake) receivePGP(ctx context.Context, s Submission) (receivedPGP, error) {
-	isPGP := s.PGP || records.IsPGPName(s.Name)
+// marked: the door says the bytes are OpenPGP (SubmitOpts.PGP).
+func (in *Intake) receivePGP(ctx context.Context, s Submission, marked bool) (receivedPGP, error) {
+	isPGP := marked || records.IsPGPName(s.Name)
 	var got receivedPGP
 	p, err := in.Store.Partner(ctx, s.Partner)
 	if errors.Is(err, records.ErrNotFound) {

@@ -6,14 +6,15 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/payintake/payintake/records"
 )
 
-// What a door shows a partner of its submissions. The doors (intake/httpapi)
-// read envelopes, result rows, result files and review reports through
-// these, never the store: the names below are the store's types and
-// constants, given to the doors by intake.
+// What a door shows a partner of its submissions. The doors (intake/httpapi,
+// intake/sftpd) and the CLI read envelopes, result rows, result files and
+// review reports through these, never the store: the names below are the
+// store's types and constants, given to the doors by intake.
 
 // Envelope is one received file and, once processed, its outcome.
 type Envelope = records.Envelope
@@ -169,13 +170,66 @@ func (in *Intake) ResultFile(ctx context.Context, env, out Envelope, original bo
 	}}, nil
 }
 
-// ReviewReport writes the review report of out (an outcome envelope) to w,
-// or returns ErrNotFound while it has open exceptions (or never had any).
-// sealed tells whether it was sealed for the partner (OpenPGP): the bytes
-// written are then the sealed ones.
-func (in *Intake) ReviewReport(ctx context.Context, out Envelope, w io.Writer) (sealed bool, err error) {
-	if _, sealed, err = in.Store.Sealed(ctx, out.ID, records.SealedReview); err != nil {
+// ResultListing is a result file as a partner's /results lists it: its
+// name (NAME.result.csv, .pgp when sealed), the envelope whose result it
+// is and the one that holds it, its size and time.
+type ResultListing = records.ResultFile
+
+// ResultFiles lists the partner's result files, the latest envelope's per
+// name.
+func (in *Intake) ResultFiles(ctx context.Context, partner string) ([]ResultListing, error) {
+	return in.Store.ResultFiles(ctx, partner)
+}
+
+// ResultFileNamed finds the partner's result file called name (compared
+// case-insensitively), or ErrNotFound while there is none (yet).
+func (in *Intake) ResultFileNamed(ctx context.Context, partner, name string) (ResultListing, error) {
+	return in.Store.ResultFileNamed(ctx, partner, name)
+}
+
+// StoredResult gives a listed result's file: the bytes stored when it was
+// processed, sealed when they were sealed for the partner.
+func (in *Intake) StoredResult(l ResultListing) ResultFile {
+	return ResultFile{Size: l.Size, Sealed: l.Sealed, write: func(ctx context.Context, w io.Writer) error {
+		return in.Store.WriteResult(ctx, l.EnvelopeID, w)
+	}}
+}
+
+// ReviewReportListing is a review report as /results lists it
+// (NAME.review.csv, .pgp when sealed).
+type ReviewReportListing = records.ReviewReportInfo
+
+// ReviewReports lists the partner's review reports, the latest envelope's
+// per name (case-folded); only the one called name when name is not empty.
+func (in *Intake) ReviewReports(ctx context.Context, partner, name string) ([]ReviewReportListing, error) {
+	all, err := in.Store.ReviewReports(ctx, partner)
+	if err != nil {
+		return nil, err
+	}
+	latest := map[string]int{}
+	var out []ReviewReportListing
+	for _, rr := range all { // oldest first
+		key := strings.ToLower(rr.Name)
+		if name != "" && key != strings.ToLower(name) {
+			continue
+		}
+		if i, ok := latest[key]; ok {
+			out[i] = rr
+			continue
+		}
+		latest[key] = len(out)
+		out = append(out, rr)
+	}
+	return out, nil
+}
+
+// ReviewReport writes the review report of the envelope id (its outcome's,
+// for a replay) to w, or returns ErrNotFound while it has open exceptions
+// (or never had any). sealed tells whether it was sealed for the partner
+// (OpenPGP): the bytes written are then the sealed ones.
+func (in *Intake) ReviewReport(ctx context.Context, id int64, w io.Writer) (sealed bool, err error) {
+	if _, sealed, err = in.Store.Sealed(ctx, id, records.SealedReview); err != nil {
 		return false, err
 	}
-	return sealed, in.Store.ReviewReport(ctx, out.ID, w)
+	return sealed, in.Store.ReviewReport(ctx, id, w)
 }

@@ -101,7 +101,20 @@ type Incoming struct {
 	// finish: it is dropped in the envelope's transaction, so the file is
 	// either received or still resumable, never both nor neither.
 	Upload int64
+	// RepeatNotRecorded: a repeat of the first envelope's very bytes (the
+	// same key and the same SHA-256) is answered without being recorded:
+	// Receive returns it with Status StatusRepeat, RepeatOf the first
+	// envelope and ID 0, and writes nothing. A door whose client retries
+	// one request (HTTP's Idempotency-Key) asks for this: the retry is the
+	// same request again, not a new arrival. Other bytes under the key are
+	// recorded as ever (a replay of an OpenPGP file encrypted again, with
+	// its keys; a key reuse, for audit).
+	RepeatNotRecorded bool
 }
+
+// errRepeatNotRecorded rolls back the envelope of a repeat that is not
+// recorded (Incoming.RepeatNotRecorded).
+var errRepeatNotRecorded = errors.New("repeat not recorded")
 
 // AfterInsert runs inside the transaction that records a new envelope, so work
 // enqueued there (a processing job) commits or vanishes together with it.
@@ -112,7 +125,8 @@ type AfterInsert func(ctx context.Context, tx pgx.Tx, env Envelope) error
 //   - a new key: the envelope is "received" with its bytes stored, and after
 //     runs in the same transaction (to enqueue processing);
 //   - the same key with the same bytes: a repeat of the first envelope
-//     (status "replay"), whose result it shares; nothing is processed again;
+//     (status "replay"), whose result it shares; nothing is processed again (and, with
+//     Incoming.RepeatNotRecorded, nothing recorded);
 //   - the same key with other bytes: "key_reuse", rejected with code
 //     idempotency_key_reuse; its bytes are kept for audit, nothing applied.
 //
@@ -210,13 +224,17 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 			return nil
 		}
 		var first int64
-		var firstSum []byte
+		var firstSum, firstBytes []byte
 		if err := tx.QueryRow(ctx, sqlFirstOfSubmissionKey,
-			env.PartnerID, env.Key).Scan(&first, &firstSum); err != nil {
+			env.PartnerID, env.Key).Scan(&first, &firstSum, &firstBytes); err != nil {
 			return fmt.Errorf("read submission key: %w", err)
 		}
 		if bytes.Equal(firstSum, identity) {
 			env.Status, env.RepeatOf = StatusRepeat, first
+			if in.RepeatNotRecorded && bytes.Equal(firstBytes, sum) {
+				env.ID, env.ReceivedAt = 0, time.Time{}
+				return errRepeatNotRecorded
+			}
 			_, err := tx.Exec(ctx, sqlMarkRepeat, env.ID, first)
 			if err != nil {
 				return fmt.Errorf("record a repeat: %w", err)
@@ -248,6 +266,9 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 		err = st.commit(ctx, record)
 	} else {
 		err = s.inTxWithin(ctx, "record envelope", record)
+	}
+	if errors.Is(err, errRepeatNotRecorded) {
+		return env, nil
 	}
 	if err != nil {
 		return Envelope{}, err
