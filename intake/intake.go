@@ -56,6 +56,21 @@ func Settings(p records.Partner) normalize.Settings {
 	return s
 }
 
+// FileSettings are Settings with the partner's profile, if it has one: the
+// settings a file is read with. (Webhooks and leg replays carry
+// payintake's own fields and codes, so they are read with Settings.)
+func FileSettings(p records.Partner) normalize.Settings {
+	s := Settings(p)
+	if pr := p.Profile; pr != nil {
+		s.Columns, s.Components, s.UnknownComponent = pr.Columns, pr.Components, pr.UnknownComponent
+		s.Profile = fmt.Sprintf("partner profile %s (version %d)", p.ID, pr.Version)
+		if pr.Version == 0 {
+			s.Profile = fmt.Sprintf("the profile being checked for partner %s (not stored)", p.ID)
+		}
+	}
+	return s
+}
+
 // CheckFilePattern validates a partner's --file-pattern: a Go regular
 // expression whose optional named group "seq" can match digits only (the
 // file's sequence number).
@@ -212,7 +227,7 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 	if env.Size == 0 {
 		return pl, &normalize.ParseError{Err: normalize.CodeEmptyFile, Message: "the file is empty (0 bytes), so nothing was applied: check the export and send the file again"}
 	}
-	r, err := normalize.NewReader(body, Settings(p))
+	r, err := normalize.NewReader(body, FileSettings(p))
 	if err != nil {
 		return pl, err
 	}
@@ -222,7 +237,7 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 			if _, err := sk.Seek(0, io.SeekStart); err != nil {
 				return nil, fmt.Errorf("rewind the file: %w", err)
 			}
-			r, err := normalize.NewReader(body, Settings(p))
+			r, err := normalize.NewReader(body, FileSettings(p))
 			if err != nil {
 				return nil, err
 			}

@@ -19,7 +19,8 @@ type Reader struct {
 	csv     *csv.Reader
 	cols    [8]int // file column index of each canonical field, -1 when absent
 	nHeader int    // number of header cells (trailing empty ones dropped)
-	extra   []int  // file column index of each Settings.Extra column, -1 when absent
+	header  []string
+	extra   []int // file column index of each Settings.Extra column, -1 when absent
 	index   int
 	err     error // sticky: io.EOF or a *ParseError or a read error
 }
@@ -216,6 +217,7 @@ func (rd *Reader) readHeader() error {
 	line, _ := rd.csv.FieldPos(0)
 	rec = trimTrailingEmpty(rec)
 	rd.nHeader = len(rec)
+	rd.header = slices.Clone(rec)
 	rd.extra = make([]int, len(rd.s.Extra))
 	for i := range rd.extra {
 		rd.extra[i] = -1
@@ -290,6 +292,25 @@ func (rd *Reader) fileLevel(err error, header bool) error {
 			"the header line cannot be read as CSV (%v at line %d, column %d); fix the quoting of the header", pe.Err, pe.Line, pe.Column)}
 	}
 	return err
+}
+
+// ColumnUse says which column of the file carries a field.
+type ColumnUse struct {
+	Field  string
+	Header string // as the file writes it
+	Column int    // 1-based
+}
+
+// Columns says which column carries each field the file has, in
+// FieldNames order: the mapping a preview shows.
+func (rd *Reader) Columns() []ColumnUse {
+	var cs []ColumnUse
+	for i, f := range FieldNames {
+		if j := rd.cols[i]; j >= 0 {
+			cs = append(cs, ColumnUse{Field: f, Header: rd.header[j], Column: j + 1})
+		}
+	}
+	return cs
 }
 
 // Delimiter returns the delimiter in use (the partner's or the detected one).

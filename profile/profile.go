@@ -266,10 +266,3 @@ func parseComponents(v *yaml.Node) (map[string]string, error) {
 	}
 	return m, nil
 }
-
-// Apply gives normalize the profile's mapping; name is how row
-// messages name the profile (`partner profile acme (version 3)`).
-func (p Profile) Apply(s *normalize.Settings, name string) {
-	s.Columns, s.Components, s.Profile = p.Columns, p.Components, name
-	s.UnknownComponent = p.UnknownComponent
-}

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/profile"
+	"github.com/payintake/payintake/records"
 )
 
 const hrProfile = `# Acme HR's payroll export
@@ -123,8 +125,8 @@ func TestApplyReadsTheExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := normalize.Settings{Delimiter: ';', DecimalComma: true, DateFormat: "DD.MM.YYYY"}
-	p.Apply(&s, "partner profile acme (version 1)")
+	s := intake.FileSettings(records.Partner{ID: "acme", Delimiter: ";", DecimalComma: true, DateFormat: "DD.MM.YYYY",
+		Profile: &records.PartnerProfile{Version: 1, Columns: p.Columns, Components: p.Components, UnknownComponent: p.UnknownComponent}})
 	file := "Employee Number;Name;Period;Earning Code;Gross Pay;Curr;Pay Date\n" +
 		"00042;Zoë Brandt;2026-03;REG;1.234,50;EUR;31.03.2026\n" +
 		"00042;Zoë Brandt;2026-03;XMAS;50,00;EUR;31.03.2026\n"

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/payintake/payintake/pgserver/pgtest"
+)
+
+// hrExport is a payroll file as an HR system exports it: its own headers
+// (a name column payintake does not read), ';' between cells, a decimal
+// comma, day-first dates, its own earning codes, and an employee number
+// with leading zeros.
+const hrExport = "Emp No;Name;Period;Earning Code;Gross Pay;Curr;Pay Date\n" +
+	"00042;Zoë Brandt;2026-11;REG;4.000,00;EUR;30.11.2026\n" +
+	"00042;Zoë Brandt;2026-11;OT;312,50;EUR;30.11.2026\n" +
+	"00043;Jonas Weber;2026-11;REG;3.650,00;EUR;30.11.2026\n" +
+	"00043;Jonas Weber;2026-11;BON;500,00;EUR;30.11.2026\n"
+
+const hrProfileYAML = `# Acme's HR export
+columns:
+  employee_ref: ["Emp No", "Employee Number"]
+  pay_period: Period
+  component: Earning Code
+  amount: Gross Pay
+  currency: Curr
+  pay_date: Pay Date
+components:
+  REG: BASE
+  OT: OVERTIME
+  BON: BONUS
+unknown_component: reject
+delimiter: ";"
+decimal_comma: true
+date_format: DD.MM.YYYY
+`
+
+// dbState is what a preview must leave as it was: every table a file's
+// processing writes, as one digest.
+func dbState(t *testing.T, url string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var s string
+	err = conn.QueryRow(ctx, `SELECT concat_ws(' ',
+		(SELECT count(*) FROM envelopes), (SELECT count(*) FROM employees), (SELECT count(*) FROM exceptions),
+		(SELECT count(*) FROM review_audit), (SELECT count(*) FROM partner_profiles),
+		(SELECT md5(coalesce(string_agg(concat_ws('|', id, version, content_hash, updated_at), ',' ORDER BY id), '')) FROM records))`).Scan(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestPartnerProfileCLI onboards a partner from its HR export: the profile
+// is checked on a sample (nothing applied), set, shown with its version,
+// the export goes through, and a new profile version that maps the same
+// values leaves every record unchanged.
+func TestPartnerProfileCLI(t *testing.T) {
+	c := &cli{t: t, url: pgtest.New(t), dir: t.TempDir()}
+	c.ok("partner", "add", "acme", "--name", "Acme")
+	sample := c.file("acme-export.csv", hrExport)
+	prof := c.file("acme.yaml", hrProfileYAML)
+
+	// A profile with a mistake is refused by its line.
+	bad := c.file("bad.yaml", "columns:\n  amount: Gross Pay\n  rate: gross_pay\n")
+	if code, _, stderr := c.run("partner", "profile", "set", "acme", bad); code == 0 || !strings.Contains(stderr, "profile line 3") || !strings.Contains(stderr, "mapped to both amount") {
+		t.Errorf("a header mapped twice: exit %d, %q", code, stderr)
+	}
+	badSetting := c.file("bad-setting.yaml", "components:\n  REG: BASE\nmode: sometimes\n")
+	if code, _, stderr := c.run("partner", "profile", "set", "acme", badSetting); code == 0 || !strings.Contains(stderr, "profile line 3: mode") {
+		t.Errorf("a bad setting: exit %d, %q", code, stderr)
+	}
+	xlsx := c.file("xlsx.yaml", "results: xlsx\n")
+	if code, _, stderr := c.run("partner", "profile", "set", "acme", xlsx); code == 0 || !strings.Contains(stderr, "results: xlsx is not available") {
+		t.Errorf("results: xlsx: exit %d, %q", code, stderr)
+	}
+
+	// The preview with the profile not yet stored applies nothing.
+	before := dbState(t, c.url)
+	var pv struct {
+		Columns []struct {
+			Field, Header string
+			Column        int
+		}
+		Rows []struct {
+			Line          int
+			Values        map[string]string
+			Outcome, Code string
+		}
+	}
+	if err := json.Unmarshal([]byte(c.ok("partner", "profile", "check", "acme", sample, "--profile", prof, "--format", "json")), &pv); err != nil {
+		t.Fatal(err)
+	}
+	if after := dbState(t, c.url); after != before {
+		t.Fatalf("the preview changed the database: %s → %s", before, after)
+	}
+	if len(pv.Columns) != 6 || pv.Columns[0].Field != "employee_ref" || pv.Columns[0].Header != "Emp No" || pv.Columns[3].Header != "Gross Pay" || pv.Columns[3].Column != 5 {
+		t.Errorf("columns = %+v", pv.Columns)
+	}
+	if len(pv.Rows) != 4 {
+		t.Fatalf("rows = %+v", pv.Rows)
+	}
+	r := pv.Rows[1]
+	if r.Line != 3 || r.Outcome != "created" || r.Values["employee_ref"] != "00042" || r.Values["component"] != "OVERTIME (OT)" ||
+		r.Values["amount"] != "312.50" || r.Values["pay_date"] != "2026-11-30" {
+		t.Errorf("row 2 = %+v", r)
+	}
+
+	out := c.ok("partner", "profile", "set", "acme", prof)
+	if !strings.Contains(out, "profile version 1") {
+		t.Errorf("set: %q", out)
+	}
+	shown := c.ok("partner", "profile", "show", "acme")
+	if !strings.HasPrefix(shown, "# partner acme, profile version 1, set by ") || !strings.HasSuffix(shown, hrProfileYAML) {
+		t.Errorf("show: %q", shown)
+	}
+	out = c.ok("ingest", "--partner", "acme", sample)
+	if !strings.Contains(out, "created=4 ") || !strings.Contains(out, "rejected=0") {
+		t.Fatalf("ingest: %q", out)
+	}
+
+	// A code the profile lacks: the preview says it would be rejected, and
+	// why, naming the code and the profile.
+	xmas := c.file("xmas.csv", "Emp No;Period;Earning Code;Gross Pay;Curr\n00042;2026-11;XMAS;100,00;EUR\n00042;2026-11;REG;4.100,00;EUR\n")
+	text := c.ok("partner", "profile", "check", "acme", xmas)
+	for _, want := range []string{"read with partner profile acme (version 1); nothing was applied", "rejected", "unknown_component",
+		`component code "XMAS" has no mapping in partner profile acme (version 1)`, "updated", "2 rows: updated 1, rejected 1"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("check lacks %q:\n%s", want, text)
+		}
+	}
+
+	// Version 2 accepts another header for the employee and spells the
+	// codes in lower case: the same export maps to the same values, so its
+	// records are unchanged.
+	v2 := c.file("acme-v2.yaml", strings.NewReplacer(`["Emp No", "Employee Number"]`, `["Employee Number", "Emp No", "Staff ID"]`,
+		"REG: BASE", "reg: base", "# Acme's HR export", "# Acme's HR export, version 2").Replace(hrProfileYAML))
+	if out := c.ok("partner", "profile", "set", "acme", v2); !strings.Contains(out, "profile version 2") {
+		t.Errorf("set v2: %q", out)
+	}
+	resent := c.file("acme-export-again.csv", hrExport)
+	out = c.ok("ingest", "--partner", "acme", resent)
+	if !strings.Contains(out, "created=0 updated=0 unchanged=4 ") {
+		t.Errorf("resent under version 2: %q", out)
+	}
+	hist := c.ok("partner", "profile", "show", "acme", "--history")
+	if !strings.Contains(hist, "VERSION") || !strings.Contains(hist, "\n1 ") || !strings.Contains(hist, "\n2 ") {
+		t.Errorf("history: %q", hist)
+	}
+	if old := c.ok("partner", "profile", "show", "acme", "--version", "1"); !strings.HasSuffix(old, hrProfileYAML) {
+		t.Errorf("version 1: %q", old)
+	}
+	// Each envelope names the profile version it was read with.
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT file_name, coalesce(profile_version, 0) FROM envelopes ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for rows.Next() {
+		var name string
+		var v int
+		if err := rows.Scan(&name, &v); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = v
+	}
+	if rows.Err() != nil || len(got) != 2 || got["acme-export.csv"] != 1 || got["acme-export-again.csv"] != 2 {
+		t.Errorf("envelopes' profile versions = %v (%v)", got, rows.Err())
+	}
+}
