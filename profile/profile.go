@@ -26,11 +26,11 @@ const (
 	UnknownKeep   = normalize.UnknownComponentKeep   // the code as it is
 )
 
-// Result file formats (results).
+// Result file formats (results), normalize's.
 const (
-	ResultsCSV      = "csv"       // the result file's own bytes: UTF-8, no BOM, LF
-	ResultsCSVExcel = "csv-excel" // the same lines with a UTF-8 BOM and CRLF, for Excel on Windows
-	ResultsXLSX     = "xlsx"      // a workbook (package workbook)
+	ResultsCSV      = normalize.ResultsCSV
+	ResultsCSVExcel = normalize.ResultsCSVExcel
+	ResultsXLSX     = normalize.ResultsXLSX
 )
 
 // SettingKeys are the partner settings a profile may give, by their YAML

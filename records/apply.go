@@ -190,6 +190,9 @@ func (s *Store) process(ctx context.Context, id int64, plan Planner, skipBusyPar
 		if err != nil {
 			return err
 		}
+		if err := noteResultFormat(ctx, tx, &env, p); err != nil {
+			return err
+		}
 		// A later file supersedes held changes: review reports it completes
 		// are sealed as decisions' are.
 		if err := s.sealReviews(ctx, tx, env.PartnerID); err != nil {

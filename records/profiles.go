@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,6 +21,7 @@ var (
 	sqlPartnerProfiles      = query("PartnerProfiles")
 	sqlRecordProfileVersion = query("RecordProfileVersion")
 	sqlPreviewRows          = query("PreviewRows")
+	sqlNoteExcelResult      = query("NoteExcelResult")
 )
 
 // PartnerProfile is one version of a partner's profile (package profile
@@ -126,6 +128,29 @@ func recordProfileVersion(ctx context.Context, tx pgx.Tx, envelope int64, p Part
 		return fmt.Errorf("note the profile version of envelope %d: %w", envelope, err)
 	}
 	return nil
+}
+
+// noteResultFormat notes, in the transaction that stored env's result,
+// the format the profile asks its result to be served in, and the size
+// served.
+func noteResultFormat(ctx context.Context, tx pgx.Tx, env *Envelope, p Partner) error {
+	if p.Profile == nil || p.Profile.Results != normalize.ResultsCSVExcel {
+		return nil
+	}
+	if err := tx.QueryRow(ctx, sqlNoteExcelResult, env.ID).Scan(&env.ResultSize); err != nil {
+		return fmt.Errorf("note the result format of envelope %d: %w", env.ID, err)
+	}
+	env.ResultFormat = normalize.ResultsCSVExcel
+	return nil
+}
+
+// ResultWriter is w as a result of env is written to it: through
+// normalize's Excel form for a csv-excel result.
+func ResultWriter(env Envelope, w io.Writer) io.Writer {
+	if env.ResultFormat == normalize.ResultsCSVExcel {
+		return normalize.NewExcelResultWriter(w)
+	}
+	return w
 }
 
 // PreviewKey is a valid row of a file being previewed: its key and hash.

@@ -31,3 +31,10 @@ LEFT JOIN period_locks pl ON pl.partner_id = $1 AND pl.pay_period = f.pay_period
 LEFT JOIN employees em ON em.partner_id = $1 AND em.employee_ref = f.employee_ref
 WHERE p.id = $1
 ORDER BY f.i;
+
+-- name: NoteExcelResult
+-- A csv-excel result is served with a 3-byte BOM and each LF as CR LF.
+UPDATE envelopes SET result_format = 'csv-excel', result_size = coalesce(result_size, 0) + 3 + coalesce((
+	SELECT sum(octet_length(data) - octet_length(replace(convert_from(data, 'UTF8'), E'\n', '')))
+	FROM envelope_results WHERE envelope_id = $1), 0)
+WHERE id = $1 RETURNING result_size;

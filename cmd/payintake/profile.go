@@ -56,10 +56,10 @@ func readProfile(path string) (data []byte, pr records.PartnerProfile, u records
 
 // resultsAvailable refuses a result format this build cannot write yet,
 // rather than writing today's CSV under a profile that asks for another.
-// The xlsx and csv-excel writers plug in here when they land.
+// The xlsx writer (package workbook) plugs in here when it lands.
 func resultsAvailable(format string) error {
 	switch format {
-	case "", profile.ResultsCSV:
+	case "", profile.ResultsCSV, profile.ResultsCSVExcel:
 		return nil
 	}
 	return fmt.Errorf("results: %s is not available in this version of payintake yet; use results: csv (or leave results out)", format)

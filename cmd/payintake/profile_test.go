@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -159,6 +161,24 @@ func TestPartnerProfileCLI(t *testing.T) {
 	if old := c.ok("partner", "profile", "show", "acme", "--version", "1"); !strings.HasSuffix(old, hrProfileYAML) {
 		t.Errorf("version 1: %q", old)
 	}
+	// Version 3 asks for results Excel opens as UTF-8: a BOM and CR LF.
+	v3 := c.file("acme-v3.yaml", hrProfileYAML+"results: csv-excel\n")
+	c.ok("partner", "profile", "set", "acme", v3)
+	results := filepath.Join(c.dir, "results")
+	nov := c.file("acme-december.csv", strings.ReplaceAll(hrExport, "2026-11", "2026-12"))
+	if out := c.ok("ingest", "--partner", "acme", "--results-dir", results, nov); !strings.Contains(out, "created=4 ") {
+		t.Fatalf("ingest under version 3: %q", out)
+	}
+	res, err := os.ReadFile(filepath.Join(results, "acme-december.result.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHead := "\ufeffline,row,outcome,employee_ref,pay_period,component,amount,currency,code,field,message\r\n" +
+		"2,1,created,00042,2026-12,BASE (REG),4000.00,EUR,,,\r\n3,2,created,00042,2026-12,OVERTIME (OT),312.50,EUR,,,\r\n"
+	if !strings.HasPrefix(string(res), wantHead) || strings.Count(string(res), "\n") != 5 || strings.Count(string(res), "\r\n") != 5 {
+		t.Errorf("csv-excel result:\n%q\nwant it to start %q", res, wantHead)
+	}
+
 	// Each envelope names the profile version it was read with.
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, c.url)
@@ -179,7 +199,7 @@ func TestPartnerProfileCLI(t *testing.T) {
 		}
 		got[name] = v
 	}
-	if rows.Err() != nil || len(got) != 2 || got["acme-export.csv"] != 1 || got["acme-export-again.csv"] != 2 {
+	if rows.Err() != nil || len(got) != 3 || got["acme-export.csv"] != 1 || got["acme-export-again.csv"] != 2 || got["acme-december.csv"] != 3 {
 		t.Errorf("envelopes' profile versions = %v (%v)", got, rows.Err())
 	}
 }
