@@ -3,14 +3,22 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/crypto/ssh"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/pgserver/pgtest"
+	"github.com/payintake/payintake/records"
 )
 
 // hrExport is a payroll file as an HR system exports it: its own headers
@@ -201,5 +209,86 @@ func TestPartnerProfileCLI(t *testing.T) {
 	}
 	if rows.Err() != nil || len(got) != 3 || got["acme-export.csv"] != 1 || got["acme-export-again.csv"] != 2 || got["acme-december.csv"] != 3 {
 		t.Errorf("envelopes' profile versions = %v (%v)", got, rows.Err())
+	}
+}
+
+// TestProfileThroughTheDoors: a partner onboarded with a profile uploads
+// its HR export as it is, with OpenSSH's sftp and with curl, and reads
+// back results Excel opens as UTF-8 (results: csv-excel): the size /results
+// lists is the size downloaded, and the second door's upload of the same
+// payroll is unchanged.
+func TestProfileThroughTheDoors(t *testing.T) {
+	for _, bin := range []string{"/usr/bin/sftp", "/usr/bin/curl"} {
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("this test needs %s: install the Debian packages openssh-client and curl (%v)", bin, err)
+		}
+	}
+	ctx := context.Background()
+	c := &cli{t: t, url: pgtest.New(t), dir: t.TempDir()}
+	st, err := records.Open(ctx, c.url, records.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	c.ok("partner", "add", "acme", "--name", "Acme")
+	c.ok("partner", "profile", "set", "acme", c.file("acme.yaml", hrProfileYAML+"results: csv-excel\n"))
+	_, keyFile := partnerKeyFile(t, st, "acme")
+	token := strings.TrimSpace(c.ok("partner", "token", "acme"))
+	token = token[strings.LastIndex(token, "\n")+1:]
+	s := startServer(t, c.url, t.TempDir(), nil)
+
+	host, port, _ := net.SplitHostPort(s.sftpAddr)
+	knownHosts := c.file("known_hosts", fmt.Sprintf("[%s]:%s %s\n", host, port,
+		hostKeysOf(t, "127.0.0.1", s.sftpAddr, []string{ssh.KeyAlgoED25519})[ssh.KeyAlgoED25519]))
+	export := hrExport + "00043;Jonas Weber;2026-11;XMAS;100,00;EUR;30.11.2026\n"
+	local := c.file("acme-2026-11.csv", export)
+	if out, err := openSSHSFTP(t, "127.0.0.1", s.sftpAddr, "acme", keyFile, knownHosts, "put "+local+" /inbox/acme-2026-11.csv\n").CombinedOutput(); err != nil {
+		t.Fatalf("sftp put: %v\n%s", err, out)
+	}
+	got := filepath.Join(c.dir, "acme-2026-11.result.csv")
+	var listing string
+	eventually.NoError(t, 30*time.Second, func() error {
+		out, err := openSSHSFTP(t, "127.0.0.1", s.sftpAddr, "acme", keyFile, knownHosts, "ls -l /results\nget /results/acme-2026-11.result.csv "+got+"\n").CombinedOutput()
+		listing = string(out)
+		if err != nil {
+			return fmt.Errorf("sftp get: %v\n%s", err, out)
+		}
+		return nil
+	})
+	res, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`\s` + strconv.Itoa(len(res)) + `\s+\w+\s+\d+\s+[\d:]+\s+acme-2026-11.result.csv`).MatchString(listing) {
+		t.Errorf("/results lists a size other than the %d bytes downloaded:\n%s", len(res), listing)
+	}
+	text := string(res)
+	for _, want := range []string{
+		"\ufeffline,row,outcome,", "\r\n2,1,created,00042,2026-11,BASE (REG),4000.00,EUR,,,\r\n",
+		"\r\n5,4,created,00043,2026-11,BONUS (BON),500.00,EUR,,,\r\n",
+		`6,5,rejected,00043,2026-11,XMAS,100.00,EUR,unknown_component,component,"component code ""XMAS"" has no mapping in partner profile acme (version 1)`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("SFTP result lacks %q:\n%q", want, text)
+		}
+	}
+	if strings.Count(text, "\n") != strings.Count(text, "\r\n") {
+		t.Errorf("SFTP result has a bare LF:\n%q", text)
+	}
+
+	// The same payroll through the HTTP door, with curl: unchanged.
+	again := c.file("acme-2026-11-again.csv", export)
+	sub := curl(t, "-X", "POST", "--data-binary", "@"+again, "-H", "Authorization: Bearer "+token,
+		"-H", "Idempotency-Key: acme-2026-11-again", "http://"+s.httpAddr+"/v1/submissions?name=acme-2026-11-again.csv")
+	var answer struct {
+		ID     int64          `json:"id"`
+		Counts map[string]int `json:"counts"`
+	}
+	if err := json.Unmarshal([]byte(sub), &answer); err != nil || answer.Counts["unchanged"] != 4 || answer.Counts["rejected"] != 1 || answer.Counts["created"] != 0 {
+		t.Fatalf("curl submission: %v\n%s", err, sub)
+	}
+	viaHTTP := curl(t, "-H", "Authorization: Bearer "+token, fmt.Sprintf("http://%s/v1/submissions/%d/result.csv", s.httpAddr, answer.ID))
+	if !strings.HasPrefix(viaHTTP, "\ufeffline,row,outcome,") || !strings.Contains(viaHTTP, "\r\n2,1,unchanged,00042,2026-11,BASE (REG),4000.00,EUR,,,\r\n") {
+		t.Errorf("HTTP result:\n%q", viaHTTP)
 	}
 }
