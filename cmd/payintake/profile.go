@@ -87,11 +87,8 @@ func cmdPartnerProfileSet(ctx context.Context, args []string, stdout, stderr io.
 	defer e.close()
 	who := envOr("USER", "operator")
 	stored, err := e.store.SetPartnerProfile(ctx, id, string(data), pr, u, who, records.ViaCLI)
-	if errors.Is(err, records.ErrNotFound) {
-		return fmt.Errorf("unknown partner %q: add it with `payintake partner add %s`", id, id)
-	}
 	if err != nil {
-		return err
+		return partnerErr(id, err)
 	}
 	fmt.Fprintf(stdout, "partner %s: profile version %d set by %s; its next file is read with it\n", id, stored.Version, who)
 	return nil
@@ -179,11 +176,8 @@ func cmdPartnerProfileCheck(ctx context.Context, args []string, stdout, stderr i
 	}
 	defer e.close()
 	p, err := e.store.Partner(ctx, id)
-	if errors.Is(err, records.ErrNotFound) {
-		return fmt.Errorf("unknown partner %q: add it with `payintake partner add %s`", id, id)
-	}
 	if err != nil {
-		return err
+		return partnerErr(id, err)
 	}
 	if *profileFile != "" {
 		p = u.Apply(p)
