@@ -287,6 +287,10 @@ func TestProfileThroughTheDoors(t *testing.T) {
 	if err := json.Unmarshal([]byte(sub), &answer); err != nil || answer.Counts["unchanged"] != 4 || answer.Counts["rejected"] != 1 || answer.Counts["created"] != 0 {
 		t.Fatalf("curl submission: %v\n%s", err, sub)
 	}
+	info := curl(t, "-H", "Authorization: Bearer "+token, fmt.Sprintf("http://%s/v1/submissions/%d", s.httpAddr, answer.ID))
+	if !regexp.MustCompile(`"profile_version":\s*1\b`).MatchString(info) {
+		t.Errorf("GET /v1/submissions/%d does not name profile version 1:\n%s", answer.ID, info)
+	}
 	viaHTTP := curl(t, "-H", "Authorization: Bearer "+token, fmt.Sprintf("http://%s/v1/submissions/%d/result.csv", s.httpAddr, answer.ID))
 	if !strings.HasPrefix(viaHTTP, "\ufeffline,row,outcome,") || !strings.Contains(viaHTTP, "\r\n2,1,unchanged,00042,2026-11,BASE (REG),4000.00,EUR,,,\r\n") {
 		t.Errorf("HTTP result:\n%q", viaHTTP)
