@@ -71,6 +71,15 @@ func FileSettings(p records.Partner) normalize.Settings {
 	return s
 }
 
+// profileAttr names in a log line the profile version env was read with;
+// nothing for a partner without a profile.
+func profileAttr(env records.Envelope) slog.Attr {
+	if env.ProfileVersion == 0 {
+		return slog.Attr{}
+	}
+	return slog.Int("profile_version", env.ProfileVersion)
+}
+
 // CheckFilePattern validates a partner's --file-pattern: a Go regular
 // expression whose optional named group "seq" can match digits only (the
 // file's sequence number).
@@ -202,7 +211,7 @@ func (in *Intake) process(ctx context.Context, id int64,
 	if env.Applied {
 		in.Metrics.processed(env, time.Since(start))
 		in.Log.InfoContext(ctx, "envelope processed", "envelope", env.ID, "door", env.Source, "partner", env.PartnerID,
-			"file", env.FileName, "status", env.Status, records.CountsAttr(env.Counts), "duration", time.Since(start))
+			"file", env.FileName, "status", env.Status, records.CountsAttr(env.Counts), profileAttr(env), "duration", time.Since(start))
 	}
 	return env, nil
 }

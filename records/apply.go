@@ -164,7 +164,7 @@ func (s *Store) process(ctx context.Context, id int64, plan Planner, skipBusyPar
 		if err != nil {
 			return fmt.Errorf("read partner %q: %w", env.PartnerID, err)
 		}
-		if err := recordProfileVersion(ctx, tx, env.ID, p); err != nil {
+		if err := recordProfileVersion(ctx, tx, &env, p); err != nil {
 			return err
 		}
 		body, err := s.spool(ctx, tx, env.ID)

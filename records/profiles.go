@@ -120,13 +120,14 @@ func (s *Store) PartnerProfiles(ctx context.Context, id string) ([]PartnerProfil
 
 // recordProfileVersion notes on the envelope the profile version its file
 // is read with, in the transaction that processes it.
-func recordProfileVersion(ctx context.Context, tx pgx.Tx, envelope int64, p Partner) error {
+func recordProfileVersion(ctx context.Context, tx pgx.Tx, env *Envelope, p Partner) error {
 	if p.Profile == nil {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, sqlRecordProfileVersion, envelope, p.Profile.Version); err != nil {
-		return fmt.Errorf("note the profile version of envelope %d: %w", envelope, err)
+	if _, err := tx.Exec(ctx, sqlRecordProfileVersion, env.ID, p.Profile.Version); err != nil {
+		return fmt.Errorf("note the profile version of envelope %d: %w", env.ID, err)
 	}
+	env.ProfileVersion = p.Profile.Version
 	return nil
 }
 

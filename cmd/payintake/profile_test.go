@@ -276,6 +276,10 @@ func TestProfileThroughTheDoors(t *testing.T) {
 		t.Errorf("SFTP result has a bare LF:\n%q", text)
 	}
 
+	if !regexp.MustCompile(`msg="envelope processed" .*file=acme-2026-11.csv .*profile_version=1 `).MatchString(s.logs.String()) {
+		t.Errorf("the processing log line does not name the profile version")
+	}
+
 	// The same payroll through the HTTP door, with curl: unchanged.
 	again := c.file("acme-2026-11-again.csv", export)
 	sub := curl(t, "-X", "POST", "--data-binary", "@"+again, "-H", "Authorization: Bearer "+token,
