@@ -296,9 +296,9 @@ func (rd *Reader) fileLevel(err error, header bool) error {
 
 // ColumnUse says which column of the file carries a field.
 type ColumnUse struct {
-	Field  string
-	Header string // as the file writes it
-	Column int    // 1-based
+	Field  string `json:"field"`
+	Header string `json:"header"` // as the file writes it
+	Column int    `json:"column"` // 1-based
 }
 
 // Columns says which column carries each field the file has, in
