@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/normalize"
@@ -21,6 +22,7 @@ type previewView struct {
 	File     string
 	Fields   []string
 	P        *intake.Preview
+	Counts   string // "created 2 · rejected 1", in the outcomes' order
 	Refused  string // why the file would be refused whole
 }
 
@@ -92,6 +94,13 @@ func (s *Server) previewPost(w http.ResponseWriter, r *http.Request, sess record
 		return
 	default:
 		v.P = &pv
+		var counts []string
+		for _, o := range records.Outcomes {
+			if n := pv.Counts[string(o)]; n > 0 {
+				counts = append(counts, fmt.Sprintf("%s %d", o, n))
+			}
+		}
+		v.Counts = strings.Join(counts, " · ")
 	}
 	page.V = v
 	s.render(w, r, http.StatusOK, "preview", page)

@@ -6,8 +6,12 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -86,7 +90,7 @@ func TestConsolePreview(t *testing.T) {
 	if after := count(); after != before {
 		t.Fatalf("the preview wrote: %s → %s", before, after)
 	}
-	for _, want := range []string{"read with partner profile globex (version 1)", "<td>Gross Pay</td>",
+	for _, want := range []string{"read with partner profile globex (version 1)", "<td>Gross Pay</td>", `id="counts">created 1 · unchanged 1 · rejected 1<`,
 		`<tr data-outcome="unchanged">`, "<td>BASE (REG)</td>", `<tr data-outcome="created">`, "<td>BONUS (BON)</td>",
 		`<tr data-outcome="rejected">`, "unknown_component", "component code &#34;XMAS&#34; has no mapping"} {
 		if !strings.Contains(body, want) {
@@ -98,5 +102,51 @@ func TestConsolePreview(t *testing.T) {
 	}
 	if st, _ := c.upload("globex", "sample.csv", head, m[1]+"x"); st != 403 {
 		t.Errorf("preview with a wrong CSRF token: %d", st)
+	}
+}
+
+// TestBrowserPreview: in Chromium, an operator chooses a partner and a
+// sample from disk and sees the table, read with the partner's profile.
+func TestBrowserPreview(t *testing.T) {
+	f := newFixture(t)
+	pr := records.PartnerProfile{Columns: map[string][]string{"employee_ref": {"Emp No"}, "component": {"Earning Code"}, "amount": {"Gross Pay"}},
+		Components: map[string]string{"REG": "BASE", "OT": "OVERTIME"}, UnknownComponent: "reject"}
+	if _, err := f.store.SetPartnerProfile(f.ctx, "globex", "(test)", pr, records.PartnerUpdate{}, "lead", records.ViaCLI); err != nil {
+		t.Fatal(err)
+	}
+	sample := filepath.Join(t.TempDir(), "globex-export.csv")
+	if err := os.WriteFile(sample, []byte("Emp No,Name,pay_period,Earning Code,Gross Pay,currency\n"+
+		"0042,Zoë Brandt,2024-02,REG,3200.00,EUR\n0042,Zoë Brandt,2024-02,OT,450.00,EUR\n0043,Jonas Weber,2024-02,XMAS,50.00,EUR\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := serve(t, f)
+	ctx := browser(t)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/review/preview"),
+		chromedp.WaitVisible(chromedp.CSS("#password")),
+		chromedp.SendKeys(chromedp.CSS("#name"), "alice"),
+		chromedp.SendKeys(chromedp.CSS("#password"), testPassword),
+		chromedp.Click(chromedp.CSS("button[type=submit].primary")),
+		chromedp.WaitVisible(chromedp.CSS("#preview-form")),
+		chromedp.SetValue(chromedp.CSS("#p-partner"), "globex"),
+		chromedp.SetUploadFiles(chromedp.CSS("#p-sample"), []string{sample}),
+		chromedp.Click(chromedp.CSS("#preview")),
+		chromedp.WaitVisible(chromedp.CSS("table#rows")),
+	)
+	if err != nil {
+		t.Fatalf("preview in the browser: %v", err)
+	}
+	rows, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("table#rows tbody")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"created", "BASE (REG)", "OVERTIME (OT)", "rejected", "unknown_component", `component code "XMAS" has no mapping in partner profile globex (version 1)`} {
+		if !strings.Contains(strings.ToLower(rows), strings.ToLower(want)) { // badges are shown in capitals
+			t.Errorf("the preview table lacks %q:\n%s", want, rows)
+		}
+	}
+	screenshot(t, ctx, "preview.png")
+	if n := pgtest.Count(f.ctx, t, f.store, `SELECT count(*) FROM envelopes WHERE partner_id = 'globex'`); n != 0 {
+		t.Errorf("the preview stored %d envelope(s)", n)
 	}
 }
