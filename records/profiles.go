@@ -64,12 +64,11 @@ func (s *Store) SetPartnerProfile(ctx context.Context, id, yaml string, pr Partn
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The partner's row, locked: two operators setting a profile at
 		// once get versions one after the other.
-		var found bool
-		if err := tx.QueryRow(ctx, sqlLockPartnerRow, id).Scan(&found); err != nil {
-			return fmt.Errorf("read partner %q: %w", id, err)
-		}
-		if !found {
+		var locked string
+		if err := tx.QueryRow(ctx, sqlLockPartnerRow, id).Scan(&locked); errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("partner %q: %w", id, ErrNotFound)
+		} else if err != nil {
+			return fmt.Errorf("read partner %q: %w", id, err)
 		}
 		if err := tx.QueryRow(ctx, sqlAddPartnerProfile, id, yaml, pr, actor).Scan(&pr.Version, &pr.SetAt); err != nil {
 			return fmt.Errorf("store the profile of partner %q: %w", id, err)

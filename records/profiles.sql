@@ -1,5 +1,7 @@
 -- name: LockPartnerRow
-SELECT EXISTS (SELECT 1 FROM partners WHERE id = $1 FOR UPDATE);
+-- NO KEY UPDATE: profile changes of one partner wait for each other, while
+-- its uploads (which take a key share lock on the row) go on.
+SELECT id FROM partners WHERE id = $1 FOR NO KEY UPDATE;
 
 -- name: AddPartnerProfile
 INSERT INTO partner_profiles (partner_id, version, yaml, mapping, set_by)

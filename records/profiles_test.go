@@ -3,6 +3,8 @@ package records_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/payintake/payintake/pgserver/pgtest"
@@ -74,5 +76,41 @@ func TestPartnerProfileVersions(t *testing.T) {
 	}
 	if _, err := st.SetPartnerProfile(ctx, "nobody", "", records.PartnerProfile{}, records.PartnerUpdate{}, "alice", records.ViaCLI); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("unknown partner: %v", err)
+	}
+}
+
+// TestPartnerProfileSetConcurrently: profiles set at once get one version
+// each, one after the other.
+func TestPartnerProfileSetConcurrently(t *testing.T) {
+	ctx := context.Background()
+	st := pgtest.Store(t)
+	if err := st.AddPartner(ctx, records.Partner{ID: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	versions := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pr, err := st.SetPartnerProfile(ctx, "acme", fmt.Sprintf("# %d\n", i), records.PartnerProfile{}, records.PartnerUpdate{}, "op", records.ViaCLI)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			versions <- pr.Version
+		}()
+	}
+	wg.Wait()
+	close(versions)
+	seen := map[int]bool{}
+	for v := range versions {
+		seen[v] = true
+	}
+	for v := 1; v <= n; v++ {
+		if !seen[v] {
+			t.Errorf("versions %v lack %d", seen, v)
+		}
 	}
 }
