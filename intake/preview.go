@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
@@ -89,6 +90,14 @@ func (in *Intake) PreviewFile(ctx context.Context, p records.Partner, body io.Re
 		for i, o := range outs {
 			r := &pv.Rows[valid[i]]
 			r.Outcome, r.Code = string(o.Outcome), string(o.Code)
+		}
+	}
+	// An all-or-nothing file with a rejected row applies none of the others.
+	if p.Mode == records.ModeAllOrNothing && slices.ContainsFunc(pv.Rows, func(r PreviewRow) bool { return r.Outcome == string(records.OutcomeRejected) }) {
+		for i := range pv.Rows {
+			if r := &pv.Rows[i]; r.Outcome != string(records.OutcomeRejected) {
+				r.Outcome, r.Code = string(records.OutcomeRejected), string(normalize.CodeFileRejected)
+			}
 		}
 	}
 	for _, r := range pv.Rows {

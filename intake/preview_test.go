@@ -79,3 +79,27 @@ func TestPreviewIsWhatProcessingDoes(t *testing.T) {
 		t.Errorf("preview read with %q (version %d)", pv.Profile, pv.ProfileVersion)
 	}
 }
+
+// An all-or-nothing file with a rejected row: the preview, like
+// processing, rejects the others (file_rejected).
+func TestPreviewAllOrNothing(t *testing.T) {
+	f := newFixture(t, records.Partner{ID: "acme", Mode: records.ModeAllOrNothing})
+	file := "employee_ref,pay_period,component,amount,currency\nE1,2026-11,BASE,10.00,USD\nE2,2026-11,BASE,1.234,USD\nE3,2026-11,BASE,3.00,USD\n"
+	p, err := f.store.Partner(f.ctx, f.partner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := f.in.PreviewFile(f.ctx, p, strings.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out := f.ingest("aon.csv", file)
+	rows := f.resultRows(out)
+	want := []string{"rejected/file_rejected", "rejected/too_many_decimals", "rejected/file_rejected"}
+	for i, r := range rows {
+		got, said := r["outcome"]+"/"+r["code"], pv.Rows[i].Outcome+"/"+pv.Rows[i].Code
+		if said != got || got != want[i] {
+			t.Errorf("row %d: preview said %s, processing gave %s, want %s", i+1, said, got, want[i])
+		}
+	}
+}

@@ -169,8 +169,9 @@ type Preview struct {
 // partner's records today — created, unchanged, updated, held (a locked
 // record, a closed period, an unknown employee held) or rejected (a key
 // twice in the file, an unknown employee rejected) — in a read-only
-// transaction: nothing is written. A file's sequence and an all-or-nothing
-// file's other rows are not considered; processing the file decides.
+// transaction: nothing is written. A file's sequence is not considered
+// (processing the file decides), nor are the other rows of an
+// all-or-nothing file (the caller, which knows them all, does).
 func (s *Store) Preview(ctx context.Context, partner string, keys []PreviewKey) ([]Preview, error) {
 	emp, period, comp := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	seen := map[[3]string]int{}
