@@ -56,6 +56,30 @@ func Settings(p records.Partner) normalize.Settings {
 	return s
 }
 
+// FileSettings are Settings with the partner's profile, if it has one: the
+// settings a file is read with. (Webhooks and leg replays carry
+// payintake's own fields and codes, so they are read with Settings.)
+func FileSettings(p records.Partner) normalize.Settings {
+	s := Settings(p)
+	if pr := p.Profile; pr != nil {
+		s.Columns, s.Components, s.UnknownComponent = pr.Columns, pr.Components, pr.UnknownComponent
+		s.Profile = fmt.Sprintf("partner profile %s (version %d)", p.ID, pr.Version)
+		if pr.Version == 0 {
+			s.Profile = fmt.Sprintf("the profile being checked for partner %s (not stored)", p.ID)
+		}
+	}
+	return s
+}
+
+// profileAttr names in a log line the profile version env was read with;
+// nothing for a partner without a profile.
+func profileAttr(env records.Envelope) slog.Attr {
+	if env.ProfileVersion == 0 {
+		return slog.Attr{}
+	}
+	return slog.Int("profile_version", env.ProfileVersion)
+}
+
 // CheckFilePattern validates a partner's --file-pattern: a Go regular
 // expression whose optional named group "seq" can match digits only (the
 // file's sequence number).
@@ -187,7 +211,7 @@ func (in *Intake) process(ctx context.Context, id int64,
 	if env.Applied {
 		in.Metrics.processed(env, time.Since(start))
 		in.Log.InfoContext(ctx, "envelope processed", "envelope", env.ID, "door", env.Source, "partner", env.PartnerID,
-			"file", env.FileName, "status", env.Status, records.CountsAttr(env.Counts), "duration", time.Since(start))
+			"file", env.FileName, "status", env.Status, records.CountsAttr(env.Counts), profileAttr(env), "duration", time.Since(start))
 	}
 	return env, nil
 }
@@ -212,7 +236,7 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 	if env.Size == 0 {
 		return pl, &normalize.ParseError{Err: normalize.CodeEmptyFile, Message: "the file is empty (0 bytes), so nothing was applied: check the export and send the file again"}
 	}
-	r, sheet, err := openRows(env.FileName, body, Settings(p))
+	r, sheet, err := openRows(env.FileName, body, FileSettings(p))
 	if err != nil {
 		return pl, err
 	}
@@ -222,7 +246,7 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 			if _, err := sk.Seek(0, io.SeekStart); err != nil {
 				return nil, fmt.Errorf("rewind the file: %w", err)
 			}
-			r, sheet, err := openRows(env.FileName, body, Settings(p))
+			r, sheet, err := openRows(env.FileName, body, FileSettings(p))
 			if err != nil {
 				return nil, err
 			}

@@ -161,7 +161,7 @@ func (in *Intake) ResultFile(ctx context.Context, env, out Envelope, original bo
 		}
 		if len(latest) > 0 {
 			return ResultFile{Size: -1, write: func(ctx context.Context, w io.Writer) error {
-				return in.Store.WriteLatestResult(ctx, out.ID, latest, w)
+				return in.Store.WriteLatestResult(ctx, out.ID, latest, records.ResultWriter(out, w))
 			}}, nil
 		}
 	}

@@ -27,6 +27,9 @@ const (
 	CodeInvalidDate       Code = "invalid_date"
 	CodeTooManyCells      Code = "too_many_cells"
 	CodeMalformedRow      Code = "malformed_row"
+	// The row's code has no mapping in the partner's profile, and the
+	// profile rejects such rows.
+	CodeUnknownComponent Code = "unknown_component"
 )
 
 // File error codes.
@@ -168,8 +171,10 @@ func Normalize(raw RawRow, s Settings) (Record, Display, *RowError) {
 	if v, e := normCode(raw.Component, FieldComponent); e != nil {
 		errs[2] = e
 		disp.Component = SafeCell(raw.Component)
-	} else {
+	} else if len(s.Components) == 0 {
 		rec.Component, disp.Component = v, SafeCell(v)
+	} else {
+		rec.Component, disp.Component, errs[2] = mapComponent(v, s)
 	}
 	// currency
 	cur, scale, e := normCurrency(raw.Currency, s.Currency)
@@ -226,6 +231,25 @@ func Normalize(raw RawRow, s Settings) (Record, Display, *RowError) {
 		}
 	}
 	return rec, disp, nil
+}
+
+// mapComponent maps the partner's code (normalised) through the profile's
+// components. The result file echoes a mapped component with the code as
+// sent after it, "BASE (REG)", so the partner sees both; the record holds
+// the component alone, so its hash is the same whatever code was mapped.
+func mapComponent(code string, s Settings) (component, display string, err *RowError) {
+	if c, ok := s.Components[code]; ok {
+		return c, SafeCell(c + " (" + code + ")"), nil
+	}
+	if s.UnknownComponent == UnknownComponentKeep {
+		return code, SafeCell(code), nil
+	}
+	profile := s.Profile
+	if profile == "" {
+		profile = "the partner's profile"
+	}
+	return "", SafeCell(code), &RowError{Code: CodeUnknownComponent, Field: FieldComponent, Message: fmt.Sprintf(
+		"component code %s has no mapping in %s, so this row was not applied: ask the platform to add the code under components: in the profile, then send the row again", quoteRaw(code), profile)}
 }
 
 // quoteRaw renders a raw value for a message, shortened if long.
@@ -298,6 +322,16 @@ func looksScientific(s string) bool {
 		return false
 	}
 	return hasFrac || hasSign
+}
+
+// ComponentCode is a component (or a partner's code for one) as a record
+// holds it: trimmed, NFC, upper-cased; an error says why raw cannot be one.
+func ComponentCode(raw string) (string, error) {
+	v, e := normCode(raw, FieldComponent)
+	if e != nil {
+		return "", e
+	}
+	return v, nil
 }
 
 func normCode(raw, field string) (string, *RowError) {

@@ -19,6 +19,7 @@ type Reader struct {
 	src     cellSource // the file's records: CSV, or a Rows (a workbook's sheet)
 	cols    [8]int     // file column index of each canonical field, -1 when absent
 	nHeader int        // number of header cells (trailing empty ones dropped)
+	header  []string   // the header cells as the file writes them
 	extra   []int      // file column index of each Settings.Extra column, -1 when absent
 	index   int
 	err     error // sticky: io.EOF or a *ParseError or a read error
@@ -202,6 +203,18 @@ func canonicalColumn(h string) string { return matchColumn(h, FieldNames[:]) }
 // matchColumn maps a header cell to one of names, ignoring case, surrounding
 // spaces and '_', '-', ' ' differences; "" if none matches.
 func matchColumn(h string, names []string) string {
+	key := HeaderKey(h)
+	for _, f := range names {
+		if HeaderKey(f) == key {
+			return f
+		}
+	}
+	return ""
+}
+
+// HeaderKey is what a header is matched by: lower-cased, without surrounding
+// space, '_', '-' or ' '. Two headers with one key are the same column.
+func HeaderKey(h string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
 		if r == '_' || r == '-' || r == ' ' {
@@ -209,13 +222,43 @@ func matchColumn(h string, names []string) string {
 		}
 		b.WriteRune(r)
 	}
-	key := b.String()
-	for _, f := range names {
-		if strings.ReplaceAll(f, "_", "") == key {
-			return f
+	return b.String()
+}
+
+// fieldOf maps a header cell to the field it carries: a header the
+// profile's Columns lists for a field, else the field's own name when the
+// profile does not map that field; "" for any other column.
+func (s Settings) fieldOf(h string) string {
+	if len(s.Columns) > 0 {
+		key := HeaderKey(h)
+		for _, f := range FieldNames {
+			for _, name := range s.Columns[f] {
+				if HeaderKey(name) == key {
+					return f
+				}
+			}
 		}
 	}
-	return ""
+	c := canonicalColumn(h)
+	if _, mapped := s.Columns[c]; mapped {
+		return ""
+	}
+	return c
+}
+
+// missingColumnMessage says which header a required field lacks, in the
+// profile's words when it maps the field.
+func (s Settings) missingColumnMessage(f string) string {
+	names := s.Columns[f]
+	if len(names) == 0 {
+		return fmt.Sprintf("the header has no %s column; add a column named %s (names ignore case, spaces, _ and -)", f, f)
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = fmt.Sprintf("%q", n)
+	}
+	return fmt.Sprintf("the header has no %s column: %s names it %s; send the column under that header (names ignore case, spaces, _ and -) or ask the platform to change the profile",
+		f, s.Profile, strings.Join(quoted, " or "))
 }
 
 func (rd *Reader) readHeader() error {
@@ -237,13 +280,14 @@ func (rd *Reader) readHeader() error {
 	line, _ := rd.src.pos(0)
 	rec = trimTrailingEmpty(rec)
 	rd.nHeader = len(rec)
+	rd.header = slices.Clone(rec)
 	rd.extra = make([]int, len(rd.s.Extra))
 	for i := range rd.extra {
 		rd.extra[i] = -1
 	}
 	firstAt := map[string]int{}
 	for i, h := range rec {
-		c := canonicalColumn(h)
+		c := rd.s.fieldOf(h)
 		if c == "" {
 			if x := matchColumn(h, rd.s.Extra); x != "" && rd.extra[slices.Index(rd.s.Extra, x)] < 0 {
 				rd.extra[slices.Index(rd.s.Extra, x)] = i
@@ -262,7 +306,7 @@ func (rd *Reader) readHeader() error {
 	}
 	for _, f := range required {
 		if _, ok := firstAt[f]; !ok {
-			msg := fmt.Sprintf("the header has no %s column; add a column named %s (names ignore case, spaces, _ and -)", f, f)
+			msg := rd.s.missingColumnMessage(f)
 			if rd.delimGuessed() && len(rec) == 1 {
 				msg += fmt.Sprintf(", and check the delimiter (the header was read with %q)", rd.delim)
 			}
@@ -313,6 +357,25 @@ func (rd *Reader) fileLevel(err error, header bool) error {
 			"the header line cannot be read as CSV (%v at line %d, column %d); fix the quoting of the header", pe.Err, pe.Line, pe.Column)}
 	}
 	return err
+}
+
+// ColumnUse says which column of the file carries a field.
+type ColumnUse struct {
+	Field  string `json:"field"`
+	Header string `json:"header"` // as the file writes it
+	Column int    `json:"column"` // 1-based
+}
+
+// Columns says which column carries each field the file has, in
+// FieldNames order: the mapping a preview shows.
+func (rd *Reader) Columns() []ColumnUse {
+	var cs []ColumnUse
+	for i, f := range FieldNames {
+		if j := rd.cols[i]; j >= 0 {
+			cs = append(cs, ColumnUse{Field: f, Header: rd.header[j], Column: j + 1})
+		}
+	}
+	return cs
 }
 
 // Delimiter returns the delimiter in use (the partner's or the detected

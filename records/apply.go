@@ -164,6 +164,9 @@ func (s *Store) process(ctx context.Context, id int64, plan Planner, skipBusyPar
 		if err != nil {
 			return fmt.Errorf("read partner %q: %w", env.PartnerID, err)
 		}
+		if err := recordProfileVersion(ctx, tx, &env, p); err != nil {
+			return err
+		}
 		body, err := s.spool(ctx, tx, env.ID)
 		if err != nil {
 			return err
@@ -185,6 +188,9 @@ func (s *Store) process(ctx context.Context, id int64, plan Planner, skipBusyPar
 			err = s.apply(ctx, tx, &env, pl)
 		}
 		if err != nil {
+			return err
+		}
+		if err := noteResultFormat(ctx, tx, &env, p); err != nil {
 			return err
 		}
 		// A later file supersedes held changes: review reports it completes

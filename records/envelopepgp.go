@@ -150,7 +150,7 @@ func (c *sealedSource) Values() ([]any, error) { return []any{c.id, c.kind, c.n 
 func (s *Store) sealResult(ctx context.Context, tx pgx.Tx, env *Envelope, sl *Sealer) error {
 	name := ResultName(PlainName(env.FileName))
 	return s.storeSealed(ctx, tx, env.ID, SealedResult, name, sl, func(w io.Writer) error {
-		return writeChunks(ctx, tx, w, fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
+		return writeChunks(ctx, tx, ResultWriter(*env, w), fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
 	})
 }
 

@@ -54,6 +54,12 @@ type Envelope struct {
 	Seq        *int64         `json:"seq,omitempty"`
 	Counts     map[string]int `json:"counts,omitempty"`
 	ResultSize int64          `json:"result_size"`
+	// ProfileVersion is the partner profile version the file was read
+	// with (0: none).
+	ProfileVersion int `json:"profile_version,omitempty"`
+	// ResultFormat is the format its result is served in: "" (csv) or
+	// normalize.ResultsCSVExcel, as its profile asked when it was read.
+	ResultFormat string `json:"result_format,omitempty"`
 	// Applied is set by Process when this call did the work (rather than
 	// finding the envelope already done).
 	Applied bool `json:"-"`
@@ -290,12 +296,13 @@ func (s *Store) Envelope(ctx context.Context, id int64) (Envelope, error) {
 }
 
 const envelopeColumns = `id, partner_id, file_name, submission_key, sha256, size, source, received_at, status,
-	coalesce(replay_of, 0), seq, coalesce(counts, '{}'::jsonb), coalesce(result_size, 0)`
+	coalesce(replay_of, 0), seq, coalesce(counts, '{}'::jsonb), coalesce(result_size, 0), coalesce(profile_version, 0),
+	coalesce(result_format, '')`
 
 func scanEnvelope(row pgx.Row) (Envelope, error) {
 	var e Envelope
 	err := row.Scan(&e.ID, &e.PartnerID, &e.FileName, &e.Key, &e.SHA256, &e.Size, &e.Source, &e.ReceivedAt,
-		&e.Status, &e.RepeatOf, &e.Seq, &e.Counts, &e.ResultSize)
+		&e.Status, &e.RepeatOf, &e.Seq, &e.Counts, &e.ResultSize, &e.ProfileVersion, &e.ResultFormat)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, fmt.Errorf("envelope: %w", ErrNotFound)
 	}

@@ -23,6 +23,7 @@ func rowFragments() map[string]string {
 		"envelope_columns":  envelopeColumns,
 		"exception_columns": exceptionColumns,
 		"partner_columns":   partnerColumns,
+		"profile_json":      profileJSON,
 		"inbox_columns":     inboxColumns,
 		"upload_columns":    uploadColumns,
 		"record_json":       fieldsJSON("r"),

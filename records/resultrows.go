@@ -52,7 +52,7 @@ func (s *Store) writeResult(ctx context.Context, id int64, w io.Writer, sealed b
 			return s.WriteSealed(ctx, env.ID, SealedResult, w)
 		}
 	}
-	return writeChunks(ctx, s.pool, w, fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
+	return writeChunks(ctx, s.pool, ResultWriter(env, w), fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
 }
 
 // ResultRow is one row of a result file, as its cells say.

@@ -202,6 +202,11 @@ func (e *env) close() {
 // does not; any other error (the database) is returned as it is.
 func (e *env) needPartner(ctx context.Context, id string) error {
 	_, err := e.store.Partner(ctx, id)
+	return partnerErr(id, err)
+}
+
+// partnerErr says how to add partner id when err is its ErrNotFound.
+func partnerErr(id string, err error) error {
 	if errors.Is(err, records.ErrNotFound) {
 		return fmt.Errorf("unknown partner %q: add it with `payintake partner add %s`", id, id)
 	}

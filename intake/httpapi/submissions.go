@@ -49,6 +49,9 @@ type submissionInfo struct {
 	ReceivedAt time.Time `json:"received_at"`
 	Size       int64     `json:"size"`
 	RepeatOf   int64     `json:"replay_of,omitempty"`
+	// ProfileVersion is the partner profile version the file was read
+	// with (omitted: none).
+	ProfileVersion int `json:"profile_version,omitempty"`
 }
 
 func newSubmission(env intake.Envelope) submission {
