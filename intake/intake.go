@@ -236,7 +236,7 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 	if env.Size == 0 {
 		return pl, &normalize.ParseError{Err: normalize.CodeEmptyFile, Message: "the file is empty (0 bytes), so nothing was applied: check the export and send the file again"}
 	}
-	r, sheet, err := openRows(env.FileName, body, FileSettings(p))
+	r, sheet, err := openRows(env.FileName, body, p)
 	if err != nil {
 		return pl, err
 	}
@@ -246,7 +246,7 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 			if _, err := sk.Seek(0, io.SeekStart); err != nil {
 				return nil, fmt.Errorf("rewind the file: %w", err)
 			}
-			r, sheet, err := openRows(env.FileName, body, FileSettings(p))
+			r, sheet, err := openRows(env.FileName, body, p)
 			if err != nil {
 				return nil, err
 			}

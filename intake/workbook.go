@@ -19,14 +19,16 @@ func IsWorkbook(fileName string) bool {
 	return strings.EqualFold(path.Ext(records.PlainName(fileName)), ".xlsx")
 }
 
-// openRows opens a file's rows for normalize: a workbook's sheet, or CSV.
-// The sheet is closed with the rows (closing, closeRows).
-func openRows(fileName string, body io.Reader, s normalize.Settings) (*normalize.Reader, io.Closer, error) {
+// openRows opens a file of partner p for normalize, read with its settings
+// and profile: a workbook's sheet (the one the profile names, else the
+// first), or CSV. The sheet is closed with the rows (closing, closeRows).
+func openRows(fileName string, body io.Reader, p records.Partner) (*normalize.Reader, io.Closer, error) {
+	s := FileSettings(p)
 	if !IsWorkbook(fileName) {
 		r, err := normalize.NewReader(body, s)
 		return r, nil, err
 	}
-	sh, err := workbook.Open(body, workbook.Options{DecimalComma: s.DecimalComma, DateFormat: s.DateFormat})
+	sh, err := workbook.Open(body, workbook.Options{Sheet: sheetOf(p), DecimalComma: s.DecimalComma, DateFormat: s.DateFormat})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -35,6 +37,14 @@ func openRows(fileName string, body io.Reader, s normalize.Settings) (*normalize
 		return nil, nil, errors.Join(err, sh.Close())
 	}
 	return r, sh, nil
+}
+
+// sheetOf is the sheet p's profile names ("": the first).
+func sheetOf(p records.Partner) string {
+	if p.Profile == nil {
+		return ""
+	}
+	return p.Profile.Sheet
 }
 
 // closing is a file's rows that close its workbook sheet when they close.

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 	"github.com/payintake/payintake/workbook/workbooktest"
@@ -43,6 +45,34 @@ func TestWorkbookIsTheSamePayrollAsCSV(t *testing.T) {
 				t.Fatalf("amount of 00125 = %s, want 100000.10", got)
 			}
 		})
+	}
+}
+
+// The sheet a partner's profile names is the one read: openpyxl's
+// workbook has a notes sheet first and the payroll on "Payroll", which the
+// profile names (in another case: Excel ignores it too). A profile naming a
+// sheet the workbook lacks gets the whole file refused (missing_sheet),
+// naming the sheet asked for and the sheets there are.
+func TestProfileNamesTheSheet(t *testing.T) {
+	f := newFixture(t, records.Partner{})
+	book := string(workbooktest.Openpyxl(t, workbooktest.Payroll))
+	setSheet := func(sheet string) {
+		t.Helper()
+		if _, err := f.store.SetPartnerProfile(f.ctx, f.partner, "sheet: "+sheet, records.PartnerProfile{Sheet: sheet},
+			records.PartnerUpdate{}, "tester", records.ViaCLI); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setSheet("payroll")
+	if _, out := f.ingest("pay.xlsx", book); fmt.Sprint(out.Counts) != "map[created:4]" {
+		t.Fatalf("the profile's sheet: %v, want 4 created:\n%s", out.Counts, f.result(out))
+	}
+	setSheet("Wages")
+	_, out := f.ingest("pay-2.xlsx", book)
+	rows := f.resultRows(out)
+	if len(rows) != 1 || rows[0]["row"] != "0" || rows[0]["code"] != string(normalize.CodeMissingSheet) ||
+		!strings.Contains(rows[0]["message"], `no sheet named "Wages" (its sheets: "Notes", "Payroll")`) {
+		t.Fatalf("a sheet the workbook lacks: %v, want the file refused with missing_sheet naming Wages, Notes and Payroll", rows)
 	}
 }
 
