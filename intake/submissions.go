@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
+	"github.com/payintake/payintake/workbook"
 )
 
 // What a door shows a partner of its submissions. The doors (intake/httpapi,
@@ -126,6 +128,9 @@ func (in *Intake) ResultRows(ctx context.Context, out Envelope, after, limit int
 
 // ResultFile is a submission's result file, ready to be written.
 type ResultFile struct {
+	// Name is the file's name as the partner gets it: NAME.result.csv,
+	// NAME.result.xlsx for a workbook, with .pgp after it when sealed.
+	Name string
 	// Size is the file's size in bytes, or -1 when it is only known once
 	// written (the rows leg-replayed since, with the replay column).
 	Size int64
@@ -133,7 +138,10 @@ type ResultFile struct {
 	// platform (OpenPGP), as the partner's upload asked; its name ends in
 	// .pgp and it is served as application/pgp-encrypted.
 	Sealed bool
-	write  func(context.Context, io.Writer) error
+	// Workbook: the file is an Excel workbook (the partner's profile
+	// says results: xlsx), served as WorkbookContentType.
+	Workbook bool
+	write    func(context.Context, io.Writer) error
 }
 
 // WriteTo writes the file to w. An error may come after bytes were written.
@@ -150,28 +158,32 @@ func (in *Intake) ResultFile(ctx context.Context, env, out Envelope, original bo
 		return ResultFile{}, err
 	}
 	if sealed {
-		return ResultFile{Size: si.Size, Sealed: true, write: func(ctx context.Context, w io.Writer) error {
+		return ResultFile{Name: ResultName(env.FileName) + SealedSuffix, Size: si.Size, Sealed: true, write: func(ctx context.Context, w io.Writer) error {
 			return in.Store.WriteSealed(ctx, out.ID, records.SealedResult, w)
 		}}, nil
 	}
-	if !original {
+	// A workbook is the stored result, as is: its rows have no replay
+	// column, and the latest outcomes of replayed rows are at /rows.
+	asBook := out.ResultFormat == normalize.ResultsXLSX
+	if !original && !asBook {
 		latest, err := in.Store.LatestLegs(ctx, out.ID)
 		if err != nil {
 			return ResultFile{}, err
 		}
 		if len(latest) > 0 {
-			return ResultFile{Size: -1, write: func(ctx context.Context, w io.Writer) error {
+			return ResultFile{Name: ResultName(env.FileName), Size: -1, write: func(ctx context.Context, w io.Writer) error {
 				return in.Store.WriteLatestResult(ctx, out.ID, latest, records.ResultWriter(out, w))
 			}}, nil
 		}
 	}
-	return ResultFile{Size: out.ResultSize, write: func(ctx context.Context, w io.Writer) error {
-		return in.Store.WriteResult(ctx, env.ID, w)
-	}}, nil
+	return ResultFile{Name: records.ServedResultName(env.FileName, out.ResultFormat), Size: out.ResultSize, Workbook: asBook,
+		write: func(ctx context.Context, w io.Writer) error {
+			return in.Store.WriteResult(ctx, env.ID, w)
+		}}, nil
 }
 
 // ResultListing is a result file as a partner's /results lists it: its
-// name (NAME.result.csv, .pgp when sealed), the envelope whose result it
+// name (NAME.result.csv or NAME.result.xlsx, .pgp when sealed), the envelope whose result it
 // is and the one that holds it, its size and time.
 type ResultListing = records.ResultFile
 
@@ -190,9 +202,10 @@ func (in *Intake) ResultFileNamed(ctx context.Context, partner, name string) (Re
 // StoredResult gives a listed result's file: the bytes stored when it was
 // processed, sealed when they were sealed for the partner.
 func (in *Intake) StoredResult(l ResultListing) ResultFile {
-	return ResultFile{Size: l.Size, Sealed: l.Sealed, write: func(ctx context.Context, w io.Writer) error {
-		return in.Store.WriteResult(ctx, l.EnvelopeID, w)
-	}}
+	return ResultFile{Name: l.Name, Size: l.Size, Sealed: l.Sealed, Workbook: !l.Sealed && strings.HasSuffix(strings.ToLower(l.Name), workbook.ResultSuffix),
+		write: func(ctx context.Context, w io.Writer) error {
+			return in.Store.WriteResult(ctx, l.EnvelopeID, w)
+		}}
 }
 
 // ReviewReportListing is a review report as /results lists it

@@ -1,9 +1,7 @@
 package intake
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"io"
 	"path"
 	"strings"
@@ -63,19 +61,6 @@ func withSheet(rows *rowSource, sheet io.Closer) records.RowSource {
 	return closing{rows, sheet}
 }
 
-// WriteResultWorkbook writes envelope id's result file as a workbook
-// (workbook.ResultWorkbook, NAME.result.xlsx), for a partner whose profile
-// asks for results as xlsx. The workbook is made from the stored result
-// file alone, so a replay, which serves the first result, gets the same
-// bytes. A sealed result (OpenPGP) has no workbook: it is encrypted, and
-// a workbook made from its plaintext would be sent in the clear.
-func (in *Intake) WriteResultWorkbook(ctx context.Context, id int64, w io.Writer) error {
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(in.Store.WriteResult(ctx, id, pw)) }()
-	err := workbook.ResultWorkbook(w, pr)
-	pr.CloseWithError(errors.New("the workbook is written"))
-	if err != nil {
-		return fmt.Errorf("result of envelope %d as a workbook: %w", id, err)
-	}
-	return nil
-}
+// WorkbookContentType is the media type of an Excel workbook (.xlsx), a
+// result served as one.
+const WorkbookContentType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"

@@ -2,6 +2,7 @@ package intake_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,20 +95,43 @@ func TestEncryptedWorkbook(t *testing.T) {
 	}
 }
 
-// A result as a workbook is the same bytes every time (a replay serves
-// the first result's), made from the stored result file.
+// A partner whose profile says results: xlsx is served its result as a
+// workbook, NAME.result.xlsx, listed with the workbook's size: the same
+// bytes every time and for a repeat, made from the stored result file,
+// which stays CSV.
 func TestResultWorkbookOfAnEnvelope(t *testing.T) {
 	f := newFixture(t, records.Partner{})
-	_, out := f.ingest("pay.csv", workbooktest.PayrollCSV)
-	var a, b bytes.Buffer
-	if err := f.in.WriteResultWorkbook(f.ctx, out.ID, &a); err != nil {
+	if _, err := f.store.SetPartnerProfile(f.ctx, f.partner, "results: xlsx", records.PartnerProfile{Results: "xlsx"},
+		records.PartnerUpdate{}, "tester", records.ViaCLI); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.in.WriteResultWorkbook(f.ctx, out.ID, &b); err != nil {
+	_, out := f.ingest("pay.csv", workbooktest.PayrollCSV)
+	var a, b, plain bytes.Buffer
+	if err := f.store.WriteResult(f.ctx, out.ID, &a); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := f.ingest("pay.csv", workbooktest.PayrollCSV)
+	if again.Status != records.StatusRepeat {
+		t.Fatalf("the same file again: %s, want a repeat", again.Status)
+	}
+	if err := f.store.WriteResult(f.ctx, again.ID, &b); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a.Bytes(), b.Bytes()) || !bytes.HasPrefix(a.Bytes(), []byte("PK\x03\x04")) {
-		t.Fatalf("two workbooks of one result: %d and %d bytes, equal %v; want the same zip archive", a.Len(), b.Len(), bytes.Equal(a.Bytes(), b.Bytes()))
+		t.Fatalf("the result and its repeat's: %d and %d bytes, equal %v; want the same zip archive", a.Len(), b.Len(), bytes.Equal(a.Bytes(), b.Bytes()))
+	}
+	if err := f.store.WritePlainResult(f.ctx, out.ID, &plain); err != nil || !strings.HasPrefix(plain.String(), records.ResultHeader) {
+		t.Fatalf("the stored result: %q (%v), want the CSV lines", plain.String(), err)
+	}
+	ls, err := f.in.ResultFiles(f.ctx, f.partner)
+	if err != nil || len(ls) != 1 || ls[0].Name != "pay.result.xlsx" || ls[0].Size != int64(a.Len()) {
+		t.Fatalf("listing %+v (%v), want pay.result.xlsx of %d bytes", ls, err, a.Len())
+	}
+	if rf, err := f.in.ResultFileNamed(f.ctx, f.partner, "PAY.result.xlsx"); err != nil || rf.OutcomeID != out.ID {
+		t.Fatalf("the workbook by name: %+v (%v)", rf, err)
+	}
+	if _, err := f.in.ResultFileNamed(f.ctx, f.partner, "pay.result.csv"); !errors.Is(err, intake.ErrNotFound) {
+		t.Fatalf("the result under its CSV name: %v, want ErrNotFound (it is served as a workbook)", err)
 	}
 	path := filepath.Join(t.TempDir(), "pay.result.xlsx")
 	if err := os.WriteFile(path, a.Bytes(), 0o644); err != nil {

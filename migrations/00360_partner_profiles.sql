@@ -22,9 +22,10 @@ ALTER TABLE envelopes ADD COLUMN profile_version integer;
 
 -- The format its result file is served in, as the profile asked when the
 -- file was read (NULL: csv, the stored lines as they are; csv-excel: the
--- same lines after a UTF-8 BOM, each line feed as CR LF). The stored lines
--- stay csv whatever the format, and result_size is the size served.
-ALTER TABLE envelopes ADD COLUMN result_format text CHECK (result_format IN ('csv-excel'));
+-- same lines after a UTF-8 BOM, each line feed as CR LF; xlsx: a workbook
+-- made from the lines, NAME.result.xlsx). The stored lines stay csv
+-- whatever the format, and result_size is the size served.
+ALTER TABLE envelopes ADD COLUMN result_format text CHECK (result_format IN ('csv-excel', 'xlsx'));
 
 -- +goose Down
 ALTER TABLE envelopes DROP COLUMN result_format;

@@ -844,7 +844,7 @@ CREATE TABLE public.envelopes (
     profile_version integer,
     result_format text,
     CONSTRAINT envelopes_check CHECK (((status = 'replay'::text) = (replay_of IS NOT NULL))),
-    CONSTRAINT envelopes_result_format_check CHECK ((result_format = 'csv-excel'::text)),
+    CONSTRAINT envelopes_result_format_check CHECK ((result_format = ANY (ARRAY['csv-excel'::text, 'xlsx'::text]))),
     CONSTRAINT envelopes_sha256_check CHECK ((length(sha256) = 32)),
     CONSTRAINT envelopes_size_check CHECK ((size >= 0)),
     CONSTRAINT envelopes_status_check CHECK ((status = ANY (ARRAY['received'::text, 'processed'::text, 'replay'::text, 'key_reuse'::text, 'incomplete'::text])))

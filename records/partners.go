@@ -229,6 +229,9 @@ func updatePartner(ctx context.Context, tx pgx.Tx, id string, u PartnerUpdate) e
 			return err
 		}
 	}
+	if err := checkWorkbookResults(ctx, tx, id); err != nil {
+		return err
+	}
 	if u.AuthorizedKeys == nil {
 		return nil
 	}

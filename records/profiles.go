@@ -11,17 +11,20 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/workbook"
 )
 
 // Statements of profiles.sql.
 var (
-	sqlLockPartnerRow       = query("LockPartnerRow")
-	sqlAddPartnerProfile    = query("AddPartnerProfile")
-	sqlPartnerProfile       = query("PartnerProfile")
-	sqlPartnerProfiles      = query("PartnerProfiles")
-	sqlRecordProfileVersion = query("RecordProfileVersion")
-	sqlPreviewRows          = query("PreviewRows")
-	sqlNoteExcelResult      = query("NoteExcelResult")
+	sqlLockPartnerRow        = query("LockPartnerRow")
+	sqlAddPartnerProfile     = query("AddPartnerProfile")
+	sqlPartnerProfile        = query("PartnerProfile")
+	sqlPartnerProfiles       = query("PartnerProfiles")
+	sqlRecordProfileVersion  = query("RecordProfileVersion")
+	sqlPreviewRows           = query("PreviewRows")
+	sqlNoteExcelResult       = query("NoteExcelResult")
+	sqlNoteWorkbookResult    = query("NoteWorkbookResult")
+	sqlSealedWorkbookResults = query("SealedWorkbookResults")
 )
 
 // PartnerProfile is one version of a partner's profile (package profile
@@ -132,25 +135,103 @@ func recordProfileVersion(ctx context.Context, tx pgx.Tx, env *Envelope, p Partn
 
 // noteResultFormat notes, in the transaction that stored env's result,
 // the format the profile asks its result to be served in, and the size
-// served.
+// served: for a workbook, its size as made now from the stored lines,
+// which every later read makes again byte for byte.
 func noteResultFormat(ctx context.Context, tx pgx.Tx, env *Envelope, p Partner) error {
-	if p.Profile == nil || p.Profile.Results != normalize.ResultsCSVExcel {
+	if p.Profile == nil {
 		return nil
 	}
-	if err := tx.QueryRow(ctx, sqlNoteExcelResult, env.ID).Scan(&env.ResultSize); err != nil {
+	var err error
+	switch p.Profile.Results {
+	case normalize.ResultsCSVExcel:
+		err = tx.QueryRow(ctx, sqlNoteExcelResult, env.ID).Scan(&env.ResultSize)
+	case normalize.ResultsXLSX:
+		var n byteCount
+		if err = writeServedResult(ctx, tx, Envelope{ID: env.ID, ResultFormat: normalize.ResultsXLSX}, &n); err == nil {
+			_, err = tx.Exec(ctx, sqlNoteWorkbookResult, env.ID, int64(n))
+			env.ResultSize = int64(n)
+		}
+	default:
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("note the result format of envelope %d: %w", env.ID, err)
 	}
-	env.ResultFormat = normalize.ResultsCSVExcel
+	env.ResultFormat = p.Profile.Results
 	return nil
 }
 
+// ErrSealedWorkbook: a partner's profile asks for results as xlsx while
+// its OpenPGP policy may seal them. A sealed result is the encrypted CSV
+// file (pgp.Keys.Seal, in the transaction that stores it): there is no
+// workbook of it, and one made from its plaintext would go in the clear.
+var ErrSealedWorkbook = errors.New("results: xlsx cannot go with OpenPGP")
+
+// checkWorkbookResults refuses, in the transaction that changes partner
+// id's profile or settings, a profile asking for xlsx results together
+// with an OpenPGP policy other than off (ErrSealedWorkbook).
+func checkWorkbookResults(ctx context.Context, tx pgx.Tx, id string) error {
+	var policy string
+	err := tx.QueryRow(ctx, sqlSealedWorkbookResults, id).Scan(&policy)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the result format and OpenPGP policy of partner %q: %w", id, err)
+	}
+	return fmt.Errorf("partner %q: %w (its pgp policy is %s, so its results may go encrypted and signed, and a sealed result is the CSV file): "+
+		"use results: csv or csv-excel, or set the partner's pgp policy to off", id, ErrSealedWorkbook, policy)
+}
+
+// byteCount counts the bytes written to it.
+type byteCount int64
+
+func (n *byteCount) Write(b []byte) (int, error) { *n += byteCount(len(b)); return len(b), nil }
+
 // ResultWriter is w as a result of env is written to it: through
-// normalize's Excel form for a csv-excel result.
+// normalize's Excel form for a csv-excel result. A workbook is not a
+// stream of lines: writeServedResult makes it.
 func ResultWriter(env Envelope, w io.Writer) io.Writer {
 	if env.ResultFormat == normalize.ResultsCSVExcel {
 		return normalize.NewExcelResultWriter(w)
 	}
 	return w
+}
+
+// writeServedResult writes env's stored result lines to w as the partner
+// is served them: a workbook (workbook.ResultWorkbook) for an xlsx result,
+// else the lines through ResultWriter. The workbook is made from the
+// stored lines alone, and the same lines give the same bytes, so every
+// read and every repeat gets the workbook whose size was noted.
+func writeServedResult(ctx context.Context, q querier, env Envelope, w io.Writer) error {
+	what := fmt.Sprintf("result of envelope %d", env.ID)
+	if env.ResultFormat != normalize.ResultsXLSX {
+		return writeChunks(ctx, q, ResultWriter(env, w), what, sqlResultChunks, env.ID)
+	}
+	pr, pw := io.Pipe()
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		pw.CloseWithError(writeChunks(ctx, q, pw, what, sqlResultChunks, env.ID))
+	}()
+	err := workbook.ResultWorkbook(w, pr)
+	pr.CloseWithError(errors.New("the workbook is written"))
+	<-read // q (a transaction, perhaps) is free again
+	if err != nil {
+		return fmt.Errorf("%s as a workbook: %w", what, err)
+	}
+	return nil
+}
+
+// ServedResultName is the name a file's result is served under:
+// ResultName (NAME.result.csv), or NAME.result.xlsx when it is served as
+// a workbook (format, the outcome envelope's ResultFormat). resultFilesSQL
+// applies the same rule.
+func ServedResultName(fileName, format string) string {
+	if format == normalize.ResultsXLSX {
+		return stem(fileName) + workbook.ResultSuffix
+	}
+	return ResultName(fileName)
 }
 
 // PreviewKey is a valid row of a file being previewed: its key and hash.

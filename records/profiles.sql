@@ -40,3 +40,14 @@ UPDATE envelopes SET result_format = 'csv-excel', result_size = coalesce(result_
 	SELECT sum(octet_length(data) - octet_length(replace(convert_from(data, 'UTF8'), E'\n', '')))
 	FROM envelope_results WHERE envelope_id = $1), 0)
 WHERE id = $1 RETURNING result_size;
+
+-- name: NoteWorkbookResult
+-- An xlsx result is served as a workbook made from the stored lines; $2 is its size.
+UPDATE envelopes SET result_format = 'xlsx', result_size = $2 WHERE id = $1;
+
+-- name: SealedWorkbookResults
+-- The partner's OpenPGP policy when its latest profile asks for results as
+-- xlsx and its results may go sealed (no row: they agree).
+SELECT p.pgp FROM partners p
+WHERE p.id = $1 AND p.pgp <> 'off' AND (SELECT pp.mapping ->> 'results' FROM partner_profiles pp
+	WHERE pp.partner_id = p.id ORDER BY pp.version DESC LIMIT 1) = 'xlsx';

@@ -114,3 +114,38 @@ func TestPartnerProfileSetConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkbookResultsRefusedWithOpenPGP: a partner whose results may go
+// sealed (pgp accept or require) cannot have a profile asking for xlsx
+// results, nor one with xlsx results an OpenPGP policy; either refusal
+// changes nothing, and with pgp off the workbook profile is set.
+func TestWorkbookResultsRefusedWithOpenPGP(t *testing.T) {
+	ctx := context.Background()
+	st := pgtest.Store(t)
+	if err := st.AddPartner(ctx, records.Partner{ID: "acme", Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	accept, off := records.PGPAccept, records.PGPOff
+	if err := st.UpdatePartner(ctx, "acme", records.PartnerUpdate{PGP: &accept}); err != nil {
+		t.Fatal(err)
+	}
+	xlsx := records.PartnerProfile{Results: "xlsx"}
+	_, err := st.SetPartnerProfile(ctx, "acme", "results: xlsx\n", xlsx, records.PartnerUpdate{}, "alice", records.ViaCLI)
+	if !errors.Is(err, records.ErrSealedWorkbook) {
+		t.Fatalf("results: xlsx under pgp accept: %v, want ErrSealedWorkbook", err)
+	}
+	if _, _, err := st.PartnerProfile(ctx, "acme", 0); !errors.Is(err, records.ErrNotFound) {
+		t.Fatalf("the refused profile was stored: %v", err)
+	}
+	// The profile may turn pgp off in the same file.
+	if _, err := st.SetPartnerProfile(ctx, "acme", "results: xlsx\npgp: off\n", xlsx, records.PartnerUpdate{PGP: &off}, "alice", records.ViaCLI); err != nil {
+		t.Fatalf("results: xlsx with pgp off: %v", err)
+	}
+	require := records.PGPRequire
+	if err := st.UpdatePartner(ctx, "acme", records.PartnerUpdate{PGP: &require}); !errors.Is(err, records.ErrSealedWorkbook) {
+		t.Fatalf("pgp require under results: xlsx: %v, want ErrSealedWorkbook", err)
+	}
+	if p, err := st.Partner(ctx, "acme"); err != nil || p.PGP != records.PGPOff || p.Profile == nil || p.Profile.Results != "xlsx" {
+		t.Fatalf("after the refusals: %+v (%v), want pgp off and the xlsx profile", p, err)
+	}
+}

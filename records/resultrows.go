@@ -21,14 +21,16 @@ const ResultHeader = normalize.ResultHeader
 
 // WriteResult streams the stored result file of an envelope (following a
 // repeat to its original) to w, as the partner reads it: sealed, when it
-// was sealed for the partner (ResultFile.Sealed). The bytes are the ones
-// stored when the envelope was processed, so every read gives the same
-// bytes.
+// was sealed for the partner (ResultFile.Sealed), a workbook when its
+// profile asked for xlsx (writeServedResult). The bytes are the ones
+// stored when the envelope was processed (or the workbook they always
+// make), so every read gives the same bytes.
 func (s *Store) WriteResult(ctx context.Context, id int64, w io.Writer) error {
 	return s.writeResult(ctx, id, w, true)
 }
 
-// WritePlainResult is WriteResult before any sealing: the result's CSV,
+// WritePlainResult is WriteResult before any sealing: the result's CSV
+// (never a workbook),
 // for the platform's own use (an operator's ingest, the benchmark).
 func (s *Store) WritePlainResult(ctx context.Context, id int64, w io.Writer) error {
 	return s.writeResult(ctx, id, w, false)
@@ -52,7 +54,10 @@ func (s *Store) writeResult(ctx context.Context, id int64, w io.Writer, sealed b
 			return s.WriteSealed(ctx, env.ID, SealedResult, w)
 		}
 	}
-	return writeChunks(ctx, s.pool, ResultWriter(env, w), fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
+	if !sealed && env.ResultFormat == normalize.ResultsXLSX {
+		env.ResultFormat = "" // the platform's own use reads the lines
+	}
+	return writeServedResult(ctx, s.pool, env, w)
 }
 
 // ResultRow is one row of a result file, as its cells say.

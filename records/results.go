@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/payintake/payintake/workbook"
 )
 
 // ResultSuffix ends the name of every result file.
@@ -72,7 +74,9 @@ type ResultFile struct {
 	ModTime time.Time // when the result became available for this upload
 }
 
-// resultFilesSQL picks, per result name (case-folded like submission keys),
+// resultFilesSQL picks, per result name (case-folded like submission keys;
+// NAME.result.csv, or NAME.result.xlsx for a result served as a workbook,
+// ServedResultName),
 // the partner's latest envelope that was received whole, and shows it only
 // when its outcome is stored: a result appears when the transaction that
 // writes it commits, never half-written. Two servers on one database list
@@ -80,21 +84,22 @@ type ResultFile struct {
 const resultFilesSQL = `
 	WITH named AS (
 		SELECT e.id, e.status, e.replay_of, e.processed_at,
-			regexp_replace(regexp_replace(e.file_name, ` + pgpSuffixSQL + `), '\.[^.]*$', '') || '` + ResultSuffix + `' AS name
+			regexp_replace(regexp_replace(e.file_name, ` + pgpSuffixSQL + `), '\.[^.]*$', '') AS stem
 		FROM envelopes e
 		WHERE e.partner_id = $1 AND e.status <> 'incomplete'
 	), latest AS (
-		SELECT DISTINCT ON (lower(name)) * FROM named
-		WHERE $2::text IS NULL OR lower(name) = lower(regexp_replace($2::text, '\.pgp$', '', 'i'))
-		ORDER BY lower(name), id DESC
+		SELECT DISTINCT ON (lower(stem)) * FROM named
+		WHERE $2::text IS NULL OR lower(stem) = lower(regexp_replace($2::text, '\.result\.(csv|xlsx)(\.pgp)?$', '', 'i'))
+		ORDER BY lower(stem), id DESC
 	)
-	SELECT l.name || CASE WHEN sr.envelope_id IS NULL THEN '' ELSE '` + SealedSuffix + `' END, l.id, o.id,
+	SELECT l.stem || CASE WHEN sr.envelope_id IS NOT NULL THEN '` + ResultSuffix + SealedSuffix + `'
+		WHEN o.result_format = 'xlsx' THEN '` + workbook.ResultSuffix + `' ELSE '` + ResultSuffix + `' END, l.id, o.id,
 		coalesce(sr.size, o.result_size, 0), greatest(l.processed_at, o.processed_at), sr.envelope_id IS NOT NULL
 	FROM latest l
 	JOIN envelopes o ON o.id = coalesce(l.replay_of, l.id)
 	LEFT JOIN sealed_results sr ON sr.envelope_id = o.id AND sr.kind = 'result'
 	WHERE o.status <> 'received'
-	ORDER BY lower(l.name)`
+	ORDER BY lower(l.stem)`
 
 // ResultFiles lists the result files partner can download, by name.
 func (s *Store) ResultFiles(ctx context.Context, partner string) ([]ResultFile, error) {

@@ -101,11 +101,7 @@ func writeResultFile(ctx context.Context, in *intake.Intake, dir string, got, ou
 	if err != nil {
 		return err
 	}
-	name := intake.ResultName(got.FileName)
-	if f.Sealed {
-		name += intake.SealedSuffix
-	}
-	final := filepath.Join(dir, name)
+	final := filepath.Join(dir, f.Name)
 	tmp, err := os.CreateTemp(dir, ".result-*.tmp")
 	if err != nil {
 		return fmt.Errorf("write result: %w", err)

@@ -28,9 +28,6 @@ func readProfile(path string) (data []byte, pr records.PartnerProfile, u records
 	if err != nil {
 		return nil, pr, u, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := resultsAvailable(p.Results); err != nil {
-		return nil, pr, u, fmt.Errorf("%s: %w", path, err)
-	}
 	settings := map[string]partnerSetting{}
 	for _, s := range partnerSettings() {
 		settings[s.flag] = s
@@ -52,17 +49,6 @@ func readProfile(path string) (data []byte, pr records.PartnerProfile, u records
 	pr = records.PartnerProfile{Columns: p.Columns, Components: p.Components, UnknownComponent: p.UnknownComponent,
 		Sheet: p.Sheet, Results: p.Results}
 	return data, pr, u, nil
-}
-
-// resultsAvailable refuses a result format this build cannot write yet,
-// rather than writing today's CSV under a profile that asks for another.
-// The xlsx writer (package workbook) plugs in here when it lands.
-func resultsAvailable(format string) error {
-	switch format {
-	case "", profile.ResultsCSV, profile.ResultsCSVExcel:
-		return nil
-	}
-	return fmt.Errorf("results: %s is not available in this version of payintake yet; use results: csv (or leave results out)", format)
 }
 
 // cmdPartnerProfileSet stores a new version of a partner's profile.

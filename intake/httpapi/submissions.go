@@ -381,11 +381,13 @@ func (a *API) getResult(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, r, "read replayed legs", err)
 		return
 	}
-	name := intake.ResultName(env.FileName)
-	if f.Sealed {
+	name := f.Name
+	switch {
+	case f.Sealed:
 		w.Header().Set("Content-Type", intake.PGPContentType)
-		name += intake.SealedSuffix
-	} else {
+	case f.Workbook:
+		w.Header().Set("Content-Type", intake.WorkbookContentType)
+	default:
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	}
 	if f.Size >= 0 {
