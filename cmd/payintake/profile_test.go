@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
+	"github.com/payintake/payintake/workbook/workbooktest"
 )
 
 // hrExport is a payroll file as an HR system exports it: its own headers
@@ -88,10 +90,6 @@ func TestPartnerProfileCLI(t *testing.T) {
 	badSetting := c.file("bad-setting.yaml", "components:\n  REG: BASE\nmode: sometimes\n")
 	if code, _, stderr := c.run("partner", "profile", "set", "acme", badSetting); code == 0 || !strings.Contains(stderr, "profile line 3: mode") {
 		t.Errorf("a bad setting: exit %d, %q", code, stderr)
-	}
-	xlsx := c.file("xlsx.yaml", "results: xlsx\n")
-	if code, _, stderr := c.run("partner", "profile", "set", "acme", xlsx); code == 0 || !strings.Contains(stderr, "results: xlsx is not available") {
-		t.Errorf("results: xlsx: exit %d, %q", code, stderr)
 	}
 
 	// The preview with the profile not yet stored applies nothing.
@@ -298,5 +296,120 @@ func TestProfileThroughTheDoors(t *testing.T) {
 	viaHTTP := curl(t, "-H", "Authorization: Bearer "+token, fmt.Sprintf("http://%s/v1/submissions/%d/result.csv", s.httpAddr, answer.ID))
 	if !strings.HasPrefix(viaHTTP, "\ufeffline,row,outcome,") || !strings.Contains(viaHTTP, "\r\n2,1,unchanged,00042,2026-11,BASE (REG),4000.00,EUR,,,\r\n") {
 		t.Errorf("HTTP result:\n%q", viaHTTP)
+	}
+}
+
+// TestWorkbookResultsThroughTheDoors: a partner whose profile says
+// results: xlsx gets NAME.result.xlsx over SFTP (OpenSSH's sftp, the
+// listing giving the size downloaded) and over HTTP (curl: the workbook's
+// content type and file name), a repeat the same bytes; openpyxl reads the
+// header frozen and the rejected row filled. A profile asking for xlsx is
+// refused while the partner's results may go sealed (OpenPGP).
+func TestWorkbookResultsThroughTheDoors(t *testing.T) {
+	for _, bin := range []string{"/usr/bin/sftp", "/usr/bin/curl"} {
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("this test needs %s: install the Debian packages openssh-client and curl (%v)", bin, err)
+		}
+	}
+	ctx := context.Background()
+	c := &cli{t: t, url: pgtest.New(t), dir: t.TempDir()}
+	st, err := records.Open(ctx, c.url, records.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	c.ok("partner", "add", "acme", "--name", "Acme", "--pgp", "accept")
+	prof := c.file("acme.yaml", hrProfileYAML+"results: xlsx\n")
+	if code, _, errs := c.run("partner", "profile", "set", "acme", prof); code == 0 ||
+		!strings.Contains(errs, "results: xlsx cannot go with OpenPGP (its pgp policy is accept") {
+		t.Fatalf("results: xlsx for a partner under pgp accept: exit %d: %s; want a refusal naming OpenPGP", code, errs)
+	}
+	c.ok("partner", "set", "acme", "--pgp", "off")
+	c.ok("partner", "profile", "set", "acme", prof)
+	_, keyFile := partnerKeyFile(t, st, "acme")
+	token := strings.TrimSpace(c.ok("partner", "token", "acme"))
+	token = token[strings.LastIndex(token, "\n")+1:]
+	s := startServer(t, c.url, t.TempDir(), nil)
+
+	host, port, _ := net.SplitHostPort(s.sftpAddr)
+	knownHosts := c.file("known_hosts", fmt.Sprintf("[%s]:%s %s\n", host, port,
+		hostKeysOf(t, "127.0.0.1", s.sftpAddr, []string{ssh.KeyAlgoED25519})[ssh.KeyAlgoED25519]))
+	export := hrExport + "00043;Jonas Weber;2026-11;XMAS;100,00;EUR;30.11.2026\n"
+	local := c.file("acme-2026-11.csv", export)
+	if out, err := openSSHSFTP(t, "127.0.0.1", s.sftpAddr, "acme", keyFile, knownHosts, "put "+local+" /inbox/acme-2026-11.csv\n").CombinedOutput(); err != nil {
+		t.Fatalf("sftp put: %v\n%s", err, out)
+	}
+	got := filepath.Join(c.dir, "acme-2026-11.result.xlsx")
+	var listing string
+	eventually.NoError(t, 30*time.Second, func() error {
+		out, err := openSSHSFTP(t, "127.0.0.1", s.sftpAddr, "acme", keyFile, knownHosts, "ls -l /results\nget /results/acme-2026-11.result.xlsx "+got+"\n").CombinedOutput()
+		listing = string(out)
+		if err != nil {
+			return fmt.Errorf("sftp get: %v\n%s", err, out)
+		}
+		return nil
+	})
+	res, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`\s` + strconv.Itoa(len(res)) + `\s+\w+\s+\d+\s+[\d:]+\s+acme-2026-11.result.xlsx`).MatchString(listing) {
+		t.Errorf("/results lists a size other than the %d bytes downloaded:\n%s", len(res), listing)
+	}
+	// Each row: its outcome, component and fill (00000000: none).
+	const readBack = `
+ws = load_workbook(os.environ["BOOK"]).active
+print(ws.freeze_panes)
+for row in ws.iter_rows(min_row=2):
+    print(row[2].value, row[5].value, row[2].fill.fgColor.rgb)
+`
+	want := "A2\n" +
+		"created BASE (REG) 00000000\ncreated OVERTIME (OT) 00000000\ncreated BASE (REG) 00000000\ncreated BONUS (BON) 00000000\n" +
+		"rejected XMAS FFFFC7CE\n"
+	if book := workbooktest.Run(t, readBack, "OUT=unused", "BOOK="+got); book != want {
+		t.Errorf("openpyxl reads the SFTP result as\n%s\nwant the header frozen and the rejected row filled light red:\n%s", book, want)
+	}
+
+	// The same payroll through the HTTP door, with curl: under a new key,
+	// unchanged; under the SFTP upload's name, a repeat answered with the
+	// workbook SFTP gave, byte for byte.
+	again := c.file("acme-2026-11-again.csv", export)
+	var ids []int64
+	for _, key := range []string{"acme-2026-11-again.csv", "acme-2026-11.csv"} {
+		sub := curl(t, "-X", "POST", "--data-binary", "@"+again, "-H", "Authorization: Bearer "+token,
+			"-H", "Idempotency-Key: "+key, "http://"+s.httpAddr+"/v1/submissions?name="+key)
+		var answer struct {
+			ID     int64          `json:"id"`
+			Counts map[string]int `json:"counts"`
+		}
+		if err := json.Unmarshal([]byte(sub), &answer); err != nil || answer.Counts["rejected"] != 1 {
+			t.Fatalf("curl submission: %v\n%s", err, sub)
+		}
+		ids = append(ids, answer.ID)
+	}
+	var books [][]byte
+	for i, id := range ids {
+		body, head := filepath.Join(c.dir, fmt.Sprintf("http-%d.xlsx", i)), filepath.Join(c.dir, fmt.Sprintf("http-%d.head", i))
+		curl(t, "-H", "Authorization: Bearer "+token, "-D", head, "-o", body, fmt.Sprintf("http://%s/v1/submissions/%d/result.csv", s.httpAddr, id))
+		h, _ := os.ReadFile(head)
+		for _, want := range []string{"Content-Type: application/vnd.openxmlformats-officedocument.spreadsheetml.sheet\r\n",
+			fmt.Sprintf("Content-Disposition: attachment; filename=%q", []string{"acme-2026-11-again.result.xlsx", "acme-2026-11.result.xlsx"}[i])} {
+			if !strings.Contains(string(h), want) {
+				t.Errorf("HTTP result of submission %d: headers lack %q:\n%s", id, want, h)
+			}
+		}
+		b, err := os.ReadFile(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		books = append(books, b)
+	}
+	if !bytes.Equal(books[1], res) || bytes.Equal(books[0], res) {
+		t.Errorf("the SFTP upload repeated over HTTP (submission %d): %d bytes, equal %v; want the repeat answered with the %d bytes SFTP gave (and the new key's %d bytes another workbook)",
+			ids[1], len(books[1]), bytes.Equal(books[1], res), len(res), len(books[0]))
+	}
+	viaHTTP := filepath.Join(c.dir, "http-0.xlsx")
+	if book := workbooktest.Run(t, readBack, "OUT=unused", "BOOK="+viaHTTP); book != strings.ReplaceAll(want, "created", "unchanged") {
+		t.Errorf("openpyxl reads the HTTP result as\n%s", book)
 	}
 }

@@ -82,6 +82,35 @@ func TestSubmitCreatedAndRead(t *testing.T) {
 	wantProblem(t, e.get("acme", "/v1/submissions/abc"), http.StatusNotFound, "not_found")
 }
 
+// A partner whose profile says results: xlsx is served its result as a
+// workbook: its content type and file name say so (and openapi.json
+// declares it), the bytes are the store's, Content-Length its size.
+func TestResultAsWorkbook(t *testing.T) {
+	e := newEnv(t, Config{})
+	if _, err := e.st.SetPartnerProfile(e.ctx, "acme", "results: xlsx\n", records.PartnerProfile{Results: "xlsx"},
+		records.PartnerUpdate{}, "tester", records.ViaCLI); err != nil {
+		t.Fatal(err)
+	}
+	r := e.submit("acme", "run-1", "march.csv", firstRun)
+	wantStatus(t, r, http.StatusCreated)
+	id := int64(r.json(t)["id"].(float64))
+	res := e.get("acme", fmt.Sprintf("/v1/submissions/%d/result.csv", id))
+	wantStatus(t, res, http.StatusOK)
+	var want bytes.Buffer
+	if err := e.st.WriteResult(e.ctx, id, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(res.body, want.Bytes()) || !bytes.HasPrefix(res.body, []byte("PK\x03\x04")) || res.header.Get("Content-Length") != fmt.Sprint(want.Len()) {
+		t.Fatalf("result: %d bytes (Content-Length %s), want the store's workbook of %d bytes", len(res.body), res.header.Get("Content-Length"), want.Len())
+	}
+	if ct := res.header.Get("Content-Type"); ct != intake.WorkbookContentType {
+		t.Fatalf("Content-Type %q, want %q", ct, intake.WorkbookContentType)
+	}
+	if cd := res.header.Get("Content-Disposition"); cd != `attachment; filename="march.result.xlsx"` {
+		t.Fatalf("Content-Disposition %q", cd)
+	}
+}
+
 func TestSubmitReplay(t *testing.T) {
 	e := newEnv(t, Config{})
 	first := e.submit("acme", "Run-7", "march.csv", firstRun)
