@@ -19,7 +19,7 @@ var outcomes = records.Outcomes
 func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, g := newFlagSet("ingest", stderr)
 	partner := fs.String("partner", "", "partner ID (required)")
-	resultsDir := fs.String("results-dir", "", "also write each result file here as NAME.result.csv (NAME.result.csv.pgp when sealed for an OpenPGP partner)")
+	resultsDir := fs.String("results-dir", "", "also write each result file here as NAME.result.csv (NAME.result.xlsx for a profile with results: xlsx, NAME.result.csv.pgp when sealed for an OpenPGP partner)")
 	files, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -12,7 +12,8 @@ package sftpd
 //	           database, so every connection and every server on the database
 //	           shows them. Nothing in /inbox can be read back, and a received
 //	           file cannot be changed, renamed or removed.
-//	/results   read-only; NAME.result.csv for the latest upload of each name,
+//	/results   read-only; NAME.result.csv (NAME.result.xlsx for a partner
+//	           whose profile asks for workbooks) for the latest upload of each name,
 //	           read from the database once its processing has committed, and
 //	           NAME.review.csv once reviewers have decided every held row of
 //	           that file. Files sent by any door (SFTP, ingest, HTTP) show.

@@ -13,6 +13,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"github.com/payintake/payintake/records"
+	"github.com/payintake/payintake/workbook"
 )
 
 const (
@@ -20,8 +21,9 @@ const (
 	dirResults = "results"
 	maxNameLen = records.MaxFileNameLen
 	// A result or review report name is its upload's name without the
-	// extension plus ".review.csv" at most: it may be that much longer.
-	maxResultNameLen = maxNameLen + len(records.ReviewSuffix)
+	// extension plus ".review.csv" or ".result.xlsx" (a workbook) at most:
+	// it may be that much longer.
+	maxResultNameLen = maxNameLen + max(len(records.ReviewSuffix), len(workbook.ResultSuffix))
 )
 
 var (
