@@ -36,20 +36,24 @@ type PreviewRow struct {
 	Message string            `json:"message,omitempty"`
 }
 
-// PreviewFile reads body as a file of partner p would be read (its
-// settings and profile: p may carry a profile not stored yet) and tells
-// what each row would get, applying nothing. A file refused whole is
-// returned as the *normalize.ParseError its upload would get.
-func (in *Intake) PreviewFile(ctx context.Context, p records.Partner, body io.Reader) (Preview, error) {
+// PreviewFile reads body as a file of partner p called fileName would be
+// read (its settings and profile: p may carry a profile not stored yet; a
+// workbook, .xlsx, on the profile's sheet) and tells what each row would
+// get, applying nothing. A file refused whole is returned as the
+// *normalize.ParseError its upload would get.
+func (in *Intake) PreviewFile(ctx context.Context, p records.Partner, fileName string, body io.Reader) (Preview, error) {
 	pv := Preview{Partner: p.ID, Counts: map[string]int{}}
 	if p.Profile != nil {
 		pv.ProfileVersion = p.Profile.Version
 	}
 	s := FileSettings(p)
 	pv.Profile = s.Profile
-	rd, err := normalize.NewReader(body, s)
+	rd, sheet, err := openRows(fileName, body, p)
 	if err != nil {
 		return pv, err
+	}
+	if sheet != nil {
+		defer sheet.Close()
 	}
 	pv.Columns = rd.Columns()
 	var keys []records.PreviewKey

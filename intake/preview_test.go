@@ -52,7 +52,7 @@ func TestPreviewIsWhatProcessingDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := fmt.Sprint(f.count(`SELECT count(*) FROM envelopes`), f.count(`SELECT count(*) FROM records`), f.count(`SELECT count(*) FROM exceptions`))
-	pv, err := f.in.PreviewFile(f.ctx, p, strings.NewReader(second))
+	pv, err := f.in.PreviewFile(f.ctx, p, "second.csv", strings.NewReader(second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestPreviewAllOrNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv, err := f.in.PreviewFile(f.ctx, p, strings.NewReader(file))
+	pv, err := f.in.PreviewFile(f.ctx, p, "file.csv", strings.NewReader(file))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestWorkbookIsTheSamePayrollAsCSV(t *testing.T) {
 	}
 }
 
-// The sheet a partner's profile names is the one read: openpyxl's
+// The sheet a partner's profile names is the one read (and previewed): openpyxl's
 // workbook has a notes sheet first and the payroll on "Payroll", which the
 // profile names (in another case: Excel ignores it too). A profile naming a
 // sheet the workbook lacks gets the whole file refused (missing_sheet),
@@ -65,10 +65,22 @@ func TestProfileNamesTheSheet(t *testing.T) {
 		}
 	}
 	setSheet("payroll")
+	p, err := f.store.Partner(f.ctx, f.partner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := f.in.PreviewFile(f.ctx, p, "pay.xlsx", strings.NewReader(book))
+	if err != nil || fmt.Sprint(pv.Counts) != "map[created:4]" || len(pv.Rows) != 4 || pv.Rows[2].Line != 5 || pv.Rows[2].Values["employee_ref"] != "00125" {
+		t.Fatalf("the workbook previewed: %+v (%v), want its 4 rows created, on the sheet's lines", pv, err)
+	}
 	if _, out := f.ingest("pay.xlsx", book); fmt.Sprint(out.Counts) != "map[created:4]" {
 		t.Fatalf("the profile's sheet: %v, want 4 created:\n%s", out.Counts, f.result(out))
 	}
 	setSheet("Wages")
+	p.Profile.Sheet = "Wages"
+	if _, err := f.in.PreviewFile(f.ctx, p, "pay-2.xlsx", strings.NewReader(book)); !errors.Is(err, normalize.CodeMissingSheet) {
+		t.Fatalf("the workbook previewed with a sheet it lacks: %v, want missing_sheet", err)
+	}
 	_, out := f.ingest("pay-2.xlsx", book)
 	rows := f.resultRows(out)
 	if len(rows) != 1 || rows[0]["row"] != "0" || rows[0]["code"] != string(normalize.CodeMissingSheet) ||

@@ -84,7 +84,7 @@ func (s *Server) previewPost(w http.ResponseWriter, r *http.Request, sess record
 		s.consoleInternal(w, r, err)
 		return
 	}
-	pv, err := intake.New(s.Store, s.Log).PreviewFile(r.Context(), partner, f)
+	pv, err := intake.New(s.Store, s.Log).PreviewFile(r.Context(), partner, hdr.Filename, f)
 	var pe *normalize.ParseError
 	switch {
 	case errors.As(err, &pe):

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -169,7 +170,7 @@ func cmdPartnerProfileCheck(ctx context.Context, args []string, stdout, stderr i
 		p = u.Apply(p)
 		p.Profile = &pr // version 0: not stored
 	}
-	pv, err := e.intake.PreviewFile(ctx, p, f)
+	pv, err := e.intake.PreviewFile(ctx, p, filepath.Base(pos[1]), f)
 	var pe *normalize.ParseError
 	if errors.As(err, &pe) {
 		return fmt.Errorf("the file would be refused whole (%s): %s", pe.Err, pe.Message)
