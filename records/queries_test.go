@@ -72,42 +72,6 @@ func TestEveryQueryPrepares(t *testing.T) {
 	t.Logf("%d statements prepared", len(stmts))
 }
 
-// Every form of classify's statement (with and without the duplicate
-// check, the emp and period_locks joins) prepares against the schema and
-// processing's temp tables: most forms run only on rarer paths.
-func TestEveryClassifyFormPrepares(t *testing.T) {
-	ctx := context.Background()
-	st := pgtest.Store(t)
-	tx, err := st.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	for _, ddl := range records.TempTables {
-		if _, err := tx.Exec(ctx, ddl); err != nil {
-			t.Fatal(err)
-		}
-	}
-	forms := records.ClassifyForms()
-	if len(forms) != 12 {
-		t.Fatalf("%d forms of classify, want 3 duplicate checks × with and without each of 2 joins", len(forms))
-	}
-	named := regexp.MustCompile(`@([a-z_]+)`)
-	for name, sql := range forms {
-		args := pgx.NamedArgs{}
-		for _, a := range named.FindAllStringSubmatch(sql, -1) {
-			args[a[1]] = nil
-		}
-		q, _, err := args.RewriteQuery(ctx, tx.Conn(), sql, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if _, err := tx.Conn().Prepare(ctx, "", q); err != nil {
-			t.Errorf("classify (%s) does not prepare: %v\n%s", name, err, q)
-		}
-	}
-}
-
 // Every statement of records/*.sql is taken by some Go file (query("X")),
 // so none is left behind when its caller goes.
 func TestEveryQueryIsUsed(t *testing.T) {
