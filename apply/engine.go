@@ -389,20 +389,6 @@ func (e *Engine) stageWhole(ctx context.Context, tx pgx.Tx, env *records.Envelop
 	return records.CloseEnvelope(ctx, tx, env, counts)
 }
 
-// closeEnvelope marks env processed with its counts and result size.
-func closeEnvelope(ctx context.Context, tx pgx.Tx, env *records.Envelope, counts map[string]int) error {
-	env.Counts = counts
-	env.Status = records.StatusProcessed
-	err := tx.QueryRow(ctx, `
-		UPDATE envelopes SET status = 'processed', counts = $2, seq = $3, processed_at = now(),
-			result_size = (SELECT sum(length(data)) FROM envelope_results WHERE envelope_id = $1)
-		WHERE id = $1 RETURNING result_size`, env.ID, counts, env.Seq).Scan(&env.ResultSize)
-	if err != nil {
-		return fmt.Errorf("close envelope: %w", err)
-	}
-	return nil
-}
-
 // spool copies an envelope's bytes to a temporary file through tx (one
 // query, its chunks read as they come).
 func (e *Engine) spool(ctx context.Context, tx pgx.Tx, id int64) (*os.File, error) {
