@@ -130,10 +130,10 @@ func recordProfileVersion(ctx context.Context, tx pgx.Tx, env *Envelope, p Partn
 	return nil
 }
 
-// noteResultFormat notes, in the transaction that stored env's result,
+// NoteResultFormat notes, in the transaction that stored env's result,
 // the format the profile asks its result to be served in, and the size
 // served.
-func noteResultFormat(ctx context.Context, tx pgx.Tx, env *Envelope, p Partner) error {
+func NoteResultFormat(ctx context.Context, tx pgx.Tx, env *Envelope, p Partner) error {
 	if p.Profile == nil || p.Profile.Results != normalize.ResultsCSVExcel {
 		return nil
 	}
