@@ -14,6 +14,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/pgp"
 	"github.com/payintake/payintake/records"
@@ -192,7 +193,7 @@ func (in *Intake) receivePGP(ctx context.Context, s Submission, marked bool) (re
 // pgpPlan readies an OpenPGP envelope for processing: its refusal, or its
 // body decrypted as it is read, and the sealer of its result. ok is false
 // for a plain envelope.
-func (in *Intake) pgpPlan(ctx context.Context, env *records.Envelope, p records.Partner, body io.Reader, pl *records.Plan) (io.Reader, bool, error) {
+func (in *Intake) pgpPlan(ctx context.Context, env *records.Envelope, p records.Partner, body io.Reader, pl *apply.Plan) (io.Reader, bool, error) {
 	rec, ok, err := in.Store.EnvelopePGP(ctx, env.ID)
 	if err != nil || !ok {
 		return body, false, err

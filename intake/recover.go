@@ -13,7 +13,7 @@ import (
 // Orphaned envelopes.
 //
 // The lease on an envelope is the row lock its processing transaction takes
-// (records.Store.Process: SELECT … FOR NO KEY UPDATE): it lasts exactly as long as
+// (apply.Engine.Open: SELECT … FOR NO KEY UPDATE): it lasts exactly as long as
 // the processing, and PostgreSQL drops it the moment the processing
 // connection goes away, whatever killed the process. River, for its part,
 // leaves the job of a killed process "running" until its rescue (longer

@@ -46,7 +46,7 @@ func (in *Intake) DeliverWebhook(ctx context.Context, w Webhook, answer WebhookA
 	}
 	d := records.WebhookDelivery{PartnerID: w.Partner, WebhookID: w.ID, Body: w.Body}
 	d.Change, d.Invalid = parseWebhook(w.Body, Settings(p))
-	ans, err := in.Store.DeliverWebhook(ctx, d, answer)
+	ans, err := in.Engine.DeliverWebhook(ctx, d, answer)
 	if err != nil {
 		return ans, fmt.Errorf("deliver webhook: %w", err)
 	}
@@ -95,7 +95,7 @@ func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, answer ReplayAnsw
 	if bad != nil {
 		return records.ReplayAnswer{}, bad, nil
 	}
-	ans, err := in.Store.Replay(ctx, records.ReplayRequest{PartnerID: r.Of.PartnerID, Of: r.Of,
+	ans, err := in.Engine.Replay(ctx, records.ReplayRequest{PartnerID: r.Of.PartnerID, Of: r.Of,
 		Key: records.SubmissionKey(r.Key), Source: r.Source, Body: r.Body, Legs: legs}, answer)
 	return ans, nil, err
 }

@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 	"github.com/payintake/payintake/workbook"
@@ -54,7 +55,7 @@ type closing struct {
 func (c closing) Close() error { return errors.Join(c.rowSource.Close(), c.sheet.Close()) }
 
 // withSheet gives rows that also close sheet, when there is one.
-func withSheet(rows *rowSource, sheet io.Closer) records.RowSource {
+func withSheet(rows *rowSource, sheet io.Closer) apply.RowSource {
 	if sheet == nil {
 		return rows
 	}

@@ -80,7 +80,7 @@ const (
 )
 
 // Codes of a row the store held or rejected while applying it. The
-// processing SQL (records/classify.go) writes the same words into result
+// processing SQL (apply/classify.go) writes the same words into result
 // files and exceptions (SQL cannot name a Go constant); the tests of records
 // and intake compare what it writes with these.
 const (

@@ -168,14 +168,14 @@ func (s *Store) DecideAll(ctx context.Context, b BulkDecision) (BulkResult, erro
 		var decided []int64
 		var refused map[int64]error
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			if err := partnerLock(ctx, tx, f.Partner); err != nil {
+			if err := PartnerLock(ctx, tx, f.Partner); err != nil {
 				return err
 			}
 			decided, refused, err = decideLocked(ctx, tx, d, f.Partner, xs)
 			if err != nil {
 				return err
 			}
-			return s.sealReviews(ctx, tx, f.Partner)
+			return s.SealReviews(ctx, tx, f.Partner)
 		})
 		if err != nil {
 			return res, s.bulkStopped(res, err)

@@ -60,7 +60,7 @@ type Envelope struct {
 	// ResultFormat is the format its result is served in: "" (csv) or
 	// normalize.ResultsCSVExcel, as its profile asked when it was read.
 	ResultFormat string `json:"result_format,omitempty"`
-	// Applied is set by Process when this call did the work (rather than
+	// Applied is set by processing (apply.Job.Apply) when this call did the work (rather than
 	// finding the envelope already done).
 	Applied bool `json:"-"`
 }
@@ -259,11 +259,11 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 			return err
 		}
 		msg := fmt.Sprintf("a different file named %q was already received (envelope %d); nothing from this file was applied: send a new payroll run under a new file name, or resend the original file unchanged", env.FileName, first)
-		if err := s.fileResult(ctx, tx, &env, normalize.ParseError{Err: normalize.CodeIdempotencyKeyReuse, Message: msg}, StatusKeyReuse); err != nil {
+		if err := s.RejectFile(ctx, tx, &env, normalize.ParseError{Err: normalize.CodeIdempotencyKeyReuse, Message: msg}, StatusKeyReuse); err != nil {
 			return err
 		}
 		if in.Seal != nil {
-			return s.sealResult(ctx, tx, &env, in.Seal)
+			return s.SealResult(ctx, tx, &env, in.Seal)
 		}
 		return nil
 	}

@@ -133,11 +133,11 @@ func recordProfileVersion(ctx context.Context, tx pgx.Tx, env *Envelope, p Partn
 	return nil
 }
 
-// noteResultFormat notes, in the transaction that stored env's result,
+// NoteResultFormat notes, in the transaction that stored env's result,
 // the format the profile asks its result to be served in, and the size
 // served: for a workbook, its size as made now from the stored lines,
 // which every later read makes again byte for byte.
-func noteResultFormat(ctx context.Context, tx pgx.Tx, env *Envelope, p Partner) error {
+func NoteResultFormat(ctx context.Context, tx pgx.Tx, env *Envelope, p Partner) error {
 	if p.Profile == nil {
 		return nil
 	}

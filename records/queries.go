@@ -26,7 +26,7 @@ func rowFragments() map[string]string {
 		"profile_json":      profileJSON,
 		"inbox_columns":     inboxColumns,
 		"upload_columns":    uploadColumns,
-		"record_json":       fieldsJSON("r"),
+		"record_json":       FieldsJSON("r"),
 	}
 }
 
@@ -40,3 +40,14 @@ func query(name string) string { return statements.Query(name) }
 // fragment returns a fragment of the .sql files, expanded, for SQL still
 // composed in Go; an unknown name panics.
 func fragment(name string) string { return statements.Fragment(name) }
+
+// FieldsJSON is the SQL for the object of the eight normalised fields of the
+// row alias (records or classified columns), as exceptions store "current"
+// and "proposed": numbers and dates as text, "" for an absent one.
+func FieldsJSON(alias string) string {
+	a := alias + "."
+	return `jsonb_build_object(
+		'employee_ref', ` + a + `employee_ref, 'pay_period', ` + a + `pay_period, 'component', ` + a + `component,
+		'amount', ` + a + `amount::text, 'currency', ` + a + `currency, 'hours', coalesce(` + a + `hours::text, ''),
+		'rate', coalesce(` + a + `rate::text, ''), 'pay_date', coalesce(` + a + `pay_date::text, ''))`
+}

@@ -37,28 +37,3 @@ func TestEveryQueryPrepares(t *testing.T) {
 	}
 	t.Logf("%d statements prepared", len(stmts))
 }
-
-// Every form of classify's statement (with and without the duplicate
-// check, the emp and period_locks joins) prepares against the schema and
-// processing's temp tables: most forms run only on rarer paths.
-func TestEveryClassifyFormPrepares(t *testing.T) {
-	ctx := context.Background()
-	st := pgtest.Store(t)
-	tx, err := st.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	for _, ddl := range records.TempTables {
-		if _, err := tx.Exec(ctx, ddl); err != nil {
-			t.Fatal(err)
-		}
-	}
-	forms := records.ClassifyForms()
-	if len(forms) != 12 {
-		t.Fatalf("%d forms of classify, want 3 duplicate checks × with and without each of 2 joins", len(forms))
-	}
-	for _, err := range sqlfile.Prepare(ctx, tx, forms) {
-		t.Errorf("classify: %v", err)
-	}
-}

@@ -77,10 +77,10 @@ type ResultRow struct {
 	ReplayID int64 `json:"replay_id,omitempty"`
 }
 
-// resultRowsPerChunk is how many rows each stored result chunk holds:
+// ResultRowsPerChunk is how many rows each stored result chunk holds:
 // chunk n holds rows n*4096 to n*4096+4095, whether the database built the
-// result (resultFileSQL) or staging's lines were stored (resultLines).
-const resultRowsPerChunk = 4096
+// result (apply's resultFileSQL) or staging's lines were stored (apply's resultLines).
+const ResultRowsPerChunk = 4096
 
 // ResultRows reads the rows of the stored result of envelope id whose row
 // index is above after (-1 for the first page: a whole-file rejection is
@@ -89,7 +89,7 @@ const resultRowsPerChunk = 4096
 // It reads only the result chunks from the one holding row after+1 on.
 func (s *Store) ResultRows(ctx context.Context, id int64, after, limit int, view func(ResultRow) (ResultRow, bool)) (out []ResultRow, more bool, err error) {
 	rows, err := s.pool.Query(ctx, sqlResultChunksFrom,
-		id, (after+1)/resultRowsPerChunk)
+		id, (after+1)/ResultRowsPerChunk)
 	if err != nil {
 		return nil, false, fmt.Errorf("read result of envelope %d: %w", id, err)
 	}
@@ -142,3 +142,7 @@ func parseResultChunk(data []byte) ([]ResultRow, error) {
 
 // IsOutcome reports whether o is one of the row outcomes.
 func IsOutcome(o string) bool { return Outcome(o).Valid() }
+
+// ParseResultRows reads the rows of result lines (a header line, if any,
+// is skipped).
+func ParseResultRows(data []byte) ([]ResultRow, error) { return parseResultChunk(data) }

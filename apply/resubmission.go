@@ -1,4 +1,4 @@
-package records
+package apply
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/records"
 )
 
 // A resubmission compared on its keys first. Nearly every row of a
@@ -63,9 +64,9 @@ func (e errNotCompared) Error() string { return "not compared: " + string(e) }
 // applies a first file read twice: a reason why not (and no error) means
 // nothing was done, and the caller stages the file whole from a new
 // RowSource.
-func (s *Store) applyCompared(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (counts map[string]int, why, err error) {
-	return s.attempt(ctx, tx, env, "compared", "a resubmission could not be compared on its keys; it is staged instead",
-		func(tx pgx.Tx) (map[string]int, error) { return s.compared(ctx, tx, env, pl) })
+func (e *Engine) applyCompared(ctx context.Context, tx pgx.Tx, env *records.Envelope, pl Plan) (counts map[string]int, why, err error) {
+	return e.attempt(ctx, tx, env, "compared", "a resubmission could not be compared on its keys; it is staged instead",
+		func(tx pgx.Tx) (map[string]int, error) { return e.compared(ctx, tx, env, pl) })
 }
 
 // attempt runs apply in a savepoint of tx. When apply fails the savepoint
@@ -75,7 +76,7 @@ func (s *Store) applyCompared(ctx context.Context, tx pgx.Tx, env *Envelope, pl 
 // The process span notes whether way ("direct", "compared") was taken, and
 // why not. An error is returned only when the transaction cannot go on
 // (the savepoint not taken or not rolled back, ctx done).
-func (s *Store) attempt(ctx context.Context, tx pgx.Tx, env *Envelope, way, warning string,
+func (e *Engine) attempt(ctx context.Context, tx pgx.Tx, env *records.Envelope, way, warning string,
 	apply func(pgx.Tx) (map[string]int, error)) (counts map[string]int, why, err error) {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
@@ -101,13 +102,13 @@ func (s *Store) attempt(ctx context.Context, tx pgx.Tx, env *Envelope, way, warn
 	var notCompared errNotCompared
 	var pe *normalize.ParseError
 	if !errors.As(why, &notDirect) && !errors.As(why, &notCompared) && !errors.As(why, &pe) {
-		s.log.WarnContext(ctx, warning, "envelope", env.ID, "partner", env.PartnerID, "err", why)
+		e.log.WarnContext(ctx, warning, "envelope", env.ID, "partner", env.PartnerID, "err", why)
 	}
 	return nil, why, nil
 }
 
-func (s *Store) compared(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (map[string]int, error) {
-	lines := newResultLines(s.spoolDir)
+func (e *Engine) compared(ctx context.Context, tx pgx.Tx, env *records.Envelope, pl Plan) (map[string]int, error) {
+	lines := newResultLines(e.spoolDir)
 	if lines == nil {
 		return nil, errNotCompared("no result lines")
 	}
@@ -115,10 +116,10 @@ func (s *Store) compared(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan)
 	lines.holes = true
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID,
 		"by": fmt.Sprintf("envelope %d", env.ID), "file_rejected": false, "all_or_nothing": pl.AllOrNothing,
-		"header": ResultHeader}
+		"header": records.ResultHeader}
 
 	if env.Size >= sampleMinBytes {
-		sctx, span := startSpan(ctx, "sample")
+		sctx, span := records.StartSpan(ctx, "sample")
 		sampled, changed, err := sampleRows(sctx, tx, pl, env.PartnerID)
 		span.SetAttributes(attribute.Int("payintake.rows", sampled), attribute.Int("payintake.rows_changed", changed))
 		span.End()
@@ -130,8 +131,8 @@ func (s *Store) compared(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan)
 		}
 	}
 
-	sctx, span := startSpan(ctx, "stage", attribute.Bool("payintake.compared", true))
-	k, err := stageKeys(sctx, tx, pl, lines, s.blocks)
+	sctx, span := records.StartSpan(ctx, "stage", attribute.Bool("payintake.compared", true))
+	k, err := stageKeys(sctx, tx, pl, lines, e.blocks)
 	if k != nil {
 		span.SetAttributes(attribute.Int("payintake.rows", k.count), attribute.Int("payintake.rows_rejected", k.rejected))
 	}
@@ -140,7 +141,7 @@ func (s *Store) compared(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan)
 		return nil, err
 	}
 
-	cctx, span := startSpan(ctx, "compare")
+	cctx, span := records.StartSpan(ctx, "compare")
 	again, err := changedRows(cctx, tx, env.PartnerID, k)
 	if again != nil {
 		span.SetAttributes(attribute.Int("payintake.rows_read_again", again.n))
@@ -156,7 +157,7 @@ func (s *Store) compared(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan)
 		// Few changed rows: classify and the updates probe the indexes of
 		// records (probeRecords).
 		probe := again.n*4 <= k.count-k.rejected
-		if counts, validAgain, rejectedAgain, err = classifyAgain(ctx, tx, pl, args, again, probe, s.blocks); err != nil {
+		if counts, validAgain, rejectedAgain, err = classifyAgain(ctx, tx, pl, args, again, probe, e.blocks); err != nil {
 			return nil, err
 		}
 	}
@@ -169,18 +170,18 @@ func (s *Store) compared(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan)
 	// The rows not read again: valid ones unchanged, rejected ones as Go
 	// rejected them.
 	if n := k.count - k.rejected - validAgain; n > 0 {
-		counts[string(OutcomeUnchanged)] += n
+		counts[string(records.OutcomeUnchanged)] += n
 	}
 	if n := k.rejected - rejectedAgain; n > 0 {
-		counts[string(OutcomeRejected)] += n
+		counts[string(records.OutcomeRejected)] += n
 	}
-	rctx, span := startSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
+	rctx, span := records.StartSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
 	mode := mergeCompared
 	if again.n == 0 {
 		mode = mergeUnchanged
 	}
 	err = lines.storeMerged(rctx, tx, env.ID, mode)
-	EndSpan(span, err)
+	records.EndSpan(span, err)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +274,7 @@ type keyRows struct {
 	rejected int
 }
 
-func (k *keyRows) encode(b []byte, r *StagedRow) ([]byte, error) {
+func (k *keyRows) encode(b []byte, r *records.StagedRow) ([]byte, error) {
 	if r.Code != "" {
 		if k.aon {
 			return b, errNotCompared("a rejected row in an all-or-nothing file")
@@ -285,7 +286,7 @@ func (k *keyRows) encode(b []byte, r *StagedRow) ([]byte, error) {
 	}
 	kh := keyHash(r)
 	k.keys.add(kh)
-	cells, ok := r.appendEchoedCells(k.cells[:0])
+	cells, ok := appendEchoedCells(k.cells[:0], r)
 	k.cells = cells
 	if ok {
 		k.lines.addCreated(r, cells)
@@ -390,14 +391,14 @@ func changedRows(ctx context.Context, tx pgx.Tx, partner string, k *keyRows) (*r
 // returns their outcome counts and how many of them were valid and
 // rejected.
 func classifyAgain(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs, again *rowSet, probe bool, free chan []byte) (counts map[string]int, valid, rejected int, err error) {
-	sctx, span := startSpan(ctx, "stage")
-	if _, err := tx.Exec(sctx, stageDDL); err != nil {
-		EndSpan(span, err)
+	sctx, span := records.StartSpan(ctx, "stage")
+	if _, err := tx.Exec(sctx, records.StageDDL); err != nil {
+		records.EndSpan(span, err)
 		return nil, 0, 0, fmt.Errorf("create stage: %w", err)
 	}
 	rows, err := pl.Reread(ReadOptions{Only: again.has})
 	if err != nil {
-		EndSpan(span, err)
+		records.EndSpan(span, err)
 		return nil, 0, 0, fmt.Errorf("read the file again: %w", err)
 	}
 	defer closeRows(rows)
@@ -405,7 +406,7 @@ func classifyAgain(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs, 
 	err = copyText(sctx, tx.Conn(), "stage", stageColumns, src)
 	src.close()
 	span.SetAttributes(attribute.Int("payintake.rows", src.count), attribute.Int("payintake.rows_rejected", src.rejected))
-	EndSpan(span, err)
+	records.EndSpan(span, err)
 	if err != nil {
 		if src.err != nil {
 			err = src.err
@@ -416,9 +417,9 @@ func classifyAgain(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs, 
 		return nil, 0, 0, fmt.Errorf("the file read again gave %d of its %d changed rows", src.count, again.n)
 	}
 	args["probe_records"] = probe
-	cctx, span := startSpan(ctx, "classify")
+	cctx, span := records.StartSpan(ctx, "classify")
 	counts, err = classifyRows(cctx, tx, args, src)
-	EndSpan(span, err)
+	records.EndSpan(span, err)
 	if err != nil {
 		return nil, 0, 0, err
 	}

@@ -1,7 +1,6 @@
-package records
+package apply
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,226 +17,17 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/records"
 )
-
-// StagedRow is one data row of a file, normalised (or rejected), ready to be
-// staged. Valid rows carry normalised values and a content hash; rejected
-// rows carry Code, Field and Message. D* values are what the result file
-// echoes when they differ from the normalised ones (raw values of a rejected
-// row, formula-escaped values); empty means "the normalised value".
-type StagedRow struct {
-	Row, Line                                                int
-	EmployeeRef, PayPeriod, Component, Amount, Currency      string
-	Hours, Rate, PayDate                                     string
-	Hash                                                     []byte
-	DEmployeeRef, DPayPeriod, DComponent, DAmount, DCurrency string
-	Code, Field, Message                                     string
-}
 
 // appendEchoedCells appends the five cells a valid row's result line
 // echoes (employee_ref .. currency: the value as sent where it differs from
 // the normalised one), quoted as the result file quotes them; false when
 // Go cannot decide a cell's quoting alone (normalize.AppendResultCells).
-func (r *StagedRow) appendEchoedCells(b []byte) ([]byte, bool) {
+func appendEchoedCells(b []byte, r *records.StagedRow) ([]byte, bool) {
 	return normalize.AppendResultCells(b, or(r.DEmployeeRef, r.EmployeeRef), or(r.DPayPeriod, r.PayPeriod),
 		or(r.DComponent, r.Component), or(r.DAmount, r.Amount), or(r.DCurrency, r.Currency))
 }
-
-// RowSource yields the rows of one file in order. Next returns io.EOF after
-// the last row, or a *normalize.ParseError when the whole file must be rejected.
-// A RowSource that is also an io.Closer (one that reads ahead in the
-// background) is closed once processing is done with it, read or not.
-type RowSource interface {
-	Next() (StagedRow, error)
-}
-
-// closeRows closes rows if it is an io.Closer.
-func closeRows(rows RowSource) {
-	if c, ok := rows.(io.Closer); ok {
-		_ = c.Close()
-	}
-}
-
-// Plan is how one envelope is to be applied, decided by the caller once the
-// envelope and its partner are locked.
-type Plan struct {
-	Seq          *int64 // the file's sequence number, if the partner's file pattern gives one
-	AllOrNothing bool
-	Rows         RowSource
-	// Reread, when set, returns a new RowSource over the same file from
-	// its first row, read as ReadOptions say. Processing then tries the
-	// file as a pure first file read twice, without staging (applyDirect),
-	// and a resubmission compared on its keys first (applyCompared); once
-	// it has called Reread, it reads Rows from a further Reread, not from
-	// Rows.
-	Reread func(ReadOptions) (RowSource, error)
-	// Replay, when set, makes the envelope a leg replay of another
-	// submission (a NAME.replay.csv file): its legs are applied as
-	// Store.Replay applies them, and Rows is not read.
-	Replay *ReplayPlan
-	// Seal, when set, seals the result for the partner (an OpenPGP
-	// exchange), in the transaction that stores it. It is kept with a
-	// whole-file refusal too: a refusal is sealed like any result.
-	Seal *Sealer
-}
-
-// ReadOptions say how Plan.Reread reads a file again.
-type ReadOptions struct {
-	// KeysOnly: a valid row need carry only its natural key (EmployeeRef,
-	// PayPeriod, Component).
-	KeysOnly bool
-	// Parallel: the rows are normalised on every core, for a read the
-	// database waits for.
-	Parallel bool
-	// Only, when set, selects the rows to yield by their number
-	// (StagedRow.Row): the others are read as CSV, to find where each row
-	// ends, but neither normalised nor yielded.
-	Only func(row int) bool
-}
-
-// Planner builds the Plan for an envelope from its original bytes. Returning
-// a *normalize.ParseError rejects the whole file with that reason.
-type Planner func(ctx context.Context, env Envelope, p Partner, body io.Reader) (Plan, error)
-
-// ErrBusy is returned by Process when another transaction is processing the
-// envelope right now. Wait for it (WaitDone) or try again later.
-var ErrBusy = errors.New("envelope is being processed by another worker")
-
-// ErrPartnerBusy is returned by ProcessIfPartnerFree when another
-// transaction holds the envelope's partner (processing another of its
-// files, a webhook, a decision): try again once it is done.
-var ErrPartnerBusy = errors.New("another transaction is writing this partner's records")
-
-// Process applies a received envelope in one transaction: the rows are
-// staged with COPY, classified against the stored records with set-based
-// SQL, applied (records, history, exceptions), and the result file is built
-// (in SQL, or from the lines composed while staging: resultLines) and
-// stored, all committed together with the envelope's new status. An
-// envelope that is already done is returned as it is: processing twice is a
-// no-op, so a retried job is safe. One that another transaction is
-// processing gives ErrBusy at once rather than waiting with a connection held.
-//
-// The envelope's bytes are first copied, over the same connection, to a
-// temporary file, so processing needs one connection and flat memory.
-func (s *Store) Process(ctx context.Context, id int64, plan Planner) (Envelope, error) {
-	return s.process(ctx, id, plan, false)
-}
-
-// ProcessIfPartnerFree is Process, except that when another transaction
-// holds the envelope's partner it returns ErrPartnerBusy at once instead of
-// waiting: a queue worker then takes another partner's file rather than
-// sitting idle behind this partner's lock.
-func (s *Store) ProcessIfPartnerFree(ctx context.Context, id int64, plan Planner) (Envelope, error) {
-	return s.process(ctx, id, plan, true)
-}
-
-func (s *Store) process(ctx context.Context, id int64, plan Planner, skipBusyPartner bool) (Envelope, error) {
-	var env Envelope
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		// NO KEY UPDATE: recording a replay of this envelope takes a key
-		// share lock on it (replay_of's foreign key), which must not make
-		// its processor look busy.
-		env, err = scanEnvelope(tx.QueryRow(ctx, `SELECT `+envelopeColumns+` FROM envelopes WHERE id = $1 FOR NO KEY UPDATE SKIP LOCKED`, id))
-		if errors.Is(err, ErrNotFound) {
-			if _, err := s.Envelope(ctx, id); err != nil {
-				return err
-			}
-			return ErrBusy
-		}
-		if err != nil {
-			return err
-		}
-		if env.Status != StatusReceived {
-			return nil
-		}
-		env.Applied = true // if this transaction commits
-		if skipBusyPartner {
-			if err := partnerTryLock(ctx, tx, env.PartnerID); err != nil {
-				return err
-			}
-		} else if err := partnerLock(ctx, tx, env.PartnerID); err != nil {
-			return err
-		}
-		p, err := scanPartner(tx.QueryRow(ctx, `SELECT `+partnerColumns+` FROM partners p WHERE p.id = $1`, env.PartnerID))
-		if err != nil {
-			return fmt.Errorf("read partner %q: %w", env.PartnerID, err)
-		}
-		if err := recordProfileVersion(ctx, tx, &env, p); err != nil {
-			return err
-		}
-		body, err := s.spool(ctx, tx, env.ID)
-		if err != nil {
-			return err
-		}
-		defer closeSpool(body)
-		pl, err := plan(ctx, env, p, body)
-		var fr *normalize.ParseError
-		switch {
-		case errors.As(err, &fr):
-			env.Seq = pl.Seq
-			err = s.fileResult(ctx, tx, &env, *fr, StatusProcessed)
-		case err != nil:
-			return err
-		case pl.Replay != nil:
-			env.Seq = pl.Seq
-			err = s.applyReplayFile(ctx, tx, &env, *pl.Replay)
-		default:
-			env.Seq = pl.Seq
-			err = s.apply(ctx, tx, &env, pl)
-		}
-		if err != nil {
-			return err
-		}
-		if err := noteResultFormat(ctx, tx, &env, p); err != nil {
-			return err
-		}
-		// A later file supersedes held changes: review reports it completes
-		// are sealed as decisions' are.
-		if err := s.sealReviews(ctx, tx, env.PartnerID); err != nil {
-			return err
-		}
-		if pl.Seal == nil {
-			return nil
-		}
-		// Sealed in the transaction that stores the result: the sealed
-		// bytes are the outcome the partner reads, every time.
-		return s.sealResult(ctx, tx, &env, pl.Seal)
-	})
-	if err != nil {
-		if errors.Is(err, ErrPartnerBusy) {
-			return env, fmt.Errorf("process envelope %d: %w", id, err) // env says whose partner
-		}
-		return Envelope{}, fmt.Errorf("process envelope %d: %w", id, err)
-	}
-	return env, nil
-}
-
-// spool copies an envelope's bytes to a temporary file through tx (one
-// query, its chunks read as they come).
-func (s *Store) spool(ctx context.Context, tx pgx.Tx, id int64) (*os.File, error) {
-	f, err := os.CreateTemp(s.spoolDir, "payintake-envelope-*")
-	if err != nil {
-		return nil, fmt.Errorf("spool envelope %d: %w", id, err)
-	}
-	_ = os.Remove(f.Name()) // unlinked: the space is freed whatever happens
-	w := bufio.NewWriterSize(f, fileBuffer)
-	err = copyEnvelopeBytes(ctx, tx, id, w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("spool envelope %d: %w", id, err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("spool envelope %d: %w", id, err)
-	}
-	return f, nil
-}
-
-func closeSpool(f *os.File) { _ = f.Close() }
 
 // processSettingsSQL gives the processing transaction room for its temporary
 // tables and hashes (stage and classified of a 1,000,000-row file are a few
@@ -280,128 +69,6 @@ func analyzeStageSQL(rows int) string {
 		return analyze
 	}
 	return `SET LOCAL default_statistics_target = 10; ` + analyze + `; SET LOCAL default_statistics_target = DEFAULT`
-}
-
-func (s *Store) apply(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) error {
-	if err := tune(ctx, tx); err != nil {
-		return err
-	}
-	defer func() { closeRows(pl.Rows) }()
-	if pl.Reread != nil && !s.stageWholeFiles {
-		counts, why, err := s.applyDirect(ctx, tx, env, pl)
-		if err == nil && why != nil && (errors.Is(why, errFirstRowTaken) || errors.Is(why, errNotPure) || errors.Is(why, errKeyTaken)) {
-			counts, why, err = s.applyCompared(ctx, tx, env, pl)
-		}
-		if err != nil {
-			return err
-		}
-		if why == nil {
-			return closeEnvelope(ctx, tx, env, counts)
-		}
-		closeRows(pl.Rows)
-		if pl.Rows, err = pl.Reread(ReadOptions{}); err != nil { // the first read of the file was consumed
-			return fmt.Errorf("read the file again: %w", err)
-		}
-	}
-	sp, err := tx.Begin(ctx) // savepoint: a file rejected mid-stream leaves no staged rows
-	if err != nil {
-		return fmt.Errorf("savepoint: %w", err)
-	}
-	sctx, stage := startSpan(ctx, "stage")
-	if _, err := sp.Exec(sctx, stageDDL); err != nil {
-		EndSpan(stage, err)
-		return fmt.Errorf("create stage: %w", err)
-	}
-	lines := newResultLines(s.spoolDir) // nil: the result is built in SQL
-	defer lines.close()
-	src := newStageSource(sctx, pl.Rows, lines, nil, s.blocks)
-	err = copyText(sctx, sp.Conn(), "stage", stageColumns, src)
-	src.close()
-	stage.SetAttributes(attribute.Int("payintake.rows", src.count), attribute.Int("payintake.rows_rejected", src.rejected))
-	EndSpan(stage, err)
-	var fr *normalize.ParseError
-	if err != nil && errors.As(src.err, &fr) {
-		if rbErr := sp.Rollback(ctx); rbErr != nil {
-			return fmt.Errorf("roll back staged rows: %w", rbErr)
-		}
-		return s.fileResult(ctx, tx, env, *fr, StatusProcessed)
-	}
-	if err != nil {
-		if src.err != nil {
-			err = src.err
-		}
-		return fmt.Errorf("stage rows: %w", err)
-	}
-	if err := sp.Commit(ctx); err != nil {
-		return fmt.Errorf("release savepoint: %w", err)
-	}
-	if src.count == 0 {
-		return s.fileResult(ctx, tx, env, normalize.ParseError{Err: normalize.CodeNoRows, StartLine: 1, Line: 1,
-			Message: "the file has a header but no data rows; nothing was applied: send the rows of the payroll run"}, StatusProcessed)
-	}
-	// The file's distinct employee references, for onboarding (empRefsSQL).
-	useRefs := src.refs.list != nil
-	if useRefs {
-		if err := copyEmpRefs(ctx, tx, src.refs.list); err != nil {
-			return err
-		}
-	}
-
-	ff := firstFile{periods: src.periods, valid: src.count - src.rejected, rejected: src.rejected,
-		repeats: repeatsUnknown, refs: -1, lines: lines, stats: &stageStats{rows: src.count}}
-	if useRefs {
-		ff.refs = int64(len(src.refs.list))
-	}
-	// All-or-nothing: a rejected or repeated row rejects the whole file
-	// (classify adds the rows rejected for their employee).
-	fileRejected := pl.AllOrNothing && src.rejected > 0
-	// The key filter's candidates are confirmed on the real key once, here
-	// (up to 2,097,152 rows only a repeated key, or a 64-bit collision, is
-	// one; past that the Bloom filter gives ~0.5% false ones, all but the
-	// repeated keys found distinct here).
-	// With none repeated, neither the pure-first-file test nor classify
-	// looks for duplicates again: classify's check of the candidates
-	// scanned stage for them and joined every row with the groups found,
-	// 0.3-0.5 s of an unchanged 1,000,000-row resubmission.
-	// A file rejected whole has them checked by classify, which names its
-	// duplicates.
-	cands := src.keys.candidates()
-	if len(cands) == 0 {
-		ff.repeats = repeatsNone
-	} else if !fileRejected {
-		repeated, err := repeatedKeys(ctx, tx, cands)
-		if err != nil {
-			return err
-		}
-		switch {
-		case !repeated:
-			cands, ff.repeats = cands[:0], repeatsNone
-		case pl.AllOrNothing:
-			fileRejected = true
-		}
-	}
-	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID,
-		"by": fmt.Sprintf("envelope %d", env.ID), "file_rejected": fileRejected, "all_or_nothing": pl.AllOrNothing,
-		"header": ResultHeader, "dup_candidates": cands, "emp_refs": useRefs}
-	counts, err := applyStaged(ctx, tx, args, ff, env.Seq != nil)
-	if err != nil {
-		return err
-	}
-	return closeEnvelope(ctx, tx, env, counts)
-}
-
-// closeEnvelope marks env processed with its counts and result size.
-func closeEnvelope(ctx context.Context, tx pgx.Tx, env *Envelope, counts map[string]int) error {
-	env.Counts = counts
-	env.Status = StatusProcessed
-	err := tx.QueryRow(ctx, `
-		UPDATE envelopes SET status = 'processed', counts = $2, seq = $3, processed_at = now(),
-			result_size = (SELECT sum(length(data)) FROM envelope_results WHERE envelope_id = $1)
-		WHERE id = $1 RETURNING result_size`, env.ID, counts, env.Seq).Scan(&env.ResultSize)
-	if err != nil {
-		return fmt.Errorf("close envelope: %w", err)
-	}
-	return nil
 }
 
 // A pure first file: when, under the partner lock, every valid staged row
@@ -535,7 +202,7 @@ var firstFileResultSQL = resultFileSQL(stagedResultLine(
 // first file when it is one, else through classify. It returns the count
 // of rows per outcome.
 func applyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFile, hasSeq bool) (map[string]int, error) {
-	cctx, span := startSpan(ctx, "classify")
+	cctx, span := records.StartSpan(ctx, "classify")
 	pure, empRows, err := pureFirstFile(cctx, tx, args, ff)
 	var counts map[string]int
 	if err == nil && !pure {
@@ -554,7 +221,7 @@ func applyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFil
 		}
 	}
 	span.SetAttributes(attribute.Bool("payintake.first_file", pure))
-	EndSpan(span, err)
+	records.EndSpan(span, err)
 	if err != nil {
 		return nil, err
 	}
@@ -568,11 +235,11 @@ func applyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFil
 // unknown employees from stage, and stores its result file: the lines
 // staging composed, else built from stage (firstFileResultSQL).
 func applyFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFile) (_ map[string]int, err error) {
-	actx, span := startSpan(ctx, "apply")
-	defer func() { EndSpan(span, err) }()
+	actx, span := records.StartSpan(ctx, "apply")
+	defer func() { records.EndSpan(span, err) }()
 	counts := map[string]int{}
 	if ff.valid > 0 {
-		counts[string(OutcomeCreated)] = ff.valid
+		counts[string(records.OutcomeCreated)] = ff.valid
 		// Every unmapped reference in emp is of a valid row, which is
 		// created: all are onboarded.
 		for _, q := range []string{onboardSQL(""), insertRecordsSQL(`stage WHERE code IS NULL`)} {
@@ -582,10 +249,10 @@ func applyFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff first
 		}
 	}
 	if ff.rejected > 0 {
-		counts[string(OutcomeRejected)] = ff.rejected
+		counts[string(records.OutcomeRejected)] = ff.rejected
 	}
 	span.End()
-	actx, span = startSpan(ctx, "result")
+	actx, span = records.StartSpan(ctx, "result")
 	if ff.lines.ok() {
 		env, _ := args["env"].(int64)
 		span.SetAttributes(attribute.Bool("payintake.result_from_go", true))
@@ -646,9 +313,9 @@ func pureFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstF
 // (classifySQL, then applySQL; the result file too when withResult), and
 // returns the count of rows per outcome.
 func classifyAndApply(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, hasSeq, withResult bool) (map[string]int, error) {
-	cctx, span := startSpan(ctx, "classify")
+	cctx, span := records.StartSpan(ctx, "classify")
 	counts, err := classify(cctx, tx, args)
-	EndSpan(span, err)
+	records.EndSpan(span, err)
 	if err != nil {
 		return nil, err
 	}
@@ -661,14 +328,14 @@ func classifyAndApply(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, hasSeq
 func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts map[string]int, hasSeq, withResult bool, lines *resultLines) (_ map[string]int, err error) {
 	// Every row created (a partner's first file): onboarding needs not
 	// look in classified for which unmapped references have a created row.
-	args["all_created"] = len(counts) == 1 && counts[string(OutcomeCreated)] > 0
+	args["all_created"] = len(counts) == 1 && counts[string(records.OutcomeCreated)] > 0
 	skipped, _ := args["skip_unchanged"].(bool)
 	if skipped && hasSeq {
 		// applySQL moves the unchanged records' last_seq on from classified.
 		return nil, errors.New("apply rows: classify left out the unchanged rows of a file with a sequence number")
 	}
-	actx, span := startSpan(ctx, "apply")
-	defer func() { EndSpan(span, err) }()
+	actx, span := records.StartSpan(ctx, "apply")
+	defer func() { records.EndSpan(span, err) }()
 	for _, st := range applySQL {
 		if (st.needs != nil && !st.needs(counts, hasSeq)) || (st.result && !withResult) {
 			continue // no row has the outcome this statement writes
@@ -676,8 +343,8 @@ func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts 
 		sql := st.sql
 		if st.result {
 			span.End()
-			actx, span = startSpan(ctx, "result") // the result statements come last
-			if skipped && counts[string(OutcomeUnchanged)] > 0 {
+			actx, span = records.StartSpan(ctx, "result") // the result statements come last
+			if skipped && counts[string(records.OutcomeUnchanged)] > 0 {
 				// The unchanged rows are not in classified: their lines
 				// are staging's, the others classify's (storeMerged).
 				if lines.ok() {
@@ -749,7 +416,7 @@ func classify(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (map[string]in
 
 // lookUpEmployees fills emp (employeesSQL) and returns its row count.
 func lookUpEmployees(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (int64, error) {
-	if _, err := tx.Exec(ctx, employeesDDL); err != nil {
+	if _, err := tx.Exec(ctx, records.EmpDDL); err != nil {
 		return 0, fmt.Errorf("create emp: %w", err)
 	}
 	empSQL := employeesSQL
@@ -771,7 +438,7 @@ func lookUpEmployees(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (int64,
 // every row.
 func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows int64, staged int) (map[string]int, error) {
 	args["skip_unchanged"] = staged > 0
-	if _, err := tx.Exec(ctx, classifiedDDL); err != nil {
+	if _, err := tx.Exec(ctx, records.ClassifiedDDL); err != nil {
 		return nil, fmt.Errorf("create classified: %w", err)
 	}
 	// Statistics of a large emp, so the planner hashes it and classify
@@ -798,7 +465,7 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 		}
 		args["file_rejected"] = rejected
 	}
-	// Rows staged with their keys filtered (Process) name the candidate
+	// Rows staged with their keys filtered (stageWhole) name the candidate
 	// duplicates; other callers (a webhook, a replay's legs) have every row
 	// checked.
 	dup := dupAll
@@ -853,7 +520,7 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 			n -= c
 		}
 		if n > 0 {
-			counts[string(OutcomeUnchanged)] = n
+			counts[string(records.OutcomeUnchanged)] = n
 		}
 	}
 	return counts, nil
@@ -890,28 +557,12 @@ func copyBinary(ctx context.Context, conn *pgx.Conn, table, columns string, r io
 const stageColumns = `row_no, line, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
 	content_hash, key_hash, out_csv, d_employee_ref, d_pay_period, d_component, d_amount, d_currency, code, field, message`
 
-// stage holds the file's rows as normalised in Go, already typed (numbers
-// and dates are parsed by COPY, while Go prepares the next rows). out_csv is
-// the five echoed cells of the result line (employee_ref .. currency),
-// quoted as csv_field would, when Go can decide that alone; otherwise the
-// d_* values (set where they differ from the normalised ones) are quoted in
-// SQL. key_hash is a 64-bit hash of the natural key, so finding the keys
-// that repeat in a file is a cheap aggregate over one integer (the few
-// candidates are then compared on the real key).
-const stageDDL = `CREATE TEMP TABLE stage (
-	row_no integer NOT NULL, line integer NOT NULL,
-	employee_ref text, pay_period text, component text, amount numeric, currency text,
-	hours numeric, rate numeric, pay_date date, content_hash bytea, key_hash bigint, out_csv text,
-	d_employee_ref text, d_pay_period text, d_component text, d_amount text, d_currency text,
-	code text, field text, message text
-) ON COMMIT DROP`
-
 // stageSource turns a RowSource into COPY text format. A goroutine reads,
 // normalises and encodes rows into blocks while COPY sends the previous
 // ones, so parsing in Go and inserting in PostgreSQL overlap; at most
 // stageBlocks blocks are in flight, so memory stays flat whatever the size.
 // A block COPY has sent goes to free, where the producer of this source,
-// or of the Store's next one, takes it rather than a new one.
+// or of the Engine's next one, takes it rather than a new one.
 type stageSource struct {
 	ctx      context.Context
 	blocks   chan []byte
@@ -924,7 +575,7 @@ type stageSource struct {
 	count    int
 	rejected int
 	// encode appends a row's COPY text: stageRow, or what the caller gave.
-	encode  func(b []byte, r *StagedRow) ([]byte, error)
+	encode  func(b []byte, r *records.StagedRow) ([]byte, error)
 	keys    keyFilter    // the valid rows' natural keys seen so far, valid once done is closed
 	refs    empRefs      // the valid rows' distinct employee references, valid once done is closed
 	periods periodSet    // the valid rows' pay periods, valid once done is closed
@@ -936,7 +587,7 @@ const (
 	stageBlocks    = 4
 )
 
-func newStageSource(ctx context.Context, rows RowSource, lines *resultLines, encode func(b []byte, r *StagedRow) ([]byte, error), free chan []byte) *stageSource {
+func newStageSource(ctx context.Context, rows RowSource, lines *resultLines, encode func(b []byte, r *records.StagedRow) ([]byte, error), free chan []byte) *stageSource {
 	if free == nil {
 		free = make(chan []byte, stageBlocks+2)
 	}
@@ -958,7 +609,7 @@ func (s *stageSource) produce(rows RowSource) {
 	default:
 		buf = make([]byte, 0, stageBlockSize+4096)
 	}
-	var r StagedRow // one for every row: encode takes its address, so it lives on the heap
+	var r records.StagedRow // one for every row: encode takes its address, so it lives on the heap
 	for {
 		var err error
 		r, err = rows.Next()
@@ -1002,7 +653,7 @@ func (s *stageSource) produce(rows RowSource) {
 
 // stageRow appends r's line of COPY text for stage (appendStageRow) and
 // notes what the pure-first-file test needs of a valid row.
-func (s *stageSource) stageRow(b []byte, r *StagedRow) ([]byte, error) {
+func (s *stageSource) stageRow(b []byte, r *records.StagedRow) ([]byte, error) {
 	var kh uint64
 	if r.Code == "" {
 		kh = keyHash(r)
@@ -1053,7 +704,7 @@ func (s *stageSource) close() {
 // row's keyHash (unused for a rejected row), computed once by the caller.
 // When res is not nil, the row's result line is written to it too, as if
 // the row were created if it is valid (see resultLines).
-func appendStageRow(b []byte, r *StagedRow, kh uint64, res *resultLines) []byte {
+func appendStageRow(b []byte, r *records.StagedRow, kh uint64, res *resultLines) []byte {
 	b = strconv.AppendInt(b, int64(r.Row), 10)
 	b = append(b, '\t')
 	b = strconv.AppendInt(b, int64(r.Line), 10)
@@ -1080,7 +731,7 @@ func appendStageRow(b []byte, r *StagedRow, kh uint64, res *resultLines) []byte 
 	// escaped for COPY; NULL when SQL's csv_field must decide.
 	mark := len(b)
 	var ok bool
-	if b, ok = r.appendEchoedCells(b); ok {
+	if b, ok = appendEchoedCells(b, r); ok {
 		if res != nil {
 			res.addCreated(r, b[mark:])
 		}
@@ -1259,10 +910,10 @@ func (e *empRefs) add(ref string) {
 	e.last = ref
 }
 
-// copyEmpRefs creates emp_refs (empRefsDDL) and copies refs, a file's
+// copyEmpRefs creates emp_refs (records.EmpRefsDDL) and copies refs, a file's
 // distinct employee references, into it.
 func copyEmpRefs(ctx context.Context, tx pgx.Tx, refs []string) error {
-	if _, err := tx.Exec(ctx, empRefsDDL); err != nil {
+	if _, err := tx.Exec(ctx, records.EmpRefsDDL); err != nil {
 		return fmt.Errorf("create emp_refs: %w", err)
 	}
 	if err := copyText(ctx, tx.Conn(), "emp_refs", "employee_ref", &refsReader{refs: refs}); err != nil {
@@ -1291,7 +942,7 @@ func (r *refsReader) Read(p []byte) (int, error) {
 }
 
 // keyHash hashes a row's natural key for duplicate detection within one file.
-func keyHash(r *StagedRow) uint64 {
+func keyHash(r *records.StagedRow) uint64 {
 	var h maphash.Hash
 	h.SetSeed(keySeed)
 	h.WriteString(r.EmployeeRef)

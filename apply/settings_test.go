@@ -1,4 +1,4 @@
-package records_test
+package apply_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/pgserver/pgtest"
-	"github.com/payintake/payintake/records"
 )
 
 // TestProcessSettings runs the processing transaction's settings statement
@@ -44,7 +44,7 @@ func TestProcessSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, records.ProcessSettingsSQL); err != nil {
+		if _, err := tx.Exec(ctx, apply.ProcessSettingsSQL); err != nil {
 			t.Fatalf("settings: %v", err)
 		}
 		workMem, jit, tempBuffers = settings(t, conn)

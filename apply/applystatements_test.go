@@ -1,4 +1,4 @@
-package records_test
+package apply_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/payintake/payintake/apply/applytest"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
@@ -21,16 +22,16 @@ func TestApplyStatements(t *testing.T) {
 	}
 	for name, tc := range map[string]struct {
 		unknownEmployee string
-		files           []file
-		check           func(t *testing.T, h *storeHarness, s sent)
+		files           []applytest.File
+		check           func(t *testing.T, h *applytest.Harness, s sent)
 	}{
 		"history: the replaced version is kept, replaced by the envelope": {
-			files: []file{{rows: []records.StagedRow{row("E1", "100.00")}}, {rows: []records.StagedRow{row("E1", "150.00")}}},
-			check: func(t *testing.T, h *storeHarness, s sent) {
+			files: []applytest.File{{Rows: []records.StagedRow{applytest.Row("E1", "100.00")}}, {Rows: []records.StagedRow{applytest.Row("E1", "150.00")}}},
+			check: func(t *testing.T, h *applytest.Harness, s sent) {
 				var version, line int
 				var amount, by string
 				var env int64
-				if err := h.st.Pool().QueryRow(ctx, `SELECT version, amount::text, replaced_by, envelope_id, line FROM record_history`).
+				if err := h.Store.Pool().QueryRow(ctx, `SELECT version, amount::text, replaced_by, envelope_id, line FROM record_history`).
 					Scan(&version, &amount, &by, &env, &line); err != nil {
 					t.Fatal(err)
 				}
@@ -38,21 +39,21 @@ func TestApplyStatements(t *testing.T) {
 					t.Errorf("history: version %d amount %s replaced by %q envelope %d line %d; want version 1, 100.00, by envelope %d, written by envelope %d line 2",
 						version, amount, by, env, line, s.envs[1].ID, s.envs[0].ID)
 				}
-				if n := pgtest.Count(ctx, t, h.st, `SELECT count(*) FROM record_history`); n != 1 {
+				if n := pgtest.Count(ctx, t, h.Store, `SELECT count(*) FROM record_history`); n != 1 {
 					t.Errorf("%d history rows, want 1", n)
 				}
 			},
 		},
 		"update: the record takes the new values, the next version, the envelope and line": {
-			files: []file{{seq: seq(1), rows: []records.StagedRow{row("E1", "100.00")}}, {seq: seq(2), rows: []records.StagedRow{row("E0", "5.00"), row("E1", "150.00")}}},
-			check: func(t *testing.T, h *storeHarness, s sent) {
-				r := h.record(t, "E1")
+			files: []applytest.File{{Seq: seq(1), Rows: []records.StagedRow{applytest.Row("E1", "100.00")}}, {Seq: seq(2), Rows: []records.StagedRow{applytest.Row("E0", "5.00"), applytest.Row("E1", "150.00")}}},
+			check: func(t *testing.T, h *applytest.Harness, s sent) {
+				r := h.Record(t, "E1")
 				if r.Amount != "150.00" || r.Version != 2 {
 					t.Errorf("record %+v, want amount 150.00 version 2", r)
 				}
 				var env int64
 				var line, last int
-				if err := h.st.Pool().QueryRow(ctx, `SELECT envelope_id, line, last_seq FROM records WHERE id = $1`, r.ID).Scan(&env, &line, &last); err != nil {
+				if err := h.Store.Pool().QueryRow(ctx, `SELECT envelope_id, line, last_seq FROM records WHERE id = $1`, r.ID).Scan(&env, &line, &last); err != nil {
 					t.Fatal(err)
 				}
 				if env != s.envs[1].ID || line != 3 || last != 2 {
@@ -61,42 +62,42 @@ func TestApplyStatements(t *testing.T) {
 			},
 		},
 		"unchanged: a newer sequence moves the record's sequence on, nothing else": {
-			files: []file{{seq: seq(5), rows: []records.StagedRow{row("E1", "100.00")}}, {seq: seq(7), rows: []records.StagedRow{row("E1", "100.00")}}},
-			check: func(t *testing.T, h *storeHarness, s sent) {
-				if n := pgtest.Count(ctx, t, h.st, `SELECT last_seq FROM records`); n != 7 {
+			files: []applytest.File{{Seq: seq(5), Rows: []records.StagedRow{applytest.Row("E1", "100.00")}}, {Seq: seq(7), Rows: []records.StagedRow{applytest.Row("E1", "100.00")}}},
+			check: func(t *testing.T, h *applytest.Harness, s sent) {
+				if n := pgtest.Count(ctx, t, h.Store, `SELECT last_seq FROM records`); n != 7 {
 					t.Errorf("last_seq %d, want 7", n)
 				}
-				if n := pgtest.Count(ctx, t, h.st, `SELECT version FROM records`); n != 1 {
+				if n := pgtest.Count(ctx, t, h.Store, `SELECT version FROM records`); n != 1 {
 					t.Errorf("version %d, want 1", n)
 				}
-				if n := pgtest.Count(ctx, t, h.st, `SELECT count(*) FROM record_history`); n != 0 {
+				if n := pgtest.Count(ctx, t, h.Store, `SELECT count(*) FROM record_history`); n != 0 {
 					t.Errorf("%d history rows, want 0", n)
 				}
 			},
 		},
 		"unchanged: an older sequence leaves the record's sequence": {
-			files: []file{{seq: seq(5), rows: []records.StagedRow{row("E1", "100.00")}}, {seq: seq(3), rows: []records.StagedRow{row("E1", "100.00")}}},
-			check: func(t *testing.T, h *storeHarness, s sent) {
-				if n := pgtest.Count(ctx, t, h.st, `SELECT last_seq FROM records`); n != 5 {
+			files: []applytest.File{{Seq: seq(5), Rows: []records.StagedRow{applytest.Row("E1", "100.00")}}, {Seq: seq(3), Rows: []records.StagedRow{applytest.Row("E1", "100.00")}}},
+			check: func(t *testing.T, h *applytest.Harness, s sent) {
+				if n := pgtest.Count(ctx, t, h.Store, `SELECT last_seq FROM records`); n != 5 {
 					t.Errorf("last_seq %d, want 5", n)
 				}
 			},
 		},
 		"onboard: a created row's unknown employee gets the derived id": {
-			files: []file{{rows: []records.StagedRow{row("E1", "1.00"), row("E2", "2.00")}}},
-			check: func(t *testing.T, h *storeHarness, s sent) {
-				if n := pgtest.Count(ctx, t, h.st, `SELECT count(*) FROM employees
+			files: []applytest.File{{Rows: []records.StagedRow{applytest.Row("E1", "1.00"), applytest.Row("E2", "2.00")}}},
+			check: func(t *testing.T, h *applytest.Harness, s sent) {
+				if n := pgtest.Count(ctx, t, h.Store, `SELECT count(*) FROM employees
 					WHERE partner_id = 'acme' AND source = 'derived' AND employee_id = derived_employee_id('acme', employee_ref)`); n != 2 {
 					t.Errorf("%d derived employees, want 2 (E1, E2)", n)
 				}
 			},
 		},
 		"onboard: only the references of created rows, when not every row is created": {
-			files: []file{{rows: []records.StagedRow{row("E1", "1.00"), row("E2", "2.00"), row("E2", "3.00"),
-				invalid("E3", "invalid_amount", "amount", "bad amount")}}},
-			check: func(t *testing.T, h *storeHarness, s sent) {
+			files: []applytest.File{{Rows: []records.StagedRow{applytest.Row("E1", "1.00"), applytest.Row("E2", "2.00"), applytest.Row("E2", "3.00"),
+				applytest.Invalid("E3", "invalid_amount", "amount", "bad amount")}}},
+			check: func(t *testing.T, h *applytest.Harness, s sent) {
 				var refs []string
-				rows, err := h.st.Pool().Query(ctx, `SELECT employee_ref FROM employees WHERE partner_id = 'acme' ORDER BY 1`)
+				rows, err := h.Store.Pool().Query(ctx, `SELECT employee_ref FROM employees WHERE partner_id = 'acme' ORDER BY 1`)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -117,38 +118,38 @@ func TestApplyStatements(t *testing.T) {
 			},
 		},
 		"onboard: a first file's employees, not those of its invalid rows": {
-			files: []file{{rows: []records.StagedRow{row("E1", "1.00"), invalid("E3", "invalid_amount", "amount", "bad amount")}}},
-			check: func(t *testing.T, h *storeHarness, s sent) {
-				if n := pgtest.Count(ctx, t, h.st, `SELECT count(*) FROM employees
+			files: []applytest.File{{Rows: []records.StagedRow{applytest.Row("E1", "1.00"), applytest.Invalid("E3", "invalid_amount", "amount", "bad amount")}}},
+			check: func(t *testing.T, h *applytest.Harness, s sent) {
+				if n := pgtest.Count(ctx, t, h.Store, `SELECT count(*) FROM employees
 					WHERE partner_id = 'acme' AND source = 'derived' AND employee_id = derived_employee_id('acme', employee_ref)`); n != 1 {
 					t.Errorf("%d derived employees, want 1 (E1)", n)
 				}
-				if n := pgtest.Count(ctx, t, h.st, `SELECT count(*) FROM employees WHERE employee_ref = 'E3'`); n != 0 {
+				if n := pgtest.Count(ctx, t, h.Store, `SELECT count(*) FROM employees WHERE employee_ref = 'E3'`); n != 0 {
 					t.Errorf("the invalid row's employee E3 was onboarded")
 				}
 			},
 		},
 		"onboard: a mapped employee keeps its mapping": {
 			unknownEmployee: records.UnknownReject,
-			files:           []file{{rows: []records.StagedRow{row("E1", "1.00")}}},
-			check: func(t *testing.T, h *storeHarness, s sent) {
-				r := h.record(t, "E1")
+			files:           []applytest.File{{Rows: []records.StagedRow{applytest.Row("E1", "1.00")}}},
+			check: func(t *testing.T, h *applytest.Harness, s sent) {
+				r := h.Record(t, "E1")
 				if r.EmployeeID != "W-1" {
 					t.Errorf("employee_id %q, want the imported W-1", r.EmployeeID)
 				}
-				if n := pgtest.Count(ctx, t, h.st, `SELECT count(*) FROM employees`); n != 1 {
+				if n := pgtest.Count(ctx, t, h.Store, `SELECT count(*) FROM employees`); n != 1 {
 					t.Errorf("%d employees, want the one imported", n)
 				}
 			},
 		},
 		"create: the record is version 1 with the file's sequence, envelope and line": {
-			files: []file{{seq: seq(4), rows: []records.StagedRow{row("E1", "1.00"), row("E2", "2.50")}}},
-			check: func(t *testing.T, h *storeHarness, s sent) {
+			files: []applytest.File{{Seq: seq(4), Rows: []records.StagedRow{applytest.Row("E1", "1.00"), applytest.Row("E2", "2.50")}}},
+			check: func(t *testing.T, h *applytest.Harness, s sent) {
 				var amount string
 				var version, last, line int
 				var env int64
 				var locked *string
-				if err := h.st.Pool().QueryRow(ctx, `SELECT amount::text, version, last_seq, envelope_id, line, locked_reason FROM records WHERE employee_ref = 'E2'`).
+				if err := h.Store.Pool().QueryRow(ctx, `SELECT amount::text, version, last_seq, envelope_id, line, locked_reason FROM records WHERE employee_ref = 'E2'`).
 					Scan(&amount, &version, &last, &env, &line, &locked); err != nil {
 					t.Fatal(err)
 				}
@@ -159,9 +160,9 @@ func TestApplyStatements(t *testing.T) {
 			},
 		},
 		"exception: a held change opens one with what is and what is proposed": {
-			files: []file{{rows: []records.StagedRow{row("E1", "100.00")}}, {lock: true, rows: []records.StagedRow{row("E0", "1.00"), row("E1", "150.00")}}},
-			check: func(t *testing.T, h *storeHarness, s sent) {
-				xs, err := h.st.Exceptions(ctx, records.ExceptionFilter{})
+			files: []applytest.File{{Rows: []records.StagedRow{applytest.Row("E1", "100.00")}}, {Lock: true, Rows: []records.StagedRow{applytest.Row("E0", "1.00"), applytest.Row("E1", "150.00")}}},
+			check: func(t *testing.T, h *applytest.Harness, s sent) {
+				xs, err := h.Store.Exceptions(ctx, records.ExceptionFilter{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -174,7 +175,7 @@ func TestApplyStatements(t *testing.T) {
 					x.EnvelopeID != s.envs[1].ID || x.Line != 3 {
 					t.Errorf("exception %+v; want E1 open record_locked, amount 100.00 → 150.00, differing [amount], envelope %d line 3", x, s.envs[1].ID)
 				}
-				d, err := h.st.ExceptionDetail(ctx, x.ID)
+				d, err := h.Store.ExceptionDetail(ctx, x.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -187,22 +188,22 @@ func TestApplyStatements(t *testing.T) {
 			},
 		},
 		"exception: the same held change again keeps the one open exception": {
-			files: []file{{rows: []records.StagedRow{row("E1", "100.00")}}, {lock: true, rows: []records.StagedRow{row("E1", "150.00")}},
-				{rows: []records.StagedRow{row("E1", "150.00")}}},
-			check: func(t *testing.T, h *storeHarness, s sent) {
-				if n := pgtest.Count(ctx, t, h.st, `SELECT count(*) FROM exceptions`); n != 1 {
+			files: []applytest.File{{Rows: []records.StagedRow{applytest.Row("E1", "100.00")}}, {Lock: true, Rows: []records.StagedRow{applytest.Row("E1", "150.00")}},
+				{Rows: []records.StagedRow{applytest.Row("E1", "150.00")}}},
+			check: func(t *testing.T, h *applytest.Harness, s sent) {
+				if n := pgtest.Count(ctx, t, h.Store, `SELECT count(*) FROM exceptions`); n != 1 {
 					t.Errorf("%d exceptions, want 1", n)
 				}
-				if n := pgtest.Count(ctx, t, h.st, `SELECT count(*) FROM exceptions WHERE status = 'open' AND envelope_id = $1`, s.envs[1].ID); n != 1 {
+				if n := pgtest.Count(ctx, t, h.Store, `SELECT count(*) FROM exceptions WHERE status = 'open' AND envelope_id = $1`, s.envs[1].ID); n != 1 {
 					t.Errorf("the open exception is not the first file's")
 				}
 			},
 		},
 		"exception: a different held change supersedes the open one and is linked from it": {
-			files: []file{{rows: []records.StagedRow{row("E1", "100.00")}}, {lock: true, rows: []records.StagedRow{row("E1", "150.00")}},
-				{rows: []records.StagedRow{row("E1", "175.00")}}},
-			check: func(t *testing.T, h *storeHarness, s sent) {
-				xs, err := h.st.Exceptions(ctx, records.ExceptionFilter{})
+			files: []applytest.File{{Rows: []records.StagedRow{applytest.Row("E1", "100.00")}}, {Lock: true, Rows: []records.StagedRow{applytest.Row("E1", "150.00")}},
+				{Rows: []records.StagedRow{applytest.Row("E1", "175.00")}}},
+			check: func(t *testing.T, h *applytest.Harness, s sent) {
+				xs, err := h.Store.Exceptions(ctx, records.ExceptionFilter{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -217,7 +218,7 @@ func TestApplyStatements(t *testing.T) {
 				if cur.Status != records.ExceptionOpen || cur.Proposed["amount"] != "175.00" {
 					t.Errorf("second exception %s %v, want open proposing 175.00", cur.Status, cur.Proposed)
 				}
-				d, err := h.st.ExceptionDetail(ctx, old.ID)
+				d, err := h.Store.ExceptionDetail(ctx, old.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -227,10 +228,10 @@ func TestApplyStatements(t *testing.T) {
 			},
 		},
 		"result: the header, then one line per row in file order": {
-			files: []file{{rows: []records.StagedRow{row("E2", "2.00"), invalid("E3", "bad_amount", "amount", "not a number"), row("E1", "1.00")}}},
-			check: func(t *testing.T, h *storeHarness, s sent) {
+			files: []applytest.File{{Rows: []records.StagedRow{applytest.Row("E2", "2.00"), applytest.Invalid("E3", "bad_amount", "amount", "not a number"), applytest.Row("E1", "1.00")}}},
+			check: func(t *testing.T, h *applytest.Harness, s sent) {
 				var b bytes.Buffer
-				if err := h.st.WriteResult(ctx, s.envs[0].ID, &b); err != nil {
+				if err := h.Store.WriteResult(ctx, s.envs[0].ID, &b); err != nil {
 					t.Fatal(err)
 				}
 				lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
@@ -248,18 +249,15 @@ func TestApplyStatements(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, tc.unknownEmployee)
+			h := applytest.New(t, tc.unknownEmployee)
 			if tc.unknownEmployee == records.UnknownReject {
-				if _, err := h.st.ImportEmployees(ctx, h.partner, []records.EmployeeMapping{{Line: 2, EmployeeRef: "E1", EmployeeID: "W-1"}}); err != nil {
+				if _, err := h.Store.ImportEmployees(ctx, h.Partner, []records.EmployeeMapping{{Line: 2, EmployeeRef: "E1", EmployeeID: "W-1"}}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			var s sent
 			for _, f := range tc.files {
-				if f.lock {
-					h.lock(t)
-				}
-				env, _ := h.send(t, f)
+				env, _ := h.Send(t, f)
 				s.envs = append(s.envs, env)
 			}
 			tc.check(t, h, s)

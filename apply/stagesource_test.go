@@ -1,4 +1,4 @@
-package records
+package apply
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/payintake/payintake/records"
 )
 
 // cpuNanos is the process's CPU time (user + system).
@@ -23,13 +25,13 @@ func cpuNanos(b *testing.B) int64 {
 // increasing row numbers.
 type cycleRows struct{ i, n int }
 
-func (c *cycleRows) Next() (StagedRow, error) {
+func (c *cycleRows) Next() (records.StagedRow, error) {
 	if c.i == c.n {
-		return StagedRow{}, io.EOF
+		return records.StagedRow{}, io.EOF
 	}
 	c.i++
 	comps := [...]string{"BASE", "OVERTIME", "BONUS", "DEDUCTION", "ALLOWANCE"}
-	return StagedRow{Row: c.i, Line: c.i + 1, EmployeeRef: "E" + strconv.Itoa(c.i/5), PayPeriod: "2026-03",
+	return records.StagedRow{Row: c.i, Line: c.i + 1, EmployeeRef: "E" + strconv.Itoa(c.i/5), PayPeriod: "2026-03",
 		Component: comps[c.i%5], Amount: "4285.19", Currency: "USD", Hash: make([]byte, 32)}, nil
 }
 

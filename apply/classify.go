@@ -1,9 +1,10 @@
-package records
+package apply
 
 import (
 	"strconv"
 
 	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/records"
 )
 
 // The set-based heart of processing. Each statement runs once per envelope
@@ -24,7 +25,7 @@ func sqlCode(c normalize.Code) string { return "'" + string(c) + "'" }
 // dupLinesShown is how many lines of a duplicate group its message names.
 const dupLinesShown = "5"
 
-// employeesSQL fills "emp" (employeesDDL) with the unmapped employees: each
+// employeesSQL fills "emp" (records.EmpDDL) with the unmapped employees: each
 // distinct employee_ref of the valid staged rows that has no mapping, with
 // the id it would derive and its kind: NULL when the partner creates
 // mappings (--unknown-employee create); else employee_taken (the derived id
@@ -42,7 +43,7 @@ const employeesSQL = employeesHead + `FROM (SELECT DISTINCT employee_ref FROM st
 
 // empRefsSQL is employeesSQL for a file's rows, whose distinct references
 // stageSource collected while staging them (empRefs) and processing copied
-// into emp_refs (empRefsDDL): no grouping of every staged row (1,000,000
+// into emp_refs (records.EmpRefsDDL): no grouping of every staged row (1,000,000
 // rows of a file for its 182,062 employees), and a resubmission, whose
 // employees are all mapped, anti-joins one row per employee with the
 // mappings instead of every row.
@@ -72,14 +73,6 @@ CROSS JOIN (SELECT unknown_employee AS policy FROM partners WHERE id = @partner)
 CROSS JOIN LATERAL (SELECT derived_employee_id(@partner, u.employee_ref) AS id) d
 LEFT JOIN LATERAL (SELECT true AS taken FROM employees t WHERE t.employee_id = d.id LIMIT 1) tk ON true
 WHERE NOT EXISTS (SELECT 1 FROM employees em WHERE em.partner_id = @partner AND em.employee_ref = u.employee_ref)`
-
-// empRefsDDL holds a file's distinct employee references (empRefs), as
-// staged. Without statistics: the planner takes its row count from its
-// size, which is what the plans need (grouped, it would guess 200 distinct
-// references and probe the indexes once per reference).
-const empRefsDDL = `CREATE TEMP TABLE emp_refs (employee_ref text) ON COMMIT DROP`
-
-const employeesDDL = `CREATE TEMP TABLE emp (employee_ref text NOT NULL, derived_id text NOT NULL, kind text) ON COMMIT DROP`
 
 // employeeRejectsSQL tells whether any staged row is rejected for its
 // employee (an all-or-nothing file is then rejected whole).
@@ -302,33 +295,14 @@ func stagedResultLine(outcome, code, field, message string) string {
 
 // resultFileSQL stores the result file of the envelope @env: the header
 // @header, then the lines (the SQL expression line) of the rows of from in
-// their order, a block of resultRowsPerChunk rows a chunk.
+// their order, a block of records.ResultRowsPerChunk rows a chunk.
 func resultFileSQL(line, from string) string {
-	chunk := strconv.Itoa(resultRowsPerChunk)
+	chunk := strconv.Itoa(records.ResultRowsPerChunk)
 	return `INSERT INTO envelope_results (envelope_id, n, data)
 	SELECT @env::bigint, -1, convert_to(@header::text, 'UTF8')
 	UNION ALL
 	SELECT @env::bigint, row_no / ` + chunk + `, convert_to(string_agg(` + line + ` || E'\n', '' ORDER BY row_no), 'UTF8')
 	FROM ` + from + ` GROUP BY row_no / ` + chunk
-}
-
-const classifiedDDL = `CREATE TEMP TABLE classified (
-	row_no integer NOT NULL, line integer NOT NULL,
-	employee_ref text, pay_period text, component text,
-	amount numeric, currency text, hours numeric, rate numeric, pay_date date,
-	content_hash bytea, record_id bigint,
-	outcome text NOT NULL, code text, message text, result_line text NOT NULL
-) ON COMMIT DROP`
-
-// fieldsJSON is the SQL for the object of the eight normalised fields of the
-// row alias (records or classified columns), as exceptions store "current"
-// and "proposed": numbers and dates as text, "" for an absent one.
-func fieldsJSON(alias string) string {
-	a := alias + "."
-	return `jsonb_build_object(
-		'employee_ref', ` + a + `employee_ref, 'pay_period', ` + a + `pay_period, 'component', ` + a + `component,
-		'amount', ` + a + `amount::text, 'currency', ` + a + `currency, 'hours', coalesce(` + a + `hours::text, ''),
-		'rate', coalesce(` + a + `rate::text, ''), 'pay_date', coalesce(` + a + `pay_date::text, ''))`
 }
 
 // applyStatement is one statement of applySQL. needs, if set, tells from the
@@ -342,10 +316,12 @@ type applyStatement struct {
 	probes bool // joins classified with records by an index: probeRecords
 }
 
-func updated(c map[string]int, _ bool) bool     { return c[string(OutcomeUpdated)] > 0 }
-func unchanged(c map[string]int, seq bool) bool { return seq && c[string(OutcomeUnchanged)] > 0 }
-func created(c map[string]int, _ bool) bool     { return c[string(OutcomeCreated)] > 0 }
-func held(c map[string]int, _ bool) bool        { return c[string(OutcomeHeld)] > 0 }
+func updated(c map[string]int, _ bool) bool { return c[string(records.OutcomeUpdated)] > 0 }
+func unchanged(c map[string]int, seq bool) bool {
+	return seq && c[string(records.OutcomeUnchanged)] > 0
+}
+func created(c map[string]int, _ bool) bool { return c[string(records.OutcomeCreated)] > 0 }
+func held(c map[string]int, _ bool) bool    { return c[string(records.OutcomeHeld)] > 0 }
 
 // onboardSQL onboards the unknown employees of emp that have a created row
 // (see applySQL): those of created rows of classified, or, with created
@@ -431,8 +407,8 @@ var applySQL = []applyStatement{
 		@env::bigint, nullif(c.line, 0), nullif(c.row_no, 0)
 	FROM classified c
 	LEFT JOIN records r ON r.id = c.record_id
-	CROSS JOIN LATERAL (SELECT CASE WHEN r.id IS NOT NULL THEN ` + fieldsJSON("r") + ` END) AS cur(j)
-	CROSS JOIN LATERAL (SELECT ` + fieldsJSON("c") + `) AS prop(j)
+	CROSS JOIN LATERAL (SELECT CASE WHEN r.id IS NOT NULL THEN ` + records.FieldsJSON("r") + ` END) AS cur(j)
+	CROSS JOIN LATERAL (SELECT ` + records.FieldsJSON("c") + `) AS prop(j)
 	WHERE c.outcome = 'held' AND NOT EXISTS (
 		SELECT 1 FROM exceptions e WHERE e.status = 'open' AND e.partner_id = @partner
 			AND e.employee_ref = c.employee_ref AND e.pay_period = c.pay_period AND e.component = c.component)

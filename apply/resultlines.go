@@ -1,4 +1,4 @@
-package records
+package apply
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/records"
 )
 
 // A pure first file's result lines, composed in Go while the rows are
@@ -22,10 +23,10 @@ import (
 // code, field and message), so the goroutine that encodes the COPY text
 // also writes each row's line of the result file (normalize.AppendResultLine,
 // the Go twin of SQL's result_line) to an unlinked temporary file in the
-// spool folder, and notes where each block of resultRowsPerChunk rows ends.
+// spool folder, and notes where each block of records.ResultRowsPerChunk rows ends.
 // When the file turns out pure, the blocks go into envelope_results by one
 // COPY, as resultFileSQL would have written them (the header as chunk -1,
-// rows row_no/resultRowsPerChunk as that chunk), instead of the backend composing,
+// rows row_no/records.ResultRowsPerChunk as that chunk), instead of the backend composing,
 // sorting and aggregating every line from stage (firstFileResultSQL, ~1.7 s
 // of backend CPU at 1,000,000 rows, while Go's core was idle). Where Go
 // cannot decide a cell's quoting alone (a cell with a non-ASCII first or
@@ -65,7 +66,7 @@ func newResultLines(dir string) *resultLines {
 		return nil
 	}
 	_ = os.Remove(f.Name()) // unlinked: the space is freed whatever happens
-	return &resultLines{dir: dir, f: f, w: bufio.NewWriterSize(f, fileBuffer)}
+	return &resultLines{dir: dir, f: f, w: bufio.NewWriterSize(f, records.FileBuffer)}
 }
 
 // ok tells whether every line was composed and written.
@@ -87,7 +88,7 @@ func (l *resultLines) start(row int) bool {
 		return false
 	}
 	l.lastRow = row
-	if n := int32(row / resultRowsPerChunk); len(l.blocks) == 0 || l.blocks[len(l.blocks)-1].n != n {
+	if n := int32(row / records.ResultRowsPerChunk); len(l.blocks) == 0 || l.blocks[len(l.blocks)-1].n != n {
 		l.blocks = append(l.blocks, resultBlock{n: n})
 	}
 	return true
@@ -105,7 +106,7 @@ func (l *resultLines) write() {
 
 // addCreated writes the line of a valid row, created, whose five echoed
 // cells are cells, already quoted (normalize.AppendResultCells).
-func (l *resultLines) addCreated(r *StagedRow, cells []byte) {
+func (l *resultLines) addCreated(r *records.StagedRow, cells []byte) {
 	if !l.start(r.Row) {
 		return
 	}
@@ -122,11 +123,11 @@ func (l *resultLines) addCreated(r *StagedRow, cells []byte) {
 // partner sent them, its code, field and message. It returns false when Go
 // cannot compose the line: the lines are then dropped, or with holes the
 // row's line is a hole.
-func (l *resultLines) addRejected(r *StagedRow) bool {
+func (l *resultLines) addRejected(r *records.StagedRow) bool {
 	if !l.start(r.Row) {
 		return true
 	}
-	b, ok := normalize.AppendResultLine(l.line[:0], r.Line, r.Row, string(OutcomeRejected),
+	b, ok := normalize.AppendResultLine(l.line[:0], r.Line, r.Row, string(records.OutcomeRejected),
 		[8]string{r.DEmployeeRef, r.DPayPeriod, r.DComponent, r.DAmount, r.DCurrency, r.Code, r.Field, r.Message})
 	if !ok {
 		l.hole(r)
@@ -143,14 +144,14 @@ const holeOutcome = "?"
 
 // addHole writes the hole of a valid row whose echoed cells Go cannot
 // quote (with holes; otherwise the lines are dropped).
-func (l *resultLines) addHole(r *StagedRow) {
+func (l *resultLines) addHole(r *records.StagedRow) {
 	if l.start(r.Row) {
 		l.hole(r)
 	}
 }
 
 // hole writes row r's hole, once start has opened its block.
-func (l *resultLines) hole(r *StagedRow) {
+func (l *resultLines) hole(r *records.StagedRow) {
 	if !l.holes {
 		l.fail()
 		return
@@ -214,7 +215,7 @@ func (s *resultSource) Next() bool {
 		return false
 	}
 	if s.next < 0 {
-		s.n, s.buf, s.next = -1, append(s.buf[:0], ResultHeader...), 0
+		s.n, s.buf, s.next = -1, append(s.buf[:0], records.ResultHeader...), 0
 		return true
 	}
 	if s.next >= len(s.lines.blocks) {
@@ -320,7 +321,7 @@ func (l *resultLines) storeMerged(ctx context.Context, tx pgx.Tx, env int64, mod
 	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
-	m := &merger{r: bufio.NewReaderSize(spool, fileBuffer), compared: mode != mergeSkipped}
+	m := &merger{r: bufio.NewReaderSize(spool, records.FileBuffer), compared: mode != mergeSkipped}
 	if m.advance(); m.err != nil {
 		return m.err
 	}
@@ -339,7 +340,7 @@ func spoolClassified(ctx context.Context, tx pgx.Tx, w io.WriteSeeker) error {
 		return fmt.Errorf("store result: %w", err)
 	}
 	defer rows.Close()
-	bw := bufio.NewWriterSize(w, fileBuffer)
+	bw := bufio.NewWriterSize(w, records.FileBuffer)
 	var buf []byte
 	for rows.Next() {
 		var row int32
@@ -433,7 +434,7 @@ func (m *merger) block(dst, src []byte) ([]byte, error) {
 		switch {
 		case bytes.HasPrefix(rest, []byte(created)):
 			dst = append(dst, line[:c2+1]...)
-			dst = append(dst, string(OutcomeUnchanged)...)
+			dst = append(dst, string(records.OutcomeUnchanged)...)
 			dst = append(dst, rest[len(created)-1:]...)
 		case m.compared && bytes.HasPrefix(rest, []byte(rejected)):
 			dst = append(dst, line...)

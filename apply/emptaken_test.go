@@ -1,4 +1,4 @@
-package records_test
+package apply_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
@@ -52,7 +53,7 @@ func TestTakenEmployeeIDsProbedNotScanned(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := pgx.NamedArgs{"partner": "small"}
-	rows, err := tx.Query(ctx, "EXPLAIN "+records.EmpRefsSQL, args)
+	rows, err := tx.Query(ctx, "EXPLAIN "+apply.EmpRefsSQL, args)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestTakenEmployeeIDsProbedNotScanned(t *testing.T) {
 	if p := strings.Join(plan, "\n"); strings.Contains(p, "Seq Scan on employees") {
 		t.Errorf("the lookup of 2,000 new employees scans every mapping:\n%s", p)
 	}
-	if _, err := tx.Exec(ctx, records.EmpRefsSQL, args); err != nil {
+	if _, err := tx.Exec(ctx, apply.EmpRefsSQL, args); err != nil {
 		t.Fatal(err)
 	}
 	var n, taken int

@@ -1,4 +1,4 @@
-package records
+package apply
 
 import (
 	"math/rand/v2"

@@ -1,16 +1,17 @@
-package records_test
+package apply_test
 
 import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/payintake/payintake/apply"
+	"github.com/payintake/payintake/apply/applytest"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
@@ -23,8 +24,7 @@ import (
 func TestDirectFailureIsStagedAndLogged(t *testing.T) {
 	ctx := context.Background()
 	var logs bytes.Buffer
-	st, err := records.Open(ctx, pgtest.New(t), records.Options{SecretKeys: pgtest.TestSecretKeys,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	st, err := records.Open(ctx, pgtest.New(t), records.Options{SecretKeys: pgtest.TestSecretKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,21 +42,24 @@ func TestDirectFailureIsStagedAndLogged(t *testing.T) {
 	}
 	var rows []records.StagedRow
 	for i, ref := range []string{"E1", "E2", "E3", "E4"} {
-		r := row(ref, "10.00")
+		r := applytest.Row(ref, "10.00")
 		r.Row, r.Line = i+1, i+2
 		rows = append(rows, r)
 	}
 	var reads []bool // KeysOnly of each Reread
 	failed := errors.New("the disk went away")
-	env, err = st.Process(ctx, env.ID, func(context.Context, records.Envelope, records.Partner, io.Reader) (records.Plan, error) {
-		return records.Plan{Rows: &rowSource{rows: rows}, Reread: func(o records.ReadOptions) (records.RowSource, error) {
-			reads = append(reads, o.KeysOnly)
-			if len(reads) == 2 {
-				return &failingRows{rows: rows[:2], err: failed}, nil
-			}
-			return &rowSource{rows: rows}, nil
-		}}, nil
-	})
+	job, err := apply.New(st, apply.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}).Open(ctx, env.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close(ctx)
+	env, err = job.Apply(ctx, apply.Plan{Rows: applytest.Rows(rows), Reread: func(o apply.ReadOptions) (apply.RowSource, error) {
+		reads = append(reads, o.KeysOnly)
+		if len(reads) == 2 {
+			return &failingRows{rows: rows[:2], err: failed}, nil
+		}
+		return applytest.Rows(rows), nil
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +70,7 @@ func TestDirectFailureIsStagedAndLogged(t *testing.T) {
 		t.Errorf("envelope %s %v; want processed, %d created", env.Status, env.Counts, len(rows))
 	}
 	for _, r := range rows {
-		if got, err := st.FindRecord(ctx, "acme", r.EmployeeRef, period, "BASE"); err != nil || got.Amount != "10.00" || got.Version != 1 {
+		if got, err := st.FindRecord(ctx, "acme", r.EmployeeRef, applytest.Period, "BASE"); err != nil || got.Amount != "10.00" || got.Version != 1 {
 			t.Errorf("record of %s: %+v, %v", r.EmployeeRef, got, err)
 		}
 	}

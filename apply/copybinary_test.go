@@ -1,4 +1,4 @@
-package records_test
+package apply_test
 
 import (
 	"bytes"
@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/pgserver/pgtest"
-	"github.com/payintake/payintake/records"
 )
 
 // TestBinaryCopyMatchesText copies numbers and dates in the binary format
@@ -28,7 +28,7 @@ func TestBinaryCopyMatchesText(t *testing.T) {
 		{"99999999999999999999.123456789", "2300-06-15"}, {"10000", "1700-03-01"}, {"1.10000", "2026-01-31"},
 		{"1234.50", ""}, {"", "2026-11-01"}, {"0.0001", "2026-12-01"}, {"123.456", "1900-02-28"},
 	}
-	stream, err := records.BinaryNumericDates(rows)
+	stream, err := apply.BinaryNumericDates(rows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestBinaryCopyMatchesText(t *testing.T) {
 		}
 	}
 	for _, bad := range [][2]string{{"1e5", "2026-11-30"}, {"1.2.3", "2026-11-30"}, {"1", "2026-02-30"}, {"1", "30/11/2026"}, {".5", "2026-11-30"}} {
-		if _, err := records.BinaryNumericDates([][2]string{bad}); err == nil {
+		if _, err := apply.BinaryNumericDates([][2]string{bad}); err == nil {
 			t.Errorf("%q %q encoded; want a value that is not canonical refused (the file is then staged)", bad[0], bad[1])
 		}
 	}

@@ -1,4 +1,4 @@
-package records
+package apply
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/payintake/payintake/records"
 	"go.opentelemetry.io/otel/attribute"
 )
 
@@ -71,9 +72,9 @@ const (
 // transaction cannot go on (attempt). A failure other than a reason not to
 // read the file twice (errNotDirect) or a file the staging will reject (a
 // *normalize.ParseError) is logged: the file is staged all the same.
-func (s *Store) applyDirect(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (counts map[string]int, why, err error) {
-	return s.attempt(ctx, tx, env, "direct", "a first file could not be read without staging; it is staged instead",
-		func(tx pgx.Tx) (map[string]int, error) { return s.direct(ctx, tx, env, pl) })
+func (e *Engine) applyDirect(ctx context.Context, tx pgx.Tx, env *records.Envelope, pl Plan) (counts map[string]int, why, err error) {
+	return e.attempt(ctx, tx, env, "direct", "a first file could not be read without staging; it is staged instead",
+		func(tx pgx.Tx) (map[string]int, error) { return e.direct(ctx, tx, env, pl) })
 }
 
 // directScan is what the first pass keeps of a file.
@@ -85,16 +86,16 @@ type directScan struct {
 	periods         periodSet
 }
 
-func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (map[string]int, error) {
+func (e *Engine) direct(ctx context.Context, tx pgx.Tx, env *records.Envelope, pl Plan) (map[string]int, error) {
 	creates, err := lookUpFirstRow(ctx, tx, env.PartnerID, pl)
 	if err != nil {
 		return nil, err
 	}
 	if creates {
-		return s.directOnce(ctx, tx, env, pl)
+		return e.directOnce(ctx, tx, env, pl)
 	}
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID}
-	sctx, span := startSpan(ctx, "scan")
+	sctx, span := records.StartSpan(ctx, "scan")
 	sc, err := scanDirect(sctx, tx, env.PartnerID, pl)
 	if sc != nil {
 		span.SetAttributes(attribute.Int("payintake.rows", sc.count), attribute.Int("payintake.rows_rejected", sc.rejected))
@@ -106,18 +107,18 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 	// The second read starts now: while the backend runs the test (the
 	// last employees' lookup), Go normalises and encodes the first blocks
 	// of records on the other core. A file that is not pure stops it.
-	second, err := s.startDirectApply(ctx, env, pl)
+	second, err := e.startDirectApply(ctx, env, pl)
 	if err != nil {
 		return nil, err
 	}
 	defer second.release()
-	cctx, span := startSpan(ctx, "classify", attribute.Bool("payintake.first_file", true))
+	cctx, span := records.StartSpan(ctx, "classify", attribute.Bool("payintake.first_file", true))
 	counts, err := directTest(cctx, tx, sc, args)
 	span.End()
 	if err != nil {
 		return nil, err
 	}
-	actx, span := startSpan(ctx, "apply")
+	actx, span := records.StartSpan(ctx, "apply")
 	err = second.apply(actx, tx, sc)
 	span.End()
 	if err != nil {
@@ -145,8 +146,8 @@ func (s *Store) direct(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (
 // pass that normalises every row again and keeps the backend idle until
 // it ends: on a machine of two cores, the Go side's CPU is what the
 // backend would otherwise have had.
-func (s *Store) directOnce(ctx context.Context, tx pgx.Tx, env *Envelope, pl Plan) (map[string]int, error) {
-	second, err := s.startDirectApply(ctx, env, pl)
+func (e *Engine) directOnce(ctx context.Context, tx pgx.Tx, env *records.Envelope, pl Plan) (map[string]int, error) {
+	second, err := e.startDirectApply(ctx, env, pl)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +155,7 @@ func (s *Store) directOnce(ctx context.Context, tx pgx.Tx, env *Envelope, pl Pla
 	if _, err := tx.Exec(ctx, onboardOnceSQL, env.PartnerID); err != nil {
 		return nil, fmt.Errorf("onboard employees: %w", err)
 	}
-	actx, span := startSpan(ctx, "apply", attribute.Bool("payintake.read_once", true))
+	actx, span := records.StartSpan(ctx, "apply", attribute.Bool("payintake.read_once", true))
 	err = second.copy(actx, tx)
 	span.SetAttributes(attribute.Int("payintake.rows", second.src.count), attribute.Int("payintake.rows_rejected", second.src.rejected))
 	span.End() // a file that is not a direct first file is not an error
@@ -229,9 +230,9 @@ func directTest(ctx context.Context, tx pgx.Tx, sc *directScan, args pgx.NamedAr
 // directCounts are the outcome counts of a first file applied directly:
 // every valid row created, the others rejected.
 func directCounts(valid, rejected int) map[string]int {
-	counts := map[string]int{string(OutcomeCreated): valid}
+	counts := map[string]int{string(records.OutcomeCreated): valid}
 	if rejected > 0 {
-		counts[string(OutcomeRejected)] = rejected
+		counts[string(records.OutcomeRejected)] = rejected
 	}
 	return counts
 }
@@ -250,8 +251,8 @@ type directSecond struct {
 
 // startDirectApply starts the read of the file whose rows go into
 // records, composing the result lines; release frees what it holds.
-func (s *Store) startDirectApply(ctx context.Context, env *Envelope, pl Plan) (*directSecond, error) {
-	lines := newResultLines(s.spoolDir)
+func (e *Engine) startDirectApply(ctx context.Context, env *records.Envelope, pl Plan) (*directSecond, error) {
+	lines := newResultLines(e.spoolDir)
 	if lines == nil {
 		return nil, errNotDirect("no result lines")
 	}
@@ -262,7 +263,7 @@ func (s *Store) startDirectApply(ctx context.Context, env *Envelope, pl Plan) (*
 	}
 	enc := newDirectRows(env, lines)
 	enc.allOrNothing = pl.AllOrNothing
-	return &directSecond{rows: rows, lines: lines, enc: enc, src: newStageSource(ctx, rows, lines, enc.encode, s.blocks)}, nil
+	return &directSecond{rows: rows, lines: lines, enc: enc, src: newStageSource(ctx, rows, lines, enc.encode, e.blocks)}, nil
 }
 
 // apply copies the second read's rows into records (the file's employees
@@ -317,9 +318,9 @@ func (d *directSecond) copy(ctx context.Context, tx pgx.Tx) error {
 // storeResult stores the result lines the read composed as envelope env's
 // result file.
 func (d *directSecond) storeResult(ctx context.Context, tx pgx.Tx, env int64) error {
-	ctx, span := startSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
+	ctx, span := records.StartSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
 	err := d.lines.store(ctx, tx, env)
-	EndSpan(span, err)
+	records.EndSpan(span, err)
 	return err
 }
 
@@ -529,7 +530,7 @@ type directRows struct {
 // directColumnCount is the number of directColumns.
 const directColumnCount = 13
 
-func newDirectRows(env *Envelope, lines *resultLines) *directRows {
+func newDirectRows(env *records.Envelope, lines *resultLines) *directRows {
 	d := &directRows{lines: lines}
 	d.head = appendBinaryText(appendInt16(nil, directColumnCount), env.PartnerID)
 	if env.Seq != nil {
@@ -541,7 +542,7 @@ func newDirectRows(env *Envelope, lines *resultLines) *directRows {
 	return d
 }
 
-func (d *directRows) encode(b []byte, r *StagedRow) ([]byte, error) {
+func (d *directRows) encode(b []byte, r *records.StagedRow) ([]byte, error) {
 	if r.Code != "" {
 		if d.allOrNothing {
 			return b, errNotDirect("a rejected row in an all-or-nothing file")
@@ -552,7 +553,7 @@ func (d *directRows) encode(b []byte, r *StagedRow) ([]byte, error) {
 		}
 		return b, nil
 	}
-	cells, ok := r.appendEchoedCells(d.cells[:0])
+	cells, ok := appendEchoedCells(d.cells[:0], r)
 	d.cells = cells
 	if !ok {
 		return b, errNotDirect("a result cell Go cannot quote")
