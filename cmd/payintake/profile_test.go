@@ -216,50 +216,13 @@ func TestPartnerProfileCLI(t *testing.T) {
 // lists is the size downloaded, and the second door's upload of the same
 // payroll is unchanged.
 func TestProfileThroughTheDoors(t *testing.T) {
-	for _, bin := range []string{"/usr/bin/sftp", "/usr/bin/curl"} {
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("this test needs %s: install the Debian packages openssh-client and curl (%v)", bin, err)
-		}
-	}
-	ctx := context.Background()
-	c := &cli{t: t, url: pgtest.New(t), dir: t.TempDir()}
-	st, err := records.Open(ctx, c.url, records.Options{MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	c.ok("partner", "add", "acme", "--name", "Acme")
-	c.ok("partner", "profile", "set", "acme", c.file("acme.yaml", hrProfileYAML+"results: csv-excel\n"))
-	_, keyFile := partnerKeyFile(t, st, "acme")
-	token := strings.TrimSpace(c.ok("partner", "token", "acme"))
-	token = token[strings.LastIndex(token, "\n")+1:]
-	s := startServer(t, c.url, t.TempDir(), nil)
-
-	host, port, _ := net.SplitHostPort(s.sftpAddr)
-	knownHosts := c.file("known_hosts", fmt.Sprintf("[%s]:%s %s\n", host, port,
-		hostKeysOf(t, "127.0.0.1", s.sftpAddr, []string{ssh.KeyAlgoED25519})[ssh.KeyAlgoED25519]))
-	export := hrExport + "00043;Jonas Weber;2026-11;XMAS;100,00;EUR;30.11.2026\n"
-	local := c.file("acme-2026-11.csv", export)
-	if out, err := openSSHSFTP(t, "127.0.0.1", s.sftpAddr, "acme", keyFile, knownHosts, "put "+local+" /inbox/acme-2026-11.csv\n").CombinedOutput(); err != nil {
-		t.Fatalf("sftp put: %v\n%s", err, out)
-	}
-	got := filepath.Join(c.dir, "acme-2026-11.result.csv")
-	var listing string
-	eventually.NoError(t, 30*time.Second, func() error {
-		out, err := openSSHSFTP(t, "127.0.0.1", s.sftpAddr, "acme", keyFile, knownHosts, "ls -l /results\nget /results/acme-2026-11.result.csv "+got+"\n").CombinedOutput()
-		listing = string(out)
-		if err != nil {
-			return fmt.Errorf("sftp get: %v\n%s", err, out)
-		}
-		return nil
+	d := openPartnerDoors(t, func(c *cli) {
+		c.ok("partner", "add", "acme", "--name", "Acme")
+		c.ok("partner", "profile", "set", "acme", c.file("acme.yaml", hrProfileYAML+"results: csv-excel\n"))
 	})
-	res, err := os.ReadFile(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !regexp.MustCompile(`\s` + strconv.Itoa(len(res)) + `\s+\w+\s+\d+\s+[\d:]+\s+acme-2026-11.result.csv`).MatchString(listing) {
-		t.Errorf("/results lists a size other than the %d bytes downloaded:\n%s", len(res), listing)
-	}
+	c, s, token := d.c, d.s, d.token
+	export := hrExport + "00043;Jonas Weber;2026-11;XMAS;100,00;EUR;30.11.2026\n"
+	res := d.sftpRoundTrip(t, "acme-2026-11.csv", export, "acme-2026-11.result.csv")
 	text := string(res)
 	for _, want := range []string{
 		"\ufeffline,row,outcome,", "\r\n2,1,created,00042,2026-11,BASE (REG),4000.00,EUR,,,\r\n",
@@ -306,56 +269,23 @@ func TestProfileThroughTheDoors(t *testing.T) {
 // header frozen and the rejected row filled. A profile asking for xlsx is
 // refused while the partner's results may go sealed (OpenPGP).
 func TestWorkbookResultsThroughTheDoors(t *testing.T) {
-	for _, bin := range []string{"/usr/bin/sftp", "/usr/bin/curl"} {
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("this test needs %s: install the Debian packages openssh-client and curl (%v)", bin, err)
+	d := openPartnerDoors(t, func(c *cli) {
+		c.ok("partner", "add", "acme", "--name", "Acme", "--pgp", "accept")
+		prof := c.file("acme.yaml", hrProfileYAML+"results: xlsx\n")
+		if code, _, errs := c.run("partner", "profile", "set", "acme", prof); code == 0 ||
+			!strings.Contains(errs, "results: xlsx cannot go with OpenPGP (its pgp policy is accept") {
+			t.Fatalf("results: xlsx for a partner under pgp accept: exit %d: %s; want a refusal naming OpenPGP", code, errs)
 		}
-	}
-	ctx := context.Background()
-	c := &cli{t: t, url: pgtest.New(t), dir: t.TempDir()}
-	st, err := records.Open(ctx, c.url, records.Options{MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	c.ok("partner", "add", "acme", "--name", "Acme", "--pgp", "accept")
-	prof := c.file("acme.yaml", hrProfileYAML+"results: xlsx\n")
-	if code, _, errs := c.run("partner", "profile", "set", "acme", prof); code == 0 ||
-		!strings.Contains(errs, "results: xlsx cannot go with OpenPGP (its pgp policy is accept") {
-		t.Fatalf("results: xlsx for a partner under pgp accept: exit %d: %s; want a refusal naming OpenPGP", code, errs)
-	}
-	c.ok("partner", "set", "acme", "--pgp", "off")
-	c.ok("partner", "profile", "set", "acme", prof)
-	_, keyFile := partnerKeyFile(t, st, "acme")
-	token := strings.TrimSpace(c.ok("partner", "token", "acme"))
-	token = token[strings.LastIndex(token, "\n")+1:]
-	s := startServer(t, c.url, t.TempDir(), nil)
-
-	host, port, _ := net.SplitHostPort(s.sftpAddr)
-	knownHosts := c.file("known_hosts", fmt.Sprintf("[%s]:%s %s\n", host, port,
-		hostKeysOf(t, "127.0.0.1", s.sftpAddr, []string{ssh.KeyAlgoED25519})[ssh.KeyAlgoED25519]))
-	export := hrExport + "00043;Jonas Weber;2026-11;XMAS;100,00;EUR;30.11.2026\n"
-	local := c.file("acme-2026-11.csv", export)
-	if out, err := openSSHSFTP(t, "127.0.0.1", s.sftpAddr, "acme", keyFile, knownHosts, "put "+local+" /inbox/acme-2026-11.csv\n").CombinedOutput(); err != nil {
-		t.Fatalf("sftp put: %v\n%s", err, out)
-	}
-	got := filepath.Join(c.dir, "acme-2026-11.result.xlsx")
-	var listing string
-	eventually.NoError(t, 30*time.Second, func() error {
-		out, err := openSSHSFTP(t, "127.0.0.1", s.sftpAddr, "acme", keyFile, knownHosts, "ls -l /results\nget /results/acme-2026-11.result.xlsx "+got+"\n").CombinedOutput()
-		listing = string(out)
-		if err != nil {
-			return fmt.Errorf("sftp get: %v\n%s", err, out)
+		c.ok("partner", "set", "acme", "--pgp", "off")
+		c.ok("partner", "profile", "set", "acme", prof)
+		if code, _, errs := c.run("partner", "set", "acme", "--pgp", "require"); code == 0 || !strings.Contains(errs, "results: xlsx cannot go with OpenPGP") {
+			t.Fatalf("pgp require for a partner whose results are workbooks: exit %d: %s; want a refusal", code, errs)
 		}
-		return nil
 	})
-	res, err := os.ReadFile(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !regexp.MustCompile(`\s` + strconv.Itoa(len(res)) + `\s+\w+\s+\d+\s+[\d:]+\s+acme-2026-11.result.xlsx`).MatchString(listing) {
-		t.Errorf("/results lists a size other than the %d bytes downloaded:\n%s", len(res), listing)
-	}
+	c, s, token := d.c, d.s, d.token
+	export := hrExport + "00043;Jonas Weber;2026-11;XMAS;100,00;EUR;30.11.2026\n"
+	res := d.sftpRoundTrip(t, "acme-2026-11.csv", export, "acme-2026-11.result.xlsx")
+	got := filepath.Join(c.dir, "acme-2026-11.result.xlsx")
 	// Each row: its outcome, component and fill (00000000: none).
 	const readBack = `
 ws = load_workbook(os.environ["BOOK"]).active
@@ -412,4 +342,68 @@ for row in ws.iter_rows(min_row=2):
 	if book := workbooktest.Run(t, readBack, "OUT=unused", "BOOK="+viaHTTP); book != strings.ReplaceAll(want, "created", "unchanged") {
 		t.Errorf("openpyxl reads the HTTP result as\n%s", book)
 	}
+}
+
+// partnerDoors is partner acme on a running server, reached as a partner
+// reaches it: OpenSSH's sftp with its key, curl with its API token.
+type partnerDoors struct {
+	c                          *cli
+	s                          *server
+	keyFile, knownHosts, token string
+}
+
+// openPartnerDoors starts a server for partner acme, which setup adds and
+// gives its profile through the CLI first.
+func openPartnerDoors(t *testing.T, setup func(c *cli)) *partnerDoors {
+	t.Helper()
+	for _, bin := range []string{"/usr/bin/sftp", "/usr/bin/curl"} {
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("this test needs %s: install the Debian packages openssh-client and curl (%v)", bin, err)
+		}
+	}
+	ctx := context.Background()
+	d := &partnerDoors{c: &cli{t: t, url: pgtest.New(t), dir: t.TempDir()}}
+	st, err := records.Open(ctx, d.c.url, records.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	setup(d.c)
+	_, d.keyFile = partnerKeyFile(t, st, "acme")
+	token := strings.TrimSpace(d.c.ok("partner", "token", "acme"))
+	d.token = token[strings.LastIndex(token, "\n")+1:]
+	d.s = startServer(t, d.c.url, t.TempDir(), nil)
+	host, port, _ := net.SplitHostPort(d.s.sftpAddr)
+	d.knownHosts = d.c.file("known_hosts", fmt.Sprintf("[%s]:%s %s\n", host, port,
+		hostKeysOf(t, "127.0.0.1", d.s.sftpAddr, []string{ssh.KeyAlgoED25519})[ssh.KeyAlgoED25519]))
+	return d
+}
+
+// sftpRoundTrip puts content into /inbox as name with OpenSSH's sftp, gets
+// /results/result into the cli's folder once it is there, and checks that
+// /results lists it with the size downloaded; it returns the bytes.
+func (d *partnerDoors) sftpRoundTrip(t *testing.T, name, content, result string) []byte {
+	t.Helper()
+	local := d.c.file(name, content)
+	if out, err := openSSHSFTP(t, "127.0.0.1", d.s.sftpAddr, "acme", d.keyFile, d.knownHosts, "put "+local+" /inbox/"+name+"\n").CombinedOutput(); err != nil {
+		t.Fatalf("sftp put: %v\n%s", err, out)
+	}
+	got := filepath.Join(d.c.dir, result)
+	var listing string
+	eventually.NoError(t, 30*time.Second, func() error {
+		out, err := openSSHSFTP(t, "127.0.0.1", d.s.sftpAddr, "acme", d.keyFile, d.knownHosts, "ls -l /results\nget /results/"+result+" "+got+"\n").CombinedOutput()
+		listing = string(out)
+		if err != nil {
+			return fmt.Errorf("sftp get: %v\n%s", err, out)
+		}
+		return nil
+	})
+	res, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`\s` + strconv.Itoa(len(res)) + `\s+\w+\s+\d+\s+[\d:]+\s+` + regexp.QuoteMeta(result)).MatchString(listing) {
+		t.Errorf("/results lists a size other than the %d bytes downloaded:\n%s", len(res), listing)
+	}
+	return res
 }
