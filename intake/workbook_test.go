@@ -156,4 +156,20 @@ print(ws.freeze_panes, [[c.value for c in row][:7] for row in ws.iter_rows(min_r
 	if want := "A2 [[2, 1, 'created', '00123', '2026-11', 'BASE', 4000]]\n"; got != want {
 		t.Fatalf("openpyxl reads %q, want %q", got, want)
 	}
+	// A file refused whole is a workbook of its one row too.
+	_, refused := f.ingest("empty.csv", "")
+	var c bytes.Buffer
+	if err := f.store.WriteResult(f.ctx, refused.ID, &c); err != nil || int64(c.Len()) != refused.ResultSize || !bytes.HasPrefix(c.Bytes(), []byte("PK\x03\x04")) {
+		t.Fatalf("the result of a file refused whole: %d bytes (%v), want a workbook of %d", c.Len(), err, refused.ResultSize)
+	}
+	if err := os.WriteFile(path, c.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got = workbooktest.Run(t, `
+ws = load_workbook(os.environ["BOOK"]).active
+print([[c.value for c in row][:3] + [row[8].value] for row in ws.iter_rows(min_row=2)])
+`, "OUT=unused", "BOOK="+path)
+	if want := "[[0, 0, 'rejected', 'empty_file']]\n"; got != want {
+		t.Fatalf("openpyxl reads %q, want %q", got, want)
+	}
 }
