@@ -593,8 +593,11 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 	}()
 	ic := &idleConn{}
 	ic.touch()
+	kex := bc.peekKexInit()
 	_ = c.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	sconn, chans, reqs, err := ssh.NewServerConn(bc, s.serverConfig(ctx, st))
+	cfg := s.serverConfig(ctx, st)
+	cfg.Ciphers = ciphersFor(kex)
+	sconn, chans, reqs, err := ssh.NewServerConn(bc, cfg)
 	if err != nil {
 		st.mu.Lock()
 		failed, offered, last, user, unavailable, capped := st.failures, st.offered, st.lastErr, st.user, st.unavailable, st.capped
