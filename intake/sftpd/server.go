@@ -80,6 +80,12 @@ type Config struct {
 	// partner can resume or rename it from any connection to any server on
 	// the database; then it is discarded. 0 means DefaultResumeWindow.
 	ResumeWindow time.Duration
+	// Checkpoint is how often an upload being written stores what it has
+	// received so far, so that a resume after this server dies (killed, or
+	// its machine lost) on any other loses at most about this much of the
+	// transfer; an upload shorter than it is stored only when it ends. 0
+	// means DefaultCheckpoint; negative: never (only when the handle ends).
+	Checkpoint time.Duration
 	// InboxWindow is how long a received file stays visible in /inbox (stat,
 	// listing) after it arrived. 0 means DefaultInboxWindow.
 	InboxWindow time.Duration
@@ -162,6 +168,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ResumeWindow <= 0 {
 		cfg.ResumeWindow = DefaultResumeWindow
+	}
+	if cfg.Checkpoint == 0 {
+		cfg.Checkpoint = DefaultCheckpoint
 	}
 	if cfg.InboxWindow <= 0 {
 		cfg.InboxWindow = DefaultInboxWindow

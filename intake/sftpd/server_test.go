@@ -119,6 +119,7 @@ type zoneOpts struct {
 	maxFileSize int64
 	loginDelay  time.Duration
 	resume      time.Duration // Config.ResumeWindow
+	checkpoint  time.Duration // Config.Checkpoint
 	idle        time.Duration // Config.IdleTimeout
 	maxSessions int           // Config.MaxSessions
 	tracing     trace.TracerProvider
@@ -201,6 +202,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	srv, err := sftpd.New(sftpd.Config{
 		Store: st, HostKeys: hks, HostKeyRefresh: refresh, LegacyAlgorithms: o.legacy, HostKeyTypes: o.keyTypes, SpoolDir: spool, MaxFileSize: o.maxFileSize,
 		Intake: in, Auth: partnerauth.New(st, partnerauth.WithMetrics(reg)), Enqueue: enqueue, Log: log, LoginDelay: o.loginDelay, Metrics: sftpd.NewMetrics(reg), ResumeWindow: o.resume,
+		Checkpoint:  o.checkpoint,
 		IdleTimeout: o.idle, MaxSessions: o.maxSessions, Now: nowOf(o.clock),
 	})
 	if err != nil {
