@@ -124,6 +124,17 @@ func (f *fleet) waitBalancer() {
 	}
 }
 
+// freePort returns a loopback port free at the time of the call.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 // dialFrom opens an SSH connection to addr from the loopback address local.
 func dialFrom(local, addr string, cfg *ssh.ClientConfig) (*ssh.Client, error) {
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 10 * time.Second}
@@ -211,9 +222,11 @@ func loginsOf(s *server) int { return strings.Count(s.logs.String(), `msg="logge
 
 // TestFleet: three replicas on one database behind HAProxy, as platforms
 // deploy payintake: the same host keys from every replica; OpenSSH
-// through the balancer; results identical from every replica; JSch and
-// PuTTY psftp through the balancer, their results the replicas'; failed
-// logins from one address not locking out another; an upload cut by the
+// through the balancer; results identical from every replica; JSch, PuTTY
+// psftp and Node's ssh2-sftp-client through the balancer, their results
+// the replicas'; failed
+// logins from one address not locking out another; a partner's allowlist
+// applied to the client's address; an upload cut by the
 // SIGKILL of its replica resumed through another; SIGTERM of a replica
 // during an upload letting the upload finish.
 func TestFleet(t *testing.T) {
@@ -294,8 +307,10 @@ func TestFleet(t *testing.T) {
 	// host keys OpenSSH trusted.
 	t.Run("JSch through the balancer", func(t *testing.T) { fleetJSch(t, f, knownHosts) })
 	t.Run("PuTTY psftp through the balancer", func(t *testing.T) { fleetPsftp(t, f, acmeKey, want) })
+	t.Run("Node ssh2-sftp-client through the balancer", func(t *testing.T) { fleetNode(t, f, acmeKey, want) })
 
 	t.Run("failed logins from one address do not lock out another", func(t *testing.T) { fleetLockout(t, f, acmeKey, knownHosts) })
+	t.Run("a partner's --allow-from holds for the client's address", func(t *testing.T) { fleetAllowFrom(t, f, acmeKey, knownHosts) })
 	t.Run("an upload cut by SIGKILL of its replica resumes on another", func(t *testing.T) { fleetResume(t, f, acmeKey, knownHosts, false) })
 	t.Run("SIGTERM of a replica lets its upload finish", func(t *testing.T) { fleetResume(t, f, acmeKey, knownHosts, true) })
 }
@@ -487,6 +502,32 @@ func mustSigner(t *testing.T, keyFile string) ssh.Signer {
 	return s
 }
 
+// fleetAllowFrom: a partner's --allow-from, set once with the CLI, holds on
+// the replicas for the client's address behind the balancer: OpenSSH from
+// 127.0.0.10 logs in, from 127.0.0.9 it is refused exactly like a wrong
+// key, and the replica logs the client's address beside the balancer's.
+func fleetAllowFrom(t *testing.T, f *fleet, acmeKey, knownHosts string) {
+	c := &cli{t: t, url: f.url, dir: t.TempDir()}
+	c.ok("partner", "set", "acme", "--allow-from", "127.0.0.10")
+	defer c.ok("partner", "set", "acme", "--allow-from", "")
+	out, err := openSSHSFTP(t, "127.0.0.9", f.sftpAddr, "acme", acmeKey, knownHosts, "ls /inbox\n").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "Permission denied (publickey)") {
+		t.Fatalf("sftp from outside the allowlist: %v\n%s", err, out)
+	}
+	refused := regexp.MustCompile(`msg="login failed" .*remote=127\.0\.0\.9:\d+ proxy=127\.0\.0\.1:\d+ .*allow-from: 127\.0\.0\.9`)
+	eventually.True(t, 10*time.Second, func() bool {
+		for _, r := range f.replicas {
+			if refused.MatchString(r.logs.String()) {
+				return true
+			}
+		}
+		return false
+	}, "no replica logged the refusal of 127.0.0.9 (behind the balancer 127.0.0.1) by the allowlist")
+	if out, err := openSSHSFTP(t, "127.0.0.10", f.sftpAddr, "acme", acmeKey, knownHosts, "ls /inbox\n").CombinedOutput(); err != nil {
+		t.Fatalf("sftp from the allowlist: %v\n%s", err, out)
+	}
+}
+
 // fleetLockout: eight failed logins from 127.0.0.4 through the balancer
 // (SFTP with a key nobody registered, and the reviewer console with a wrong
 // password) do not slow or refuse the right logins from 127.0.0.5: the
@@ -545,6 +586,17 @@ func fleetLockout(t *testing.T, f *fleet, acmeKey, knownHosts string) {
 	if code := post("127.0.0.5", "alice", "right horse battery staple"); code != http.StatusSeeOther {
 		t.Fatalf("the right password from another address answered %d, want 303", code)
 	}
+	// The replica logs the request under the client's address, the
+	// balancer's beside it.
+	logged := regexp.MustCompile(`status=303 .*client=127\.0\.0\.5 proxy=127\.0\.0\.1:\d+`)
+	eventually.True(t, 10*time.Second, func() bool {
+		for _, r := range f.replicas {
+			if logged.MatchString(r.logs.String()) {
+				return true
+			}
+		}
+		return false
+	}, "no replica logged the login from 127.0.0.5 under its address, with the balancer's as proxy")
 }
 
 // listedSize is the size `ls -ln` shows for /inbox/name in the sftp
@@ -692,3 +744,47 @@ func fleetResume(t *testing.T, f *fleet, acmeKey, knownHosts string, drain bool)
 	}
 }
 
+// fleetNode: Node's ssh2-sftp-client (what partners' JavaScript uses, on
+// ssh2; installed in .ci/npm by .ci/run) uploads from 127.0.0.8 through the
+// balancer and downloads its result, trusting only the host keys OpenSSH
+// was shown.
+func fleetNode(t *testing.T, f *fleet, acmeKey string, hostKeys map[string]string) {
+	modules, err := filepath.Abs("../../.ci/npm/node_modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(modules, "ssh2-sftp-client")); err != nil {
+		t.Fatalf("ssh2-sftp-client is not installed (%v): run .ci/run, or `npm ci` in .ci/npm", err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is needed to run ssh2-sftp-client (apt-get install nodejs, as .ci/run does): %v", err)
+	}
+	var blobs []string
+	for _, k := range hostKeys {
+		blobs = append(blobs, strings.Fields(k)[1])
+	}
+	host, port, _ := net.SplitHostPort(f.sftpAddr)
+	dir := t.TempDir()
+	run := func(op, local, remote string) {
+		t.Helper()
+		cmd := exec.Command(node, "testdata/ssh2-sftp.js", host, port, "acme", acmeKey, "127.0.0.8",
+			strings.Join(blobs, ","), op, local, remote)
+		cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "ok "+op) {
+			t.Fatalf("ssh2-sftp-client %s %s through HAProxy: %v\n%s", op, remote, err, out)
+		}
+	}
+	local := filepath.Join(dir, "node.csv")
+	if err := os.WriteFile(local, payrollFile("N", 200), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("put", local, "/inbox/node.csv")
+	eventually.True(t, 10*time.Second, func() bool { return loggedIn(f, "127.0.0.8", "ssh2js") },
+		"no replica logged ssh2-sftp-client's login from 127.0.0.8: the balancer did not pass its address on")
+	direct := replicaResult(t, f.replicas[0], acmeKey, "node.csv", 60*time.Second)
+	got := filepath.Join(dir, "node.result.csv")
+	run("get", got, "/results/node.result.csv")
+	checkDownload(t, got, direct, "node.csv")
+}
