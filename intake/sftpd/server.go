@@ -1,6 +1,7 @@
 package sftpd
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -770,8 +771,23 @@ type idleConn struct {
 
 func (c *idleConn) touch() { c.last.Store(time.Now().UnixNano()) }
 
-// channel is ch, noting its data as activity.
-func (c *idleConn) channel(ch ssh.Channel) io.ReadWriteCloser { return activeChannel{ch, c} }
+// channelReadBuffer is how much of an SFTP channel's data one read takes.
+// x/crypto/ssh grants the client more window at every Read once more than
+// three packets wait unread (as they do while an upload streams), so the
+// SFTP server's reads, two a packet (its length, then its body), cost two
+// SSH packets back each, encrypted and written one by one; a read of all
+// that waits, up to this much, costs one.
+const channelReadBuffer = 64 << 10
+
+// channel is ch, noting its data as activity, its reads buffered.
+func (c *idleConn) channel(ch ssh.Channel) io.ReadWriteCloser {
+	a := activeChannel{ch, c}
+	return struct {
+		io.Reader
+		io.Writer
+		io.Closer
+	}{bufio.NewReaderSize(a, channelReadBuffer), a, a}
+}
 
 type activeChannel struct {
 	ssh.Channel
