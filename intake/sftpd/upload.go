@@ -125,7 +125,7 @@ func (p *pending) startStream(fs *partnerFS) {
 	if p.stream != nil || p.hashed != 0 || isTempName(p.name) {
 		return
 	}
-	st, err := fs.srv.cfg.Store.StartStream(context.WithoutCancel(fs.ctx))
+	st, err := fs.srv.cfg.Store.StartStream(context.WithoutCancel(fs.ctx), fs.partner)
 	if err != nil {
 		if !errors.Is(err, records.ErrNoStream) {
 			fs.log.Warn("upload stored at its close instead of while it arrives", "file", p.name, "err", err)
