@@ -346,7 +346,11 @@ func replicaResult(t *testing.T, r *server, keyFile, name string, within time.Du
 // reaches the test through a pipe, after the client may have finished:
 // callers wait for it.
 func loggedIn(f *fleet, local, client string) bool {
-	re := regexp.MustCompile(`msg="logged in".* remote=` + regexp.QuoteMeta(local) + `:\d+ .*client=\S*` + regexp.QuoteMeta(client))
+	return f.logged(regexp.MustCompile(`msg="logged in".* remote=` + regexp.QuoteMeta(local) + `:\d+ .*client=\S*` + regexp.QuoteMeta(client)))
+}
+
+// logged tells whether a replica's log has a line matching re.
+func (f *fleet) logged(re *regexp.Regexp) bool {
 	for _, r := range f.replicas {
 		if re.MatchString(r.logs.String()) {
 			return true
@@ -515,14 +519,7 @@ func fleetAllowFrom(t *testing.T, f *fleet, acmeKey, knownHosts string) {
 		t.Fatalf("sftp from outside the allowlist: %v\n%s", err, out)
 	}
 	refused := regexp.MustCompile(`msg="login failed" .*remote=127\.0\.0\.9:\d+ proxy=127\.0\.0\.1:\d+ .*allow-from: 127\.0\.0\.9`)
-	eventually.True(t, 10*time.Second, func() bool {
-		for _, r := range f.replicas {
-			if refused.MatchString(r.logs.String()) {
-				return true
-			}
-		}
-		return false
-	}, "no replica logged the refusal of 127.0.0.9 (behind the balancer 127.0.0.1) by the allowlist")
+	eventually.True(t, 10*time.Second, func() bool { return f.logged(refused) }, "no replica logged the refusal of 127.0.0.9 (behind the balancer 127.0.0.1) by the allowlist")
 	if out, err := openSSHSFTP(t, "127.0.0.10", f.sftpAddr, "acme", acmeKey, knownHosts, "ls /inbox\n").CombinedOutput(); err != nil {
 		t.Fatalf("sftp from the allowlist: %v\n%s", err, out)
 	}
@@ -589,14 +586,7 @@ func fleetLockout(t *testing.T, f *fleet, acmeKey, knownHosts string) {
 	// The replica logs the request under the client's address, the
 	// balancer's beside it.
 	logged := regexp.MustCompile(`status=303 .*client=127\.0\.0\.5 proxy=127\.0\.0\.1:\d+`)
-	eventually.True(t, 10*time.Second, func() bool {
-		for _, r := range f.replicas {
-			if logged.MatchString(r.logs.String()) {
-				return true
-			}
-		}
-		return false
-	}, "no replica logged the login from 127.0.0.5 under its address, with the balancer's as proxy")
+	eventually.True(t, 10*time.Second, func() bool { return f.logged(logged) }, "no replica logged the login from 127.0.0.5 under its address, with the balancer's as proxy")
 }
 
 // listedSize is the size `ls -ln` shows for /inbox/name in the sftp

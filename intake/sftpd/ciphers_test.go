@@ -5,14 +5,10 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/payintake/payintake/intake/sftpd"
 )
@@ -26,14 +22,7 @@ func TestCipherIsAESGCMWhenTheClientOffersIt(t *testing.T) {
 	z.partner("acme")
 	dir := t.TempDir()
 	key := z.keyFile("acme", dir)
-	var kh strings.Builder
-	for _, k := range testHostKeys(t).Active {
-		kh.WriteString(knownhosts.Line([]string{knownhosts.Normalize(z.addr)}, k.PublicKey()) + "\n")
-	}
-	khFile := filepath.Join(dir, "known_hosts")
-	if err := os.WriteFile(khFile, []byte(kh.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	khFile := z.knownHosts(dir)
 	hw := func(aes, soft string) string {
 		if sftpd.AESHardware {
 			return aes
