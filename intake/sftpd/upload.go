@@ -369,7 +369,8 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 }
 
 // end drops p from this server (its spool too) once what its handle leaves
-// is stored or received, and wakes a resume waiting for it.
+// is stored or received, and wakes a resume waiting for it. Called on p's
+// connection, whose goroutine s.wg counts.
 func (s *Server) end(p *pending) {
 	p.awaitCheckpoint()
 	s.imu.Lock()
@@ -380,8 +381,10 @@ func (s *Server) end(p *pending) {
 		}
 	}
 	s.imu.Unlock()
-	_ = os.Remove(p.spool)
 	close(p.done)
+	// Unlinking a spool of tens of megabytes takes tens of milliseconds
+	// (the kernel frees its pages): not before the close is answered.
+	s.wg.Go(func() { _ = os.Remove(p.spool) })
 }
 
 // keep stores what p's handle added, to be resumed or renamed on any server,
