@@ -130,11 +130,13 @@ calc() { awk "BEGIN {print $1}"; }
 # cpu PID...: CPU seconds used so far by these processes and all their
 # descendants (children that ended and were waited for included).
 cpu() {
-	awk -v roots=" $* " -v hz="$(getconf CLK_TCK)" '
+	# cat, not awk, opens them: a process may end between the glob and the
+	# read, which cat skips and mawk does not survive.
+	{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v roots=" $* " -v hz="$(getconf CLK_TCK)" '
 		{ pid = $1; line = $0; sub(/^.*\) /, "", line); split(line, f, " ")
 		  parent[pid] = f[2]; t[pid] = f[12] + f[13] + f[14] + f[15] }
 		END { for (p in t) { q = p; while (q > 1) { if (index(roots, " " q " ")) { s += t[p]; break }; q = parent[q] } }
-		      printf "%.2f\n", s / hz }' /proc/[0-9]*/stat 2>/dev/null || true # processes that end meanwhile cannot be read
+		      printf "%.2f\n", s / hz }'
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
