@@ -57,6 +57,7 @@ func benchDispatch(b *testing.B, n int, name string, latency time.Duration) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		requests.Add(1)
 		if latency > 0 {
+			// The vendor's round trip, simulated: the time must pass.
 			time.Sleep(latency)
 		}
 		w.WriteHeader(http.StatusOK)

@@ -25,6 +25,12 @@ import (
 	"github.com/payintake/payintake/internal/observe"
 )
 
+// The statements of dispatcher.sql.
+var (
+	sqlTryOwnPeriod  = query("TryOwnPeriod")
+	sqlReleasePeriod = query("ReleasePeriod")
+)
+
 // Config tunes a Dispatcher; zero values take the defaults.
 type Config struct {
 	Log     *slog.Logger
@@ -121,11 +127,11 @@ func (d *Dispatcher) owned(ctx context.Context, partner, period string) (bool, e
 	}
 	defer conn.Release()
 	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, ownerLockClass, partner+"/"+period).Scan(&got); err != nil {
+	if err := conn.QueryRow(ctx, sqlTryOwnPeriod, ownerLockClass, partner+"/"+period).Scan(&got); err != nil {
 		return false, err
 	}
 	if got {
-		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, ownerLockClass, partner+"/"+period); err != nil {
+		if _, err := conn.Exec(ctx, sqlReleasePeriod, ownerLockClass, partner+"/"+period); err != nil {
 			_ = conn.Conn().Close(ctx)
 			return false, err
 		}
@@ -145,7 +151,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, partner, period string) ([]Ru
 	}
 	defer conn.Release()
 	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, ownerLockClass, partner+"/"+period).Scan(&got); err != nil {
+	if err := conn.QueryRow(ctx, sqlTryOwnPeriod, ownerLockClass, partner+"/"+period).Scan(&got); err != nil {
 		return nil, fmt.Errorf("take ownership of period %s of partner %s: %w", period, partner, err)
 	}
 	if !got {
@@ -156,7 +162,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, partner, period string) ([]Ru
 		// and if even that fails, drop the connection (which unlocks).
 		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := conn.Exec(c, `SELECT pg_advisory_unlock($1, hashtext($2))`, ownerLockClass, partner+"/"+period); err != nil {
+		if _, err := conn.Exec(c, sqlReleasePeriod, ownerLockClass, partner+"/"+period); err != nil {
 			_ = conn.Conn().Close(c)
 		}
 	}()

@@ -1,7 +1,7 @@
 // Package dispatch pushes a partner's approved pay lines to the payroll
 // vendor's batch API so that every line version is paid exactly once, as
 // SPEC "Outbound dispatch to the payroll vendor" says: deterministic line,
-// batch and chunk keys (keys.go), a durable ledger with a request-hash
+// batch and chunk keys (idempotencykeys.go), a durable ledger with a request-hash
 // guard, a resume record per run, chunking, the response table, a token
 // bucket and a pause on sustained 429s.
 //

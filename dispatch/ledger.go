@@ -15,6 +15,32 @@ import (
 	"github.com/payintake/payintake/internal/fault"
 )
 
+// The statements of ledger.sql.
+var (
+	sqlOpenRun             = query("OpenRun")
+	sqlRuns                = query("Runs")
+	sqlRun                 = query("Run")
+	sqlPendingLines        = query("PendingLines")
+	sqlInsertConflicts     = query("InsertConflicts")
+	sqlMarkConflicts       = query("MarkConflicts")
+	sqlSettleDueLines      = query("SettleDueLines")
+	sqlCountSettled        = query("CountSettled")
+	sqlAnyArchived         = query("AnyArchived")
+	sqlLedgerAndArchive    = query("LedgerAndArchive")
+	sqlCopyBackArchived    = query("CopyBackArchived")
+	sqlTxSettings          = query("TxSettings")
+	sqlAnalyzeDue          = query("AnalyzeDue")
+	sqlRecordLedgerAnswers = query("RecordLedgerAnswers")
+	sqlLedgerStates        = query("LedgerStates")
+	sqlRecordDueAnswers    = query("RecordDueAnswers")
+	sqlRecordRunAnswers    = query("RecordRunAnswers")
+	sqlFinishRun           = query("FinishRun")
+	sqlRetryLedger         = query("RetryLedger")
+	sqlRetryDueLines       = query("RetryDueLines")
+	sqlReopenRuns          = query("ReopenRuns")
+	sqlArchiveLedger       = query("ArchiveLedger")
+)
+
 // Run is the resume record of one run of a partner's period.
 type Run struct {
 	ID        int64
@@ -47,7 +73,7 @@ const (
 	StateConflict  = "conflict"
 )
 
-const runCols = `id, partner_id, pay_period, run, target, state, total, settled, cursor, requests, created_at`
+const runColumns = `id, partner_id, pay_period, run, target, state, total, settled, cursor, requests, created_at`
 
 func scanRun(row pgx.Row) (Run, error) {
 	var r Run
@@ -59,7 +85,7 @@ func scanRun(row pgx.Row) (Run, error) {
 // trigger normally did: this covers a partner whose target was set after the
 // lock) and returns the period's runs still in progress, oldest first.
 func (s *Store) OpenRun(ctx context.Context, partner, period string) ([]Run, error) {
-	if _, err := s.pool.Exec(ctx, `SELECT dispatch_open_run($1, $2)`, partner, period); err != nil {
+	if _, err := s.pool.Exec(ctx, sqlOpenRun, partner, period); err != nil {
 		return nil, fmt.Errorf("open the run of period %s of partner %s: %w", period, partner, err)
 	}
 	return s.Runs(ctx, partner, period, true)
@@ -67,9 +93,7 @@ func (s *Store) OpenRun(ctx context.Context, partner, period string) ([]Run, err
 
 // Runs lists runs (all partners or periods when empty), oldest first.
 func (s *Store) Runs(ctx context.Context, partner, period string, inProgressOnly bool) ([]Run, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM dispatch_runs
-		WHERE ($1 = '' OR partner_id = $1) AND ($2 = '' OR pay_period = $2) AND (NOT $3 OR state = 'in_progress')
-		ORDER BY partner_id, pay_period, run`, partner, period, inProgressOnly)
+	rows, err := s.pool.Query(ctx, sqlRuns, partner, period, inProgressOnly)
 	if err != nil {
 		return nil, fmt.Errorf("list dispatch runs: %w", err)
 	}
@@ -81,7 +105,7 @@ func (s *Store) Runs(ctx context.Context, partner, period string, inProgressOnly
 }
 
 func (s *Store) run(ctx context.Context, id int64) (Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM dispatch_runs WHERE id = $1`, id))
+	r, err := scanRun(s.pool.QueryRow(ctx, sqlRun, id))
 	if err != nil {
 		return r, fmt.Errorf("read dispatch run %d: %w", id, err)
 	}
@@ -164,10 +188,7 @@ func (s *Store) takePending(ctx context.Context, run Run, limit int, from positi
 		if err := txSettings(ctx, tx); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT id, record_id, version, round, employee_id, employee_ref, component,
-				amount, currency, hours, rate, pay_date
-			FROM dispatch_due WHERE run_id = $1 AND state = 'pending' AND (round, id) > ($3, $4)
-			ORDER BY round, id LIMIT $2`, run.ID, limit, from.round, from.id)
+		rows, err := tx.Query(ctx, sqlPendingLines, run.ID, limit, from.round, from.id)
 		if err != nil {
 			return err
 		}
@@ -232,26 +253,22 @@ func (s *Store) takePending(ctx context.Context, run Run, limit int, from positi
 			for i, c := range conflicts {
 				stored[i], want[i] = c.stored, c.want
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO dispatch_conflicts (key, run_id, stored_hash, request_hash)
-				SELECT u.key, $1, u.stored, u.want FROM unnest($2::text[], $3::bytea[], $4::bytea[]) AS u(key, stored, want)
-				ON CONFLICT DO NOTHING`, run.ID, conflictKeys, stored, want); err != nil {
+			if _, err := tx.Exec(ctx, sqlInsertConflicts, run.ID, conflictKeys, stored, want); err != nil {
 				return fmt.Errorf("record request-hash conflicts: %w", err)
 			}
-			if _, err := tx.Exec(ctx, `UPDATE dispatch_due d SET state = 'conflict', key = u.key
-				FROM unnest($1::bigint[], $2::text[]) AS u(id, key) WHERE d.id = u.id`, conflictIDs, conflictKeys); err != nil {
+			if _, err := tx.Exec(ctx, sqlMarkConflicts, conflictIDs, conflictKeys); err != nil {
 				return fmt.Errorf("record request-hash conflicts: %w", err)
 			}
 		}
 		if len(settledIDs) > 0 {
-			if _, err := tx.Exec(ctx, `UPDATE dispatch_due d SET state = u.state, key = u.key
-				FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, key, state) WHERE d.id = u.id`,
+			if _, err := tx.Exec(ctx, sqlSettleDueLines,
 				settledIDs, settledKeys, settledStates); err != nil {
 				return fmt.Errorf("settle lines already settled: %w", err)
 			}
 		}
 		settledNow = len(settledIDs) + len(conflictIDs)
 		if settledNow > 0 {
-			if _, err := tx.Exec(ctx, `UPDATE dispatch_runs SET settled = settled + $2, updated_at = now() WHERE id = $1`,
+			if _, err := tx.Exec(ctx, sqlCountSettled,
 				run.ID, settledNow); err != nil {
 				return fmt.Errorf("count settled lines: %w", err)
 			}
@@ -301,7 +318,7 @@ func (s *Store) copyFresh(ctx context.Context, tx pgx.Tx, run Run, pg newLines) 
 		return nil, err
 	}
 	var archived bool
-	if err := sp.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM dispatch_ledger_archive WHERE key = ANY($1))`, pg.keys).Scan(&archived); err != nil {
+	if err := sp.QueryRow(ctx, sqlAnyArchived, pg.keys).Scan(&archived); err != nil {
 		_ = sp.Rollback(ctx)
 		return nil, fmt.Errorf("consult the ledger archive: %w", err)
 	}
@@ -351,9 +368,7 @@ func copyLedger(ctx context.Context, tx pgx.Tx, run Run, ledger map[string]held,
 func (s *Store) lookUpAndCopy(ctx context.Context, tx pgx.Tx, run Run, pg newLines) (map[string]held, error) {
 	ledger := make(map[string]held, len(pg.keys))
 	var archived []string
-	rows, err := tx.Query(ctx, `SELECT key, request_hash, line, state, attempts, false FROM dispatch_ledger WHERE key = ANY($1)
-		UNION ALL
-		SELECT key, request_hash, line, state, attempts, true FROM dispatch_ledger_archive WHERE key = ANY($1)`, pg.keys)
+	rows, err := tx.Query(ctx, sqlLedgerAndArchive, pg.keys)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger: %w", err)
 	}
@@ -375,13 +390,7 @@ func (s *Store) lookUpAndCopy(ctx context.Context, tx pgx.Tx, run Run, pg newLin
 	// An archived key stays taken: it is copied back as it was
 	// (settled), so it is neither sent again nor given a new hash.
 	if len(archived) > 0 {
-		if _, err := tx.Exec(ctx, `INSERT INTO dispatch_ledger (key, request_hash, partner_id, pay_period, employee_id,
-				employee_ref, component, version, record_id, line, state, attempts, last_status, last_detail,
-				created_at, updated_at, settled_at)
-			SELECT key, request_hash, partner_id, pay_period, employee_id, employee_ref, component, version, record_id,
-				line, state, attempts, last_status, last_detail, created_at, updated_at, settled_at
-			FROM dispatch_ledger_archive WHERE key = ANY($1)
-			ON CONFLICT (key) DO NOTHING`, archived); err != nil {
+		if _, err := tx.Exec(ctx, sqlCopyBackArchived, archived); err != nil {
 			return nil, fmt.Errorf("consult the ledger archive: %w", err)
 		}
 	}
@@ -408,8 +417,7 @@ func (s *Store) lookUpAndCopy(ctx context.Context, tx pgx.Tx, run Run, pg newLin
 //     against a sequential scan of the run, and sorted 95,000 lines to take
 //     the first 5,000.
 func txSettings(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off; SET LOCAL plan_cache_mode = force_custom_plan;
-		SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off`); err != nil {
+	if _, err := tx.Exec(ctx, sqlTxSettings); err != nil {
 		return fmt.Errorf("dispatch transaction: %w", err)
 	}
 	return nil
@@ -429,7 +437,7 @@ const analyzeAbove = 2000
 // table's row count is refreshed whatever the columns): a third of the time
 // of all fifteen.
 func (s *Store) analyze(ctx context.Context) error {
-	if _, err := s.pool.Exec(ctx, `ANALYZE dispatch_due (run_id, state, round)`); err != nil {
+	if _, err := s.pool.Exec(ctx, sqlAnalyzeDue); err != nil {
 		return fmt.Errorf("refresh the statistics of the due lines: %w", err)
 	}
 	return nil
@@ -467,12 +475,7 @@ func (s *Store) record(ctx context.Context, run Run, outs []outcome, answers int
 		if err := txSettings(ctx, tx); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `UPDATE dispatch_ledger l SET state = u.state, attempts = l.attempts + 1,
-				last_status = nullif(u.status, 0), last_detail = u.detail, updated_at = now(),
-				settled_at = CASE WHEN u.state <> 'pending' THEN now() END
-			FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) AS u(key, state, status, detail)
-			WHERE l.key = u.key AND l.state = 'pending'
-			RETURNING l.key`, keys, states, statuses, details)
+		rows, err := tx.Query(ctx, sqlRecordLedgerAnswers, keys, states, statuses, details)
 		if err != nil {
 			return fmt.Errorf("update the ledger: %w", err)
 		}
@@ -492,7 +495,7 @@ func (s *Store) record(ctx context.Context, run Run, outs []outcome, answers int
 		}
 		ledgerState := map[string]string{}
 		if len(others) > 0 {
-			rows, err := tx.Query(ctx, `SELECT key, state FROM dispatch_ledger WHERE key = ANY($1)`, others)
+			rows, err := tx.Query(ctx, sqlLedgerStates, others)
 			if err != nil {
 				return fmt.Errorf("read the ledger: %w", err)
 			}
@@ -517,10 +520,7 @@ func (s *Store) record(ctx context.Context, run Run, outs []outcome, answers int
 			}
 			dueIDs, dueKeys, dueStates, bumps = append(dueIDs, ids[i]), append(dueKeys, o.key), append(dueStates, st), append(bumps, bump)
 		}
-		rows, err = tx.Query(ctx, `UPDATE dispatch_due d SET key = u.key, state = u.state, round = d.round + u.bump
-			FROM unnest($2::bigint[], $3::text[], $4::text[], $5::int[]) AS u(id, key, state, bump)
-			WHERE d.id = u.id AND d.run_id = $1 AND d.state = 'pending'
-			RETURNING d.state`, run.ID, dueIDs, dueKeys, dueStates, bumps)
+		rows, err = tx.Query(ctx, sqlRecordDueAnswers, run.ID, dueIDs, dueKeys, dueStates, bumps)
 		if err != nil {
 			return fmt.Errorf("update the due lines: %w", err)
 		}
@@ -534,8 +534,7 @@ func (s *Store) record(ctx context.Context, run Run, outs []outcome, answers int
 		}); err != nil {
 			return fmt.Errorf("update the due lines: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE dispatch_runs SET settled = settled + $2, requests = requests + $4,
-				cursor = greatest(cursor, $3), updated_at = now() WHERE id = $1`, run.ID, settled, cursor, answers); err != nil {
+		if _, err := tx.Exec(ctx, sqlRecordRunAnswers, run.ID, settled, cursor, answers); err != nil {
 			return fmt.Errorf("update the resume record: %w", err)
 		}
 		return nil
@@ -548,10 +547,7 @@ func (s *Store) record(ctx context.Context, run Run, outs []outcome, answers int
 
 // finish marks a run complete when no line of it is pending any more.
 func (s *Store) finish(ctx context.Context, runID int64) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE dispatch_runs r SET state = 'complete', completed_at = now(), updated_at = now(),
-			settled = (SELECT count(*) FROM dispatch_due WHERE run_id = r.id AND state <> 'pending')
-		WHERE id = $1 AND state = 'in_progress'
-		  AND NOT EXISTS (SELECT 1 FROM dispatch_due WHERE run_id = r.id AND state = 'pending')`, runID)
+	tag, err := s.pool.Exec(ctx, sqlFinishRun, runID)
 	if err != nil {
 		return false, fmt.Errorf("complete dispatch run %d: %w", runID, err)
 	}
@@ -565,25 +561,19 @@ func (s *Store) finish(ctx context.Context, runID int64) (bool, error) {
 func (s *Store) Retry(ctx context.Context, partner, period string) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE dispatch_ledger l SET state = 'pending', attempts = 0, settled_at = NULL, updated_at = now()
-			FROM dispatch_due d JOIN dispatch_runs r ON r.id = d.run_id
-			WHERE r.partner_id = $1 AND r.pay_period = $2 AND d.state = 'failed' AND l.key = d.key AND l.state = 'failed'`,
+		tag, err := tx.Exec(ctx, sqlRetryLedger,
 			partner, period)
 		if err != nil {
 			return err
 		}
 		_ = tag
-		tag, err = tx.Exec(ctx, `UPDATE dispatch_due d SET state = 'pending', round = d.round + 1
-			FROM dispatch_runs r WHERE r.id = d.run_id AND r.partner_id = $1 AND r.pay_period = $2 AND d.state = 'failed'`,
+		tag, err = tx.Exec(ctx, sqlRetryDueLines,
 			partner, period)
 		if err != nil {
 			return err
 		}
 		n = int(tag.RowsAffected())
-		_, err = tx.Exec(ctx, `UPDATE dispatch_runs r SET state = 'in_progress', completed_at = NULL, updated_at = now(),
-				settled = (SELECT count(*) FROM dispatch_due WHERE run_id = r.id AND state <> 'pending')
-			WHERE r.partner_id = $1 AND r.pay_period = $2
-			  AND EXISTS (SELECT 1 FROM dispatch_due WHERE run_id = r.id AND state = 'pending')`, partner, period)
+		_, err = tx.Exec(ctx, sqlReopenRuns, partner, period)
 		return err
 	})
 	if err != nil {
@@ -598,17 +588,7 @@ const ArchiveAfter = 90 * 24 * time.Hour
 // Archive moves ledger rows settled before now − 90 days to the archive, in
 // one transaction. It returns how many moved.
 func (s *Store) Archive(ctx context.Context, now time.Time) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `WITH moved AS (
-			DELETE FROM dispatch_ledger WHERE state <> 'pending' AND settled_at < $1
-			RETURNING key, request_hash, partner_id, pay_period, employee_id, employee_ref, component, version,
-				record_id, line, state, attempts, last_status, last_detail, created_at, updated_at, settled_at)
-		INSERT INTO dispatch_ledger_archive (key, request_hash, partner_id, pay_period, employee_id, employee_ref,
-			component, version, record_id, line, state, attempts, last_status, last_detail, created_at, updated_at,
-			settled_at, archived_at)
-		SELECT *, $2 FROM moved
-		ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, attempts = EXCLUDED.attempts,
-			last_status = EXCLUDED.last_status, last_detail = EXCLUDED.last_detail, updated_at = EXCLUDED.updated_at,
-			settled_at = EXCLUDED.settled_at, archived_at = EXCLUDED.archived_at`, now.Add(-ArchiveAfter), now)
+	tag, err := s.pool.Exec(ctx, sqlArchiveLedger, now.Add(-ArchiveAfter), now)
 	if err != nil {
 		return 0, fmt.Errorf("archive settled ledger rows: %w", err)
 	}

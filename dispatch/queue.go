@@ -10,6 +10,11 @@ import (
 	"github.com/riverqueue/river"
 )
 
+// The statements of queue.sql.
+var (
+	sqlPeriodsInProgress = query("PeriodsInProgress")
+)
+
 // QueueName is the River queue dispatch jobs run on, apart from envelope
 // processing so that a long run never holds up files.
 const QueueName = "dispatch"
@@ -100,7 +105,7 @@ func Sweep(ctx context.Context, d *Dispatcher, insert func(context.Context, rive
 }
 
 func (d *Dispatcher) sweep(ctx context.Context, insert func(context.Context, river.JobArgs) error) error {
-	rows, err := d.st.pool.Query(ctx, `SELECT DISTINCT partner_id, pay_period FROM dispatch_runs WHERE state = 'in_progress'`)
+	rows, err := d.st.pool.Query(ctx, sqlPeriodsInProgress)
 	if err != nil {
 		return fmt.Errorf("find runs in progress: %w", err)
 	}

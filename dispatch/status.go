@@ -9,6 +9,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// The statements of status.sql.
+var (
+	sqlCountDueLines = query("CountDueLines")
+	sqlDeadLetters   = query("DeadLetters")
+)
+
 // DeadLetter is a line a run gave up on: SPEC's dead_letters entry. A
 // request-hash conflict is listed too, with status 0 and a detail saying so.
 type DeadLetter struct {
@@ -52,7 +58,7 @@ func (s *Store) Status(ctx context.Context, partner, period string) ([]RunStatus
 		rs := RunStatus{Partner: r.Partner, PayPeriod: r.Period, Run: r.Number, BatchKey: r.BatchKey(), State: r.State,
 			Total: r.Total, Attempts: r.Requests, Cursor: r.Cursor, Target: r.Target, CreatedAt: r.CreatedAt,
 			DeadLetters: []DeadLetter{}}
-		rows, err := s.pool.Query(ctx, `SELECT state, count(*) FROM dispatch_due WHERE run_id = $1 GROUP BY state`, r.ID)
+		rows, err := s.pool.Query(ctx, sqlCountDueLines, r.ID)
 		if err != nil {
 			return nil, fmt.Errorf("count the lines of run %s: %w", rs.BatchKey, err)
 		}
@@ -74,13 +80,7 @@ func (s *Store) Status(ctx context.Context, partner, period string) ([]RunStatus
 		}); err != nil {
 			return nil, fmt.Errorf("count the lines of run %s: %w", rs.BatchKey, err)
 		}
-		rows, err = s.pool.Query(ctx, `SELECT d.key, d.employee_ref, d.component, d.version, d.state,
-				coalesce(l.last_status, 0), coalesce(l.last_detail, ''), c.stored_hash, c.request_hash
-			FROM dispatch_due d
-			LEFT JOIN dispatch_ledger l ON l.key = d.key
-			LEFT JOIN LATERAL (SELECT stored_hash, request_hash FROM dispatch_conflicts c
-				WHERE c.key = d.key AND c.run_id = d.run_id ORDER BY id DESC LIMIT 1) c ON true
-			WHERE d.run_id = $1 AND d.state IN ('failed', 'conflict') ORDER BY d.id`, r.ID)
+		rows, err = s.pool.Query(ctx, sqlDeadLetters, r.ID)
 		if err != nil {
 			return nil, fmt.Errorf("list the dead letters of run %s: %w", rs.BatchKey, err)
 		}

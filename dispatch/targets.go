@@ -14,6 +14,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// The statements of targets.sql.
+var (
+	sqlInsertTarget       = query("InsertTarget")
+	sqlTargets            = query("Targets")
+	sqlTarget             = query("Target")
+	sqlDeleteUnusedTarget = query("DeleteUnusedTarget")
+	sqlSetTargetURL       = query("SetTargetURL")
+)
+
 // Defaults of `target add` (SPEC "Outbound dispatch").
 const (
 	DefaultRateLimit        = 10
@@ -88,8 +97,7 @@ func (s *Store) AddTarget(ctx context.Context, t Target) error {
 	if t.Timeout == 0 {
 		t.Timeout = DefaultTimeout
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO dispatch_targets (name, url, token_file, rate_limit, chunk_size,
-		max_attempts, retry_base_ms, timeout_ms, line_status) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	_, err := s.pool.Exec(ctx, sqlInsertTarget,
 		t.Name, t.URL, t.TokenFile, t.RateLimit, t.ChunkSize, t.MaxAttempts, t.RetryBase.Milliseconds(),
 		t.Timeout.Milliseconds(), t.LineStatus)
 	var pe *pgconn.PgError
@@ -105,7 +113,7 @@ func (s *Store) AddTarget(ctx context.Context, t Target) error {
 	return nil
 }
 
-const targetCols = `name, url, token_file, rate_limit::float8, chunk_size, max_attempts, retry_base_ms, timeout_ms, line_status`
+const targetColumns = `name, url, token_file, rate_limit::float8, chunk_size, max_attempts, retry_base_ms, timeout_ms, line_status`
 
 func scanTarget(row pgx.Row) (Target, error) {
 	var t Target
@@ -118,7 +126,7 @@ func scanTarget(row pgx.Row) (Target, error) {
 
 // Targets lists the targets by name.
 func (s *Store) Targets(ctx context.Context) ([]Target, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+targetCols+` FROM dispatch_targets ORDER BY name`)
+	rows, err := s.pool.Query(ctx, sqlTargets)
 	if err != nil {
 		return nil, fmt.Errorf("list targets: %w", err)
 	}
@@ -131,7 +139,7 @@ func (s *Store) Targets(ctx context.Context) ([]Target, error) {
 
 // Target returns one target, or ErrNotFound.
 func (s *Store) Target(ctx context.Context, name string) (Target, error) {
-	t, err := scanTarget(s.pool.QueryRow(ctx, `SELECT `+targetCols+` FROM dispatch_targets WHERE name = $1`, name))
+	t, err := scanTarget(s.pool.QueryRow(ctx, sqlTarget, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, fmt.Errorf("target %q: %w (add it with `payintake target add`)", name, ErrNotFound)
 	}
@@ -144,16 +152,14 @@ func (s *Store) Target(ctx context.Context, name string) (Target, error) {
 // PutTarget adds a target or, if one of that name exists, replaces its
 // settings (serve --demo points its demo target at the address it listens on).
 func (s *Store) PutTarget(ctx context.Context, t Target) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM dispatch_targets WHERE name = $1
-		AND NOT EXISTS (SELECT 1 FROM partners WHERE dispatch_target = $1)
-		AND NOT EXISTS (SELECT 1 FROM dispatch_runs WHERE target = $1)`, t.Name); err != nil {
+	if _, err := s.pool.Exec(ctx, sqlDeleteUnusedTarget, t.Name); err != nil {
 		return fmt.Errorf("replace target %q: %w", t.Name, err)
 	}
 	err := s.AddTarget(ctx, t)
 	if !errors.Is(err, ErrExists) {
 		return err
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE dispatch_targets SET url = $2 WHERE name = $1`, t.Name, t.URL); err != nil {
+	if _, err := s.pool.Exec(ctx, sqlSetTargetURL, t.Name, t.URL); err != nil {
 		return fmt.Errorf("change the URL of target %q: %w", t.Name, err)
 	}
 	return nil

@@ -95,6 +95,8 @@ func (v *vendor) serve(w http.ResponseWriter, r *http.Request) {
 		a = script(n, req)
 	}
 	if a.slow > 0 {
+		// A slow vendor: the time must really pass, so that the
+		// dispatcher's timeout fires or requests overlap.
 		time.Sleep(a.slow)
 	}
 	pays := req.lines

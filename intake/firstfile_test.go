@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/bench"
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/pgserver/pgtest"
@@ -145,7 +146,7 @@ func cleanRows(period string) string {
 // one of the file's employees (pivot, mapped beforehand with the id
 // onboarding would derive) when a takes the pure path, else of PRIOR. The result files must be the same bytes and the
 // tables the same, row for row. A third database, s, is a with every file
-// staged (records.Options.StageWholeFiles): where a reads a first file
+// staged (apply.Options.StageWholeFiles): where a reads a first file
 // twice without staging (a pure file whose first row's period has no
 // record and whose result Go composes), s takes the staged pure path, and
 // the three must agree.
@@ -407,8 +408,8 @@ func TestFirstFileReadOnce(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			ca, cs := &classifyCounter{}, &classifyCounter{}
-			a := tracedFixture(t, records.Partner{}, records.Options{QueryTracer: ca}, tc.mapped...)
-			s := tracedFixture(t, records.Partner{}, records.Options{QueryTracer: cs, StageWholeFiles: true}, tc.mapped...)
+			a := tracedFixture(t, records.Partner{}, ca, false, tc.mapped...)
+			s := tracedFixture(t, records.Partner{}, cs, true, tc.mapped...)
 			_, outA := a.ingest("pay-1.csv", tc.file)
 			_, outS := s.ingest("pay-1.csv", tc.file)
 			if n := ca.stages.Load(); n != 0 {
@@ -467,7 +468,7 @@ func generatedRefs(n int) []string {
 func firstFileFixture(t *testing.T, p records.Partner, mapped []string, prior, period string, stageFirst bool) (*fixture, *classifyCounter) {
 	t.Helper()
 	c := &classifyCounter{}
-	f := tracedFixture(t, p, records.Options{QueryTracer: c, StageWholeFiles: stageFirst}, append([]string{"PRIOR"}, mapped...)...)
+	f := tracedFixture(t, p, c, stageFirst, append([]string{"PRIOR"}, mapped...)...)
 	if prior != "PRIOR" && !slices.Contains(mapped, prior) {
 		f.exec(`INSERT INTO employees (partner_id, employee_ref, employee_id, source)
 			VALUES ($1, $2, derived_employee_id($1, $2), 'derived')`, f.partner, prior)
@@ -481,12 +482,13 @@ func firstFileFixture(t *testing.T, p records.Partner, mapped []string, prior, p
 }
 
 // tracedFixture is a database whose store tells tracer its statements,
-// with partner acme (p) and the employees refs mapped (ref to W-ref).
-func tracedFixture(t *testing.T, p records.Partner, opts records.Options, refs ...string) *fixture {
+// with partner acme (p) and the employees refs mapped (ref to W-ref); its
+// engine stages every file whole when stageWhole says so
+// (apply.Options.StageWholeFiles).
+func tracedFixture(t *testing.T, p records.Partner, tracer pgx.QueryTracer, stageWhole bool, refs ...string) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	opts.SecretKeys = pgtest.TestSecretKeys
-	st, err := records.Open(ctx, pgtest.New(t), opts)
+	st, err := records.Open(ctx, pgtest.New(t), records.Options{SecretKeys: pgtest.TestSecretKeys, QueryTracer: tracer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +504,9 @@ func tracedFixture(t *testing.T, p records.Partner, opts records.Options, refs .
 	if _, err := st.ImportEmployees(ctx, p.ID, m); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, ctx: ctx, store: st, in: intake.New(st, nil), partner: p.ID, dir: t.TempDir()}
+	in := intake.New(st, nil)
+	in.Engine = apply.New(st, apply.Options{StageWholeFiles: stageWhole})
+	return &fixture{t: t, ctx: ctx, store: st, in: in, partner: p.ID, dir: t.TempDir()}
 }
 
 // firstFileEffects reads back what envelope env did: the envelope's

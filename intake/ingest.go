@@ -26,6 +26,6 @@ func (in *Intake) IngestFile(ctx context.Context, partner, path, source string) 
 	if err := CheckIngestName(path); err != nil {
 		return got, out, err
 	}
-	res, err := in.Submit(ctx, Submission{Partner: partner, Name: filepath.Base(path), Source: source, Path: path, Wait: true})
+	res, err := in.Submit(ctx, Submission{Partner: partner, Name: filepath.Base(path), Path: path, Source: source}, &SubmitOpts{Wait: true})
 	return res.Received, res.Outcome, err
 }

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/internal/fault"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
@@ -28,7 +29,9 @@ import (
 // Intake processes envelopes for all partners.
 type Intake struct {
 	Store *records.Store
-	Log   *slog.Logger
+	// Engine applies envelopes, webhook changes and leg replays to Store.
+	Engine *apply.Engine
+	Log    *slog.Logger
 	// Metrics, when set, counts every envelope processed here, whatever
 	// the door (nil: not counted).
 	Metrics *Metrics
@@ -44,7 +47,8 @@ func New(store *records.Store, log *slog.Logger) *Intake {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Intake{Store: store, Log: log, batches: make(chan *rowBatch, keptBatches())}
+	return &Intake{Store: store, Engine: apply.New(store, apply.Options{Logger: log}), Log: log,
+		batches: make(chan *rowBatch, keptBatches())}
 }
 
 // Settings turns a partner's stored conventions into normaliser settings.
@@ -54,6 +58,30 @@ func Settings(p records.Partner) normalize.Settings {
 		s.Delimiter = []rune(p.Delimiter)[0]
 	}
 	return s
+}
+
+// FileSettings are Settings with the partner's profile, if it has one: the
+// settings a file is read with. (Webhooks and leg replays carry
+// payintake's own fields and codes, so they are read with Settings.)
+func FileSettings(p records.Partner) normalize.Settings {
+	s := Settings(p)
+	if pr := p.Profile; pr != nil {
+		s.Columns, s.Components, s.UnknownComponent = pr.Columns, pr.Components, pr.UnknownComponent
+		s.Profile = fmt.Sprintf("partner profile %s (version %d)", p.ID, pr.Version)
+		if pr.Version == 0 {
+			s.Profile = fmt.Sprintf("the profile being checked for partner %s (not stored)", p.ID)
+		}
+	}
+	return s
+}
+
+// profileAttr names in a log line the profile version env was read with;
+// nothing for a partner without a profile.
+func profileAttr(env records.Envelope) slog.Attr {
+	if env.ProfileVersion == 0 {
+		return slog.Attr{}
+	}
+	return slog.Int("profile_version", env.ProfileVersion)
 }
 
 // CheckFilePattern validates a partner's --file-pattern: a Go regular
@@ -155,18 +183,19 @@ func FileSeq(pattern, name string) (*int64, error) {
 // Process applies a received envelope. It is idempotent: an envelope that
 // already has its outcome is returned unchanged.
 func (in *Intake) Process(ctx context.Context, id int64) (records.Envelope, error) {
-	return in.process(ctx, id, in.Store.Process)
+	return in.process(ctx, id, false)
 }
 
 // ProcessIfPartnerFree is Process, but returns records.ErrPartnerBusy at
 // once (the envelope's PartnerID set) when another transaction holds the
 // envelope's partner, rather than waiting for it.
 func (in *Intake) ProcessIfPartnerFree(ctx context.Context, id int64) (records.Envelope, error) {
-	return in.process(ctx, id, in.Store.ProcessIfPartnerFree)
+	return in.process(ctx, id, true)
 }
 
-func (in *Intake) process(ctx context.Context, id int64,
-	process func(context.Context, int64, records.Planner) (records.Envelope, error)) (env records.Envelope, err error) {
+// process opens the envelope (the engine locks it and its partner), reads
+// it into a plan, and has the engine apply the plan.
+func (in *Intake) process(ctx context.Context, id int64, ifPartnerFree bool) (env records.Envelope, err error) {
 	fault.Point(fault.AfterReceive)
 	start := time.Now()
 	ctx, span := in.Store.Tracer().Start(ctx, "process", trace.WithAttributes(attribute.Int64("payintake.envelope_id", id)))
@@ -179,7 +208,7 @@ func (in *Intake) process(ctx context.Context, id int64,
 		}
 		records.EndSpan(span, err)
 	}()
-	env, err = process(fault.Processing(ctx), id, in.plan)
+	env, err = in.apply(fault.Processing(ctx), id, ifPartnerFree)
 	if err != nil {
 		return env, err
 	}
@@ -187,13 +216,36 @@ func (in *Intake) process(ctx context.Context, id int64,
 	if env.Applied {
 		in.Metrics.processed(env, time.Since(start))
 		in.Log.InfoContext(ctx, "envelope processed", "envelope", env.ID, "door", env.Source, "partner", env.PartnerID,
-			"file", env.FileName, "status", env.Status, records.CountsAttr(env.Counts), "duration", time.Since(start))
+			"file", env.FileName, "status", env.Status, records.CountsAttr(env.Counts), profileAttr(env), "duration", time.Since(start))
 	}
 	return env, nil
 }
 
-func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Partner, body io.Reader) (records.Plan, error) {
-	var pl records.Plan
+func (in *Intake) apply(ctx context.Context, id int64, ifPartnerFree bool) (records.Envelope, error) {
+	job, err := in.Engine.Open(ctx, id, ifPartnerFree)
+	if err != nil {
+		if job != nil {
+			return job.Envelope, err // records.ErrPartnerBusy: the envelope says whose partner
+		}
+		return records.Envelope{}, err
+	}
+	defer job.Close(ctx)
+	if job.Envelope.Status != records.StatusReceived {
+		return job.Envelope, nil
+	}
+	pl, err := in.plan(ctx, job.Envelope, job.Partner, job.Body)
+	var fr *normalize.ParseError
+	switch {
+	case errors.As(err, &fr):
+		pl.Refusal = fr
+	case err != nil:
+		return records.Envelope{}, fmt.Errorf("process envelope %d: %w", id, err)
+	}
+	return job.Apply(ctx, pl)
+}
+
+func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Partner, body io.Reader) (apply.Plan, error) {
+	var pl apply.Plan
 	body, _, err := in.pgpPlan(ctx, &env, p, body, &pl)
 	if err != nil {
 		return pl, err
@@ -212,21 +264,21 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 	if env.Size == 0 {
 		return pl, &normalize.ParseError{Err: normalize.CodeEmptyFile, Message: "the file is empty (0 bytes), so nothing was applied: check the export and send the file again"}
 	}
-	r, err := normalize.NewReader(body, Settings(p))
+	r, sheet, err := openRows(env.FileName, body, FileSettings(p))
 	if err != nil {
 		return pl, err
 	}
-	pl.Rows = newRowSource(r, records.ReadOptions{}, in.batches)
+	pl.Rows = withSheet(newRowSource(r, apply.ReadOptions{}, in.batches), sheet)
 	if sk, ok := body.(io.Seeker); ok {
-		pl.Reread = func(o records.ReadOptions) (records.RowSource, error) {
+		pl.Reread = func(o apply.ReadOptions) (apply.RowSource, error) {
 			if _, err := sk.Seek(0, io.SeekStart); err != nil {
 				return nil, fmt.Errorf("rewind the file: %w", err)
 			}
-			r, err := normalize.NewReader(body, Settings(p))
+			r, sheet, err := openRows(env.FileName, body, FileSettings(p))
 			if err != nil {
 				return nil, err
 			}
-			return newRowSource(r, o, in.batches), nil
+			return withSheet(newRowSource(r, o, in.batches), sheet), nil
 		}
 	}
 	return pl, nil

@@ -31,7 +31,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		envelopes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payintake_envelopes_total",
-			Help: "Envelopes by source (sftp, http, cli: the ingest command) and outcome: processed, replay, key_reuse, incomplete.",
+			Help: "Envelopes by source (sftp, http, cli: the ingest command) and outcome: processed, replay (the same file again: a repeat), key_reuse, incomplete.",
 		}, []string{"source", "outcome"}),
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payintake_rows_total",
@@ -73,12 +73,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // Received counts an envelope of any door whose receipt decided its outcome
-// (a replay or a key reuse); the others are counted when processed.
+// (a repeat or a key reuse); the others are counted when processed.
 func (m *Metrics) Received(env records.Envelope) {
 	if m == nil {
 		return
 	}
-	if env.Status == records.StatusReplay || env.Status == records.StatusKeyReuse {
+	if env.Status == records.StatusRepeat || env.Status == records.StatusKeyReuse {
 		m.envelopes.WithLabelValues(env.Source, env.Status).Inc()
 	}
 }
@@ -131,7 +131,7 @@ func (m *Metrics) processed(env records.Envelope, took time.Duration) {
 // countStuck sets payintake_envelopes_stuck from the database.
 func (m *Metrics) countStuck(ctx context.Context, tx pgx.Tx, givenUp []int64) error {
 	var n int
-	if err := tx.QueryRow(ctx, stuckSQL, MaxRequeues, givenUp).Scan(&n); err != nil {
+	if err := tx.QueryRow(ctx, sqlCountStuck, MaxRequeues, givenUp).Scan(&n); err != nil {
 		return fmt.Errorf("count stuck envelopes: %w", err)
 	}
 	m.stuck.Set(float64(n))

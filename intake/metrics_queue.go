@@ -50,6 +50,9 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.ready
 }
 
+// Waiting (queue.sql): the envelopes waiting and the age of the oldest.
+var sqlWaiting = query("Waiting")
+
 var jobStates = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStateScheduled,
 	rivertype.JobStateRunning, rivertype.JobStateRetryable}
 
@@ -58,8 +61,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	var waiting int64
 	var age float64
-	err := c.pool.QueryRow(ctx, `SELECT count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(received_at)), 0)::float8
-		FROM envelopes WHERE status = 'received'`).Scan(&waiting, &age)
+	err := c.pool.QueryRow(ctx, sqlWaiting).Scan(&waiting, &age)
 	ready := 1.0
 	defer func() { ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, ready) }()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/pgp"
 	"github.com/payintake/payintake/records"
@@ -121,8 +122,9 @@ type receivedPGP struct {
 // an OpenPGP file (named NAME.pgp, .gpg or .asc, or marked by its door) is
 // decrypted and verified, its plaintext hashed as it streams, or refused
 // with its code; a plain file is refused where OpenPGP is required.
-func (in *Intake) receivePGP(ctx context.Context, s Submission) (receivedPGP, error) {
-	isPGP := s.PGP || records.IsPGPName(s.Name)
+// marked: the door says the bytes are OpenPGP (SubmitOpts.PGP).
+func (in *Intake) receivePGP(ctx context.Context, s Submission, marked bool) (receivedPGP, error) {
+	isPGP := marked || records.IsPGPName(s.Name)
 	var got receivedPGP
 	p, err := in.Store.Partner(ctx, s.Partner)
 	if errors.Is(err, records.ErrNotFound) {
@@ -191,7 +193,7 @@ func (in *Intake) receivePGP(ctx context.Context, s Submission) (receivedPGP, er
 // pgpPlan readies an OpenPGP envelope for processing: its refusal, or its
 // body decrypted as it is read, and the sealer of its result. ok is false
 // for a plain envelope.
-func (in *Intake) pgpPlan(ctx context.Context, env *records.Envelope, p records.Partner, body io.Reader, pl *records.Plan) (io.Reader, bool, error) {
+func (in *Intake) pgpPlan(ctx context.Context, env *records.Envelope, p records.Partner, body io.Reader, pl *apply.Plan) (io.Reader, bool, error) {
 	rec, ok, err := in.Store.EnvelopePGP(ctx, env.ID)
 	if err != nil || !ok {
 		return body, false, err

@@ -108,14 +108,14 @@ func TestPGPIngestRequire(t *testing.T) {
 	}
 
 	// The same payroll encrypted again (binary this time: other bytes, a
-	// new session key) under its name: a replay with the first result.
+	// new session key) under its name: a repeat with the first result.
 	again := s.seal(pgpPayroll)
 	if bytes.Equal(again, sealed) {
 		t.Fatal("gpg gave the same bytes twice")
 	}
 	got2, out2 := s.ingest("pay.csv.gpg", again)
-	if got2.Status != records.StatusReplay || out2.ID != got.ID {
-		t.Fatalf("re-encrypted: %s of %d, want a replay of %d", got2.Status, out2.ID, got.ID)
+	if got2.Status != records.StatusRepeat || out2.ID != got.ID {
+		t.Fatalf("re-encrypted: %s of %d, want a repeat of %d", got2.Status, out2.ID, got.ID)
 	}
 	if !bytes.Equal(s.result(got2.ID), first) {
 		t.Error("the replay's result differs from the first's bytes")

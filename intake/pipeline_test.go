@@ -242,21 +242,21 @@ func TestBadRows(t *testing.T) {
 	}
 }
 
-func TestSameFileTwiceIsAReplay(t *testing.T) {
+func TestSameFileTwiceIsARepeat(t *testing.T) {
 	f := newFixture(t, records.Partner{})
 	_, first := f.ingest("clean-first-run.csv", sample(t, "clean-first-run.csv"))
 	r1 := f.result(first)
 	got, out := f.ingest("clean-first-run.csv", sample(t, "clean-first-run.csv"))
-	if got.Status != records.StatusReplay || got.ReplayOf != first.ID || out.ID != first.ID {
-		t.Fatalf("second upload: status %s replay_of %d, want replay of %d", got.Status, got.ReplayOf, first.ID)
+	if got.Status != records.StatusRepeat || got.RepeatOf != first.ID || out.ID != first.ID {
+		t.Fatalf("second upload: status %s replay_of %d, want a repeat of %d", got.Status, got.RepeatOf, first.ID)
 	}
 	if r2 := f.result(got); r2 != r1 {
-		t.Errorf("replayed result differs:\n%s\nfirst:\n%s", r2, r1)
+		t.Errorf("the repeat's result differs:\n%s\nfirst:\n%s", r2, r1)
 	}
 	// Case-folded key: the same name in other case is the same submission.
 	got3, _ := f.ingest("CLEAN-First-Run.CSV", sample(t, "clean-first-run.csv"))
-	if got3.Status != records.StatusReplay {
-		t.Errorf("name in other case: status %s, want replay", got3.Status)
+	if got3.Status != records.StatusRepeat {
+		t.Errorf("name in other case: status %s, want a repeat", got3.Status)
 	}
 	if n := f.count(`SELECT count(*) FROM records WHERE version > 1`); n != 0 {
 		t.Errorf("%d records were written again", n)

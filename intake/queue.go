@@ -258,10 +258,8 @@ func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) e
 	return nil
 }
 
-// aheadSQL counts (up to 16) the partner's files received before this one
-// and still waiting.
-const aheadSQL = `SELECT count(*) FROM (SELECT 1 FROM envelopes
-	WHERE status = 'received' AND partner_id = $1 AND id < $2 LIMIT 16) a`
+// FilesAhead (queue.sql): how many files of the partner wait before this one.
+var sqlFilesAhead = query("FilesAhead")
 
 // snoozeDelay is how long a job of a busy partner is put back: the
 // partner's oldest waiting file is tried again every partnerBusySnooze, each
@@ -270,7 +268,7 @@ const aheadSQL = `SELECT count(*) FROM (SELECT 1 FROM envelopes
 // partnerBusySnooze, however many files it holds.
 func (w *processWorker) snoozeDelay(ctx context.Context, partner string, id int64) time.Duration {
 	var ahead int
-	if err := w.in.Store.Pool().QueryRow(ctx, aheadSQL, partner, id).Scan(&ahead); err != nil {
+	if err := w.in.Store.Pool().QueryRow(ctx, sqlFilesAhead, partner, id).Scan(&ahead); err != nil {
 		return partnerBusySnoozeMax
 	}
 	return min(partnerBusySnooze*time.Duration(1+ahead), partnerBusySnoozeMax)

@@ -13,7 +13,7 @@ import (
 // Orphaned envelopes.
 //
 // The lease on an envelope is the row lock its processing transaction takes
-// (records.Store.Process: SELECT … FOR NO KEY UPDATE): it lasts exactly as long as
+// (apply.Engine.Open: SELECT … FOR NO KEY UPDATE): it lasts exactly as long as
 // the processing, and PostgreSQL drops it the moment the processing
 // connection goes away, whatever killed the process. River, for its part,
 // leaves the job of a killed process "running" until its rescue (longer
@@ -37,26 +37,14 @@ import (
 // payintake_envelopes_stuck.
 //
 // Which envelopes have a job is asked of River (coverOf: JobList), not of
-// its tables; the envelopes it covers are left out here ($3).
-const orphansSQL = `
-	SELECT e.id, e.partner_id, coalesce(a.requeues, 0) FROM envelopes e
-	LEFT JOIN envelope_attempts a ON a.envelope_id = e.id
-	WHERE e.status = 'received' AND e.received_at < now() - $1::interval
-	  AND coalesce(a.requeues, 0) < $2
-	  AND (a.last_requeued_at IS NULL OR a.last_requeued_at < now() - $1::interval * power(2, a.requeues))
-	  AND e.id <> ALL($3::bigint[])
-	ORDER BY e.id
-	LIMIT 100
-	FOR NO KEY UPDATE OF e SKIP LOCKED`
-
-// stuckSQL counts the envelopes left for an operator: requeued MaxRequeues
-// times, or whose job was discarded or cancelled with none waiting ($2,
-// from coverOf).
-const stuckSQL = `
-	SELECT count(*) FROM envelopes e
-	WHERE e.status = 'received' AND (
-		EXISTS (SELECT 1 FROM envelope_attempts a WHERE a.envelope_id = e.id AND a.requeues >= $1)
-		OR e.id = ANY($2::bigint[]))`
+// its tables; the envelopes it covers are left out of Orphans
+// (recover.sql).
+var (
+	sqlNow          = query("Now")
+	sqlOrphans      = query("Orphans")
+	sqlCountRequeue = query("CountRequeue")
+	sqlCountStuck   = query("CountStuck")
+)
 
 // MaxRequeues is how many times the sweep queues one envelope again before
 // leaving it for an operator.
@@ -79,15 +67,15 @@ func (q *Queue) RequeueOrphans(ctx context.Context, pool *pgxpool.Pool, after ti
 	}
 	var found []orphan
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var now time.Time // the transaction's clock, as now() in orphansSQL
-		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		var now time.Time // the transaction's clock, as now() in Orphans
+		if err := tx.QueryRow(ctx, sqlNow).Scan(&now); err != nil {
 			return err
 		}
 		cover, err := coverOf(ctx, q.client, tx, now, after)
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, orphansSQL, after, MaxRequeues, keys(cover.covered))
+		rows, err := tx.Query(ctx, sqlOrphans, after, MaxRequeues, keys(cover.covered))
 		if err != nil {
 			return err
 		}
@@ -95,9 +83,7 @@ func (q *Queue) RequeueOrphans(ctx context.Context, pool *pgxpool.Pool, after ti
 			return err
 		}
 		for _, o := range found {
-			if _, err := tx.Exec(ctx, `INSERT INTO envelope_attempts (envelope_id, requeues, last_requeued_at)
-				VALUES ($1, 1, now()) ON CONFLICT (envelope_id) DO UPDATE
-				SET requeues = envelope_attempts.requeues + 1, last_requeued_at = now()`, o.ID); err != nil {
+			if _, err := tx.Exec(ctx, sqlCountRequeue, o.ID); err != nil {
 				return err
 			}
 			if _, err := q.client.InsertTx(ctx, tx, ProcessArgs{EnvelopeID: o.ID}, &river.InsertOpts{Metadata: partnerMeta(o.Partner)}); err != nil {

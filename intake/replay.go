@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
@@ -42,9 +43,9 @@ func ReplayedName(name string) string {
 	return records.ResultName(m[1] + ".csv")
 }
 
-func (in *Intake) replayPlan(ctx context.Context, env records.Envelope, p records.Partner, body io.Reader) (records.Plan, error) {
-	var pl records.Plan
-	reject := func(code normalize.Code, field, msg string) (records.Plan, error) {
+func (in *Intake) replayPlan(ctx context.Context, env records.Envelope, p records.Partner, body io.Reader) (apply.Plan, error) {
+	var pl apply.Plan
+	reject := func(code normalize.Code, field, msg string) (apply.Plan, error) {
 		return pl, &normalize.ParseError{Err: code, Field: field, Message: msg}
 	}
 	target := ReplayedName(env.FileName)
@@ -75,7 +76,7 @@ func (in *Intake) replayPlan(ctx context.Context, env records.Envelope, p record
 	if err != nil {
 		return pl, err
 	}
-	plan := &records.ReplayPlan{Of: of}
+	plan := &apply.ReplayPlan{Of: of}
 	for {
 		row, err := r.Next()
 		if errors.Is(err, io.EOF) {

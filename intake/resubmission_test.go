@@ -63,7 +63,7 @@ func (c *unchangedSkipCounter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.
 // unchanged records' last_seq moves on). Each series of files here goes
 // to four databases that differ only in that: partner acme of database a
 // has no file pattern; c is a staging every file whole
-// (records.Options.StageWholeFiles); b's partner takes a sequence number
+// (apply.Options.StageWholeFiles); b's partner takes a sequence number
 // from the same names, which no file here has out of order, and b stages
 // every file whole; d is b comparing keys first (its unchanged records'
 // last_seq moved on by one statement over the compared keys). b is the
@@ -177,12 +177,12 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			a, ca := resubmissionFixture(t, tc.partner, records.Options{})
-			c, cc := resubmissionFixture(t, tc.partner, records.Options{StageWholeFiles: true})
+			a, ca := resubmissionFixture(t, tc.partner, false)
+			c, cc := resubmissionFixture(t, tc.partner, true)
 			seqPartner := tc.partner
 			seqPartner.FilePattern = `^pay-(?P<seq>[0-9]+)\.csv$`
-			b, cb := resubmissionFixture(t, seqPartner, records.Options{StageWholeFiles: true})
-			d, cd := resubmissionFixture(t, seqPartner, records.Options{})
+			b, cb := resubmissionFixture(t, seqPartner, true)
+			d, cd := resubmissionFixture(t, seqPartner, false)
 			skipped := 0
 			for i, file := range tc.files {
 				seq := i + 7
@@ -277,13 +277,12 @@ func equalCounts(a, b map[string]int) bool {
 }
 
 // resubmissionFixture is a database with partner acme (p) and employees
-// E1..E6 mapped, whose store is opened with opts; its counter counts from
-// then on.
-func resubmissionFixture(t *testing.T, p records.Partner, opts records.Options) (*fixture, *unchangedSkipCounter) {
+// E1..E6 mapped, whose engine stages every file whole when stageWhole says
+// so; its counter counts from then on.
+func resubmissionFixture(t *testing.T, p records.Partner, stageWhole bool) (*fixture, *unchangedSkipCounter) {
 	t.Helper()
 	c := &unchangedSkipCounter{}
-	opts.QueryTracer = c
-	return tracedFixture(t, p, opts, "E1", "E2", "E3", "E4", "E5", "E6"), c
+	return tracedFixture(t, p, c, stageWhole, "E1", "E2", "E3", "E4", "E5", "E6"), c
 }
 
 // resubmissionEffects reads back the records (but their last_seq),

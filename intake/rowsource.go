@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
@@ -18,14 +19,14 @@ import (
 // waits for them; Next hands them out in file order. At most a few
 // batches are in flight, so memory stays flat whatever the file's size.
 // The goroutines start at the first Next and stop at Close (or once the
-// file is read). A read is parallel when records.ReadOptions ask for it:
+// file is read). A read is parallel when apply.ReadOptions ask for it:
 // the store does for the reads the database waits for. While whole rows
 // are copied into the database, its backend needs the other core: a
 // parallel read would take it from the backend and make nothing faster.
 //
 // With KeysOnly, a valid row carries its natural key alone (no content
 // hash, no formatted numbers), which is all a first read for
-// records.Plan.Reread needs. With Only, the rows it does not select are
+// apply.Plan.Reread needs. With Only, the rows it does not select are
 // read as CSV (to know where the next row starts) and dropped.
 type rowSource struct {
 	r        *normalize.Reader
@@ -57,7 +58,7 @@ const rowBatchRows = 512
 
 var errRowsClosed = errors.New("intake: rows read after Close")
 
-func newRowSource(r *normalize.Reader, o records.ReadOptions, batches chan *rowBatch) *rowSource {
+func newRowSource(r *normalize.Reader, o apply.ReadOptions, batches chan *rowBatch) *rowSource {
 	return &rowSource{r: r, keysOnly: o.KeysOnly, parallel: o.Parallel, only: o.Only, batches: batches}
 }
 
@@ -209,7 +210,7 @@ func (s *rowSource) Next() (records.StagedRow, error) {
 }
 
 // endOfRows is the error Next returns for the Reader's err: io.EOF
-// itself at the end of the file, as records.RowSource promises, else err.
+// itself at the end of the file, as apply.RowSource promises, else err.
 func endOfRows(err error) error {
 	if errors.Is(err, io.EOF) {
 		return io.EOF

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
@@ -16,7 +17,7 @@ import (
 // rowSource (read in one goroutine, normalised in several) and through
 // normalize.Reader.Next and Stage one row at a time: the same rows in the
 // same order, and the same error at the same place. Read for some rows
-// only (records.ReadOptions.Only), it gives those of the Reader's rows.
+// only (apply.ReadOptions.Only), it gives those of the Reader's rows.
 func TestRowSourceMatchesReader(t *testing.T) {
 	var rows strings.Builder
 	for i := 1; i <= 3*rowBatchRows+17; i++ {
@@ -57,14 +58,14 @@ func TestRowSourceMatchesReader(t *testing.T) {
 				}
 			}
 			for _, parallel := range []bool{true, false} {
-				src := newRowSource(mustReader(t, tc.file), records.ReadOptions{Parallel: parallel}, batches)
+				src := newRowSource(mustReader(t, tc.file), apply.ReadOptions{Parallel: parallel}, batches)
 				defer src.Close()
 				got, gotErr := readAll(src.Next)
 				checkRows(t, parallel, got, want, gotErr, wantErr, tc.wantErr)
 				if _, again := src.Next(); fmt.Sprint(again) != fmt.Sprint(gotErr) {
 					t.Errorf("parallel %v: Next after the end: %v, want %v again", parallel, again, gotErr)
 				}
-				src = newRowSource(mustReader(t, tc.file), records.ReadOptions{Parallel: parallel, Only: only}, batches)
+				src = newRowSource(mustReader(t, tc.file), apply.ReadOptions{Parallel: parallel, Only: only}, batches)
 				defer src.Close()
 				got, gotErr = readAll(src.Next)
 				t.Logf("parallel %v, only some rows: %d of %d", parallel, len(got), len(want))
@@ -131,7 +132,7 @@ func TestRowSourceCloseStopsEarly(t *testing.T) {
 	for i := 1; i <= 50*rowBatchRows; i++ {
 		fmt.Fprintf(&b, "E%d,2026-11,BASE,1.00,USD\n", i)
 	}
-	src := newRowSource(mustReader(t, b.String()), records.ReadOptions{KeysOnly: true, Parallel: true}, nil)
+	src := newRowSource(mustReader(t, b.String()), apply.ReadOptions{KeysOnly: true, Parallel: true}, nil)
 	for i := 1; i <= 3; i++ {
 		row, err := src.Next()
 		if err != nil {

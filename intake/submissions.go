@@ -6,14 +6,15 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/payintake/payintake/records"
 )
 
-// What a door shows a partner of its submissions. The doors (intake/httpapi)
-// read envelopes, result rows, result files and review reports through
-// these, never the store: the names below are the store's types and
-// constants, given to the doors by intake.
+// What a door shows a partner of its submissions. The doors (intake/httpapi,
+// intake/sftpd) and the CLI read envelopes, result rows, result files and
+// review reports through these, never the store: the names below are the
+// store's types and constants, given to the doors by intake.
 
 // Envelope is one received file and, once processed, its outcome.
 type Envelope = records.Envelope
@@ -22,7 +23,7 @@ type Envelope = records.Envelope
 const (
 	StatusReceived   = records.StatusReceived
 	StatusProcessed  = records.StatusProcessed
-	StatusReplay     = records.StatusReplay
+	StatusRepeat     = records.StatusRepeat
 	StatusKeyReuse   = records.StatusKeyReuse
 	StatusIncomplete = records.StatusIncomplete
 )
@@ -30,7 +31,7 @@ const (
 // EnvelopeStatuses are the envelope statuses, in the order a listing
 // names them.
 func EnvelopeStatuses() []string {
-	return []string{StatusReceived, StatusProcessed, StatusReplay, StatusKeyReuse, StatusIncomplete}
+	return []string{StatusReceived, StatusProcessed, StatusRepeat, StatusKeyReuse, StatusIncomplete}
 }
 
 // Outcome is a row's outcome (created, updated, …).
@@ -76,7 +77,7 @@ func ReviewReportName(fileName string) string { return records.ReviewReportName(
 func SubmissionKey(key string) string { return records.SubmissionKey(key) }
 
 // PartnerEnvelope reads partner's envelope id and the envelope that holds
-// its outcome (the original's, for a replay). Another partner's envelope
+// its outcome (the original's, for a repeat). Another partner's envelope
 // is ErrNotFound, as one that does not exist.
 func (in *Intake) PartnerEnvelope(ctx context.Context, partner string, id int64) (env, out Envelope, err error) {
 	env, err = in.Store.Envelope(ctx, id)
@@ -95,7 +96,7 @@ func (in *Intake) Envelope(ctx context.Context, id int64) (Envelope, error) {
 	return in.Store.Envelope(ctx, id)
 }
 
-// Outcome follows a replay to the envelope whose result it shares.
+// Outcome follows a repeat to the envelope whose result it shares.
 func (in *Intake) Outcome(ctx context.Context, env Envelope) (Envelope, error) {
 	return in.Store.Outcome(ctx, env)
 }
@@ -126,7 +127,7 @@ func (in *Intake) ResultRows(ctx context.Context, out Envelope, after, limit int
 // ResultFile is a submission's result file, ready to be written.
 type ResultFile struct {
 	// Size is the file's size in bytes, or -1 when it is only known once
-	// written (the rows replayed since, with the replay column).
+	// written (the rows leg-replayed since, with the replay column).
 	Size int64
 	// Sealed: the file is encrypted to the partner and signed by the
 	// platform (OpenPGP), as the partner's upload asked; its name ends in
@@ -139,7 +140,7 @@ type ResultFile struct {
 func (f ResultFile) WriteTo(ctx context.Context, w io.Writer) error { return f.write(ctx, w) }
 
 // ResultFile gives the result file of env (out its outcome, processed):
-// the stored bytes, or, when rows were replayed since and original is
+// the stored bytes, or, when rows were leg-replayed since and original is
 // false, every row's latest outcome with the replay that produced it.
 func (in *Intake) ResultFile(ctx context.Context, env, out Envelope, original bool) (ResultFile, error) {
 	// A sealed result is only ever given sealed, as stored: the latest
@@ -160,7 +161,7 @@ func (in *Intake) ResultFile(ctx context.Context, env, out Envelope, original bo
 		}
 		if len(latest) > 0 {
 			return ResultFile{Size: -1, write: func(ctx context.Context, w io.Writer) error {
-				return in.Store.WriteLatestResult(ctx, out.ID, latest, w)
+				return in.Store.WriteLatestResult(ctx, out.ID, latest, records.ResultWriter(out, w))
 			}}, nil
 		}
 	}
@@ -169,13 +170,66 @@ func (in *Intake) ResultFile(ctx context.Context, env, out Envelope, original bo
 	}}, nil
 }
 
-// ReviewReport writes the review report of out (an outcome envelope) to w,
-// or returns ErrNotFound while it has open exceptions (or never had any).
-// sealed tells whether it was sealed for the partner (OpenPGP): the bytes
-// written are then the sealed ones.
-func (in *Intake) ReviewReport(ctx context.Context, out Envelope, w io.Writer) (sealed bool, err error) {
-	if _, sealed, err = in.Store.Sealed(ctx, out.ID, records.SealedReview); err != nil {
+// ResultListing is a result file as a partner's /results lists it: its
+// name (NAME.result.csv, .pgp when sealed), the envelope whose result it
+// is and the one that holds it, its size and time.
+type ResultListing = records.ResultFile
+
+// ResultFiles lists the partner's result files, the latest envelope's per
+// name.
+func (in *Intake) ResultFiles(ctx context.Context, partner string) ([]ResultListing, error) {
+	return in.Store.ResultFiles(ctx, partner)
+}
+
+// ResultFileNamed finds the partner's result file called name (compared
+// case-insensitively), or ErrNotFound while there is none (yet).
+func (in *Intake) ResultFileNamed(ctx context.Context, partner, name string) (ResultListing, error) {
+	return in.Store.ResultFileNamed(ctx, partner, name)
+}
+
+// StoredResult gives a listed result's file: the bytes stored when it was
+// processed, sealed when they were sealed for the partner.
+func (in *Intake) StoredResult(l ResultListing) ResultFile {
+	return ResultFile{Size: l.Size, Sealed: l.Sealed, write: func(ctx context.Context, w io.Writer) error {
+		return in.Store.WriteResult(ctx, l.EnvelopeID, w)
+	}}
+}
+
+// ReviewReportListing is a review report as /results lists it
+// (NAME.review.csv, .pgp when sealed).
+type ReviewReportListing = records.ReviewReportInfo
+
+// ReviewReports lists the partner's review reports, the latest envelope's
+// per name (case-folded); only the one called name when name is not empty.
+func (in *Intake) ReviewReports(ctx context.Context, partner, name string) ([]ReviewReportListing, error) {
+	all, err := in.Store.ReviewReports(ctx, partner)
+	if err != nil {
+		return nil, err
+	}
+	latest := map[string]int{}
+	var out []ReviewReportListing
+	for _, rr := range all { // oldest first
+		key := strings.ToLower(rr.Name)
+		if name != "" && key != strings.ToLower(name) {
+			continue
+		}
+		if i, ok := latest[key]; ok {
+			out[i] = rr
+			continue
+		}
+		latest[key] = len(out)
+		out = append(out, rr)
+	}
+	return out, nil
+}
+
+// ReviewReport writes the review report of the envelope id (its outcome's,
+// for a replay) to w, or returns ErrNotFound while it has open exceptions
+// (or never had any). sealed tells whether it was sealed for the partner
+// (OpenPGP): the bytes written are then the sealed ones.
+func (in *Intake) ReviewReport(ctx context.Context, id int64, w io.Writer) (sealed bool, err error) {
+	if _, sealed, err = in.Store.Sealed(ctx, id, records.SealedReview); err != nil {
 		return false, err
 	}
-	return sealed, in.Store.ReviewReport(ctx, out.ID, w)
+	return sealed, in.Store.ReviewReport(ctx, id, w)
 }

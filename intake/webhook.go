@@ -46,7 +46,7 @@ func (in *Intake) DeliverWebhook(ctx context.Context, w Webhook, answer WebhookA
 	}
 	d := records.WebhookDelivery{PartnerID: w.Partner, WebhookID: w.ID, Body: w.Body}
 	d.Change, d.Invalid = parseWebhook(w.Body, Settings(p))
-	ans, err := in.Store.DeliverWebhook(ctx, d, answer)
+	ans, err := in.Engine.DeliverWebhook(ctx, d, answer)
 	if err != nil {
 		return ans, fmt.Errorf("deliver webhook: %w", err)
 	}
@@ -95,7 +95,7 @@ func (in *Intake) ReplayLegs(ctx context.Context, r LegReplay, answer ReplayAnsw
 	if bad != nil {
 		return records.ReplayAnswer{}, bad, nil
 	}
-	ans, err := in.Store.Replay(ctx, records.ReplayRequest{PartnerID: r.Of.PartnerID, Of: r.Of,
+	ans, err := in.Engine.Replay(ctx, records.ReplayRequest{PartnerID: r.Of.PartnerID, Of: r.Of,
 		Key: records.SubmissionKey(r.Key), Source: r.Source, Body: r.Body, Legs: legs}, answer)
 	return ans, nil, err
 }
@@ -135,14 +135,14 @@ type replayBody struct {
 func refusedJSON(err error) *normalize.RowError {
 	var se *strictjson.Error
 	if !errors.As(err, &se) {
-		return &normalize.RowError{Code: "invalid_json", Message: err.Error()}
+		return &normalize.RowError{Code: normalize.CodeInvalidJSON, Message: err.Error()}
 	}
-	code := normalize.Code("invalid_json")
+	code := normalize.CodeInvalidJSON
 	switch {
 	case errors.Is(err, strictjson.ErrDuplicate):
-		code = "duplicate_key"
+		code = normalize.CodeDuplicateMember
 	case errors.Is(err, strictjson.ErrUnknown):
-		code = "unknown_member"
+		code = normalize.CodeUnknownMember
 	}
 	return &normalize.RowError{Code: code, Field: se.Member, Message: se.Error()}
 }
@@ -165,7 +165,7 @@ func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *n
 		return nil, refusedJSON(err)
 	}
 	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
-		return invalid("invalid_json", "", "the body is not a JSON object")
+		return invalid(normalize.CodeInvalidJSON, "", "the body is not a JSON object")
 	}
 	entity, bad := jsonText(doc.EntityID, "entity_id", false, false)
 	if bad != nil {
@@ -177,19 +177,19 @@ func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *n
 	}
 	entity = strings.TrimSpace(entity)
 	if entity == "" {
-		return invalid("missing_value", "entity_id", "entity_id is missing; send the sender's id of this pay line")
+		return invalid(normalize.CodeMissingValue, "entity_id", "entity_id is missing; send the sender's id of this pay line")
 	}
 	if len(entity) > 255 {
-		return invalid("invalid_entity_id", "entity_id", "entity_id is longer than 255 bytes")
+		return invalid(normalize.CodeInvalidEntityID, "entity_id", "entity_id is longer than 255 bytes")
 	}
 	var version int64
 	switch v := bytes.TrimSpace(doc.Version); {
 	case len(v) == 0 || string(v) == "null":
-		return invalid("missing_value", "version", "version is missing; send the pay line's version as an integer that grows with every change")
+		return invalid(normalize.CodeMissingValue, "version", "version is missing; send the pay line's version as an integer that grows with every change")
 	default:
 		n, err := strconv.ParseInt(string(v), 10, 64)
 		if err != nil || n < 0 {
-			return invalid("invalid_version", "version", fmt.Sprintf("version is %s; it must be a non-negative JSON integer such as 3", v))
+			return invalid(normalize.CodeInvalidVersion, "version", fmt.Sprintf("version is %s; it must be a non-negative JSON integer such as 3", v))
 		}
 		version = n
 	}
@@ -213,13 +213,13 @@ func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *normalize.R
 	var doc replayBody
 	if err := strictjson.Unmarshal(body, &doc); err != nil {
 		r := refusedJSON(err)
-		if r.Code == "invalid_json" {
-			return bad("invalid_json", r.Field, r.Message+`: send a JSON object {"rows": [{"row": N, "employee_ref": ..., "amount": "12.50", ...}]}`)
+		if r.Code == normalize.CodeInvalidJSON {
+			return bad(normalize.CodeInvalidJSON, r.Field, r.Message+`: send a JSON object {"rows": [{"row": N, "employee_ref": ..., "amount": "12.50", ...}]}`)
 		}
 		return bad(r.Code, r.Field, r.Message)
 	}
 	if len(doc.Rows) == 0 || len(doc.Rows) > maxReplayLegs {
-		return bad("invalid_rows", "rows", fmt.Sprintf("rows must list 1 to %d corrected rows", maxReplayLegs))
+		return bad(normalize.CodeInvalidRows, "rows", fmt.Sprintf("rows must list 1 to %d corrected rows", maxReplayLegs))
 	}
 	legs := make([]records.Leg, 0, len(doc.Rows))
 	for i, m := range doc.Rows {
@@ -255,7 +255,7 @@ func jsonText(raw jsontext.Value, field string, money, number bool) (string, *no
 	case c == '"':
 		var v string
 		if err := json.Unmarshal(raw, &v); err != nil {
-			return "", &normalize.RowError{Code: "invalid_json", Field: field, Message: field + " is not a valid JSON string"}
+			return "", &normalize.RowError{Code: normalize.CodeInvalidJSON, Field: field, Message: field + " is not a valid JSON string"}
 		}
 		return v, nil
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -263,11 +263,11 @@ func jsonText(raw jsontext.Value, field string, money, number bool) (string, *no
 			return string(raw), nil
 		}
 		if money {
-			return "", &normalize.RowError{Code: "money_not_string", Field: field, Message: fmt.Sprintf(
+			return "", &normalize.RowError{Code: normalize.CodeMoneyNotString, Field: field, Message: fmt.Sprintf(
 				"%s is the JSON number %s; money must be a JSON string such as \"2150.00\" and a number is never converted, to avoid rounding", field, raw)}
 		}
 	}
-	return "", &normalize.RowError{Code: "invalid_type", Field: field, Message: field + " must be a JSON string"}
+	return "", &normalize.RowError{Code: normalize.CodeInvalidType, Field: field, Message: field + " must be a JSON string"}
 }
 
 // jsonRawRow reads the eight pay-line fields as a CSV row's raw cells, to

@@ -1,6 +1,6 @@
 -- +goose Up
 
--- Webhook secrets are kept sealed (AES-256-GCM, records/secretkeys.go) under
+-- Webhook secrets are kept sealed (AES-256-GCM, records/sealing.go) under
 -- a key outside the database. Secrets written before are sealed by every
 -- payintake command at start (records.SealWebhookSecrets), after which
 -- `secret` is NULL everywhere; a row holds one form or the other.

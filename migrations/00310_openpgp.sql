@@ -3,7 +3,7 @@
 -- OpenPGP file exchange (package pgp, docs/pgp.md).
 
 -- The platform's key pairs. The secret key is sealed (AES-256-GCM under the
--- secret key, records/secretkeys.go, as webhook secrets are) with the
+-- secret key, records/sealing.go, as webhook secrets are) with the
 -- fingerprint bound as additional data; a database dump alone decrypts
 -- nothing. Every key not retired decrypts; the newest of them signs.
 CREATE TABLE pgp_platform_keys (

@@ -3,7 +3,7 @@
 -- The SSH host keys of the SFTP door, shared by every server on this
 -- database (a partner behind a load balancer sees the same keys from every
 -- replica). The private key is sealed under the secret key like webhook
--- secrets (records/secretkeys.go), with the key's fingerprint as additional
+-- secrets (records/sealing.go), with the key's fingerprint as additional
 -- data. A key is announced as `next` (clients learn it through OpenSSH's
 -- hostkeys-00@openssh.com), served while `active`, and kept `retired`.
 CREATE TABLE ssh_host_keys (

@@ -841,7 +841,10 @@ CREATE TABLE public.envelopes (
     counts jsonb,
     result_size bigint,
     processed_at timestamp with time zone,
+    profile_version integer,
+    result_format text,
     CONSTRAINT envelopes_check CHECK (((status = 'replay'::text) = (replay_of IS NOT NULL))),
+    CONSTRAINT envelopes_result_format_check CHECK ((result_format = 'csv-excel'::text)),
     CONSTRAINT envelopes_sha256_check CHECK ((length(sha256) = 32)),
     CONSTRAINT envelopes_size_check CHECK ((size >= 0)),
     CONSTRAINT envelopes_status_check CHECK ((status = ANY (ARRAY['received'::text, 'processed'::text, 'replay'::text, 'key_reuse'::text, 'incomplete'::text])))
@@ -1150,6 +1153,20 @@ CREATE SEQUENCE public.partner_pgp_keys_id_seq
 --
 
 ALTER SEQUENCE public.partner_pgp_keys_id_seq OWNED BY public.partner_pgp_keys.id;
+
+--
+-- Name: partner_profiles; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.partner_profiles (
+    partner_id text NOT NULL,
+    version integer NOT NULL,
+    yaml text NOT NULL,
+    mapping jsonb NOT NULL,
+    set_by text NOT NULL,
+    set_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT partner_profiles_version_check CHECK ((version > 0))
+);
 
 --
 -- Name: partners; Type: TABLE; Schema: public; Owner: -
@@ -1969,6 +1986,13 @@ ALTER TABLE ONLY public.partner_pgp_keys
     ADD CONSTRAINT partner_pgp_keys_pkey PRIMARY KEY (id);
 
 --
+-- Name: partner_profiles partner_profiles_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.partner_profiles
+    ADD CONSTRAINT partner_profiles_pkey PRIMARY KEY (partner_id, version);
+
+--
 -- Name: partners partners_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2578,6 +2602,13 @@ ALTER TABLE ONLY public.partner_keys
 
 ALTER TABLE ONLY public.partner_pgp_keys
     ADD CONSTRAINT partner_pgp_keys_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES public.partners(id);
+
+--
+-- Name: partner_profiles partner_profiles_partner_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.partner_profiles
+    ADD CONSTRAINT partner_profiles_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES public.partners(id);
 
 --
 -- Name: partners partners_dispatch_target_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

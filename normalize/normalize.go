@@ -27,6 +27,9 @@ const (
 	CodeInvalidDate       Code = "invalid_date"
 	CodeTooManyCells      Code = "too_many_cells"
 	CodeMalformedRow      Code = "malformed_row"
+	// The row's code has no mapping in the partner's profile, and the
+	// profile rejects such rows.
+	CodeUnknownComponent Code = "unknown_component"
 )
 
 // File error codes.
@@ -38,6 +41,15 @@ const (
 	CodeDuplicateColumn Code = "duplicate_column"
 	CodeLineTooLong     Code = "line_too_long"
 	CodeTooManyColumns  Code = "too_many_columns"
+
+	// A workbook (.xlsx) refused whole: not a workbook that can be read, no
+	// sheet of the name asked for, a formula with no saved value or whose
+	// value is an error (#N/A), a header cell that is empty or merged.
+	CodeInvalidWorkbook     Code = "invalid_workbook"
+	CodeMissingSheet        Code = "missing_sheet"
+	CodeUncalculatedFormula Code = "uncalculated_formula"
+	CodeFormulaError        Code = "formula_error"
+	CodeInvalidHeaderCell   Code = "invalid_header_cell"
 )
 
 // Codes of a file or row refused after normalisation, by intake or the store;
@@ -54,8 +66,21 @@ const (
 	CodeWebhookIDReuse      Code = "webhook_id_reuse"
 )
 
+// Codes of a JSON body (a webhook's pay line, a leg replay's rows) refused
+// whole before any of it is normalised.
+const (
+	CodeInvalidJSON     Code = "invalid_json"      // not JSON, or not the shape the door reads
+	CodeDuplicateMember Code = "duplicate_key"     // a member given twice (in any case)
+	CodeUnknownMember   Code = "unknown_member"    // a member the door does not read
+	CodeInvalidType     Code = "invalid_type"      // a value of another JSON type than its field's
+	CodeMoneyNotString  Code = "money_not_string"  // money as a JSON number, never converted
+	CodeInvalidEntityID Code = "invalid_entity_id" // a webhook's entity_id too long
+	CodeInvalidVersion  Code = "invalid_version"   // a webhook's version not a non-negative integer
+	CodeInvalidRows     Code = "invalid_rows"      // a leg replay with no rows, or too many
+)
+
 // Codes of a row the store held or rejected while applying it. The
-// processing SQL (records/classify.go) writes the same words into result
+// processing SQL (apply/classify.go) writes the same words into result
 // files and exceptions (SQL cannot name a Go constant); the tests of records
 // and intake compare what it writes with these.
 const (
@@ -146,8 +171,10 @@ func Normalize(raw RawRow, s Settings) (Record, Display, *RowError) {
 	if v, e := normCode(raw.Component, FieldComponent); e != nil {
 		errs[2] = e
 		disp.Component = SafeCell(raw.Component)
-	} else {
+	} else if len(s.Components) == 0 {
 		rec.Component, disp.Component = v, SafeCell(v)
+	} else {
+		rec.Component, disp.Component, errs[2] = mapComponent(v, s)
 	}
 	// currency
 	cur, scale, e := normCurrency(raw.Currency, s.Currency)
@@ -204,6 +231,25 @@ func Normalize(raw RawRow, s Settings) (Record, Display, *RowError) {
 		}
 	}
 	return rec, disp, nil
+}
+
+// mapComponent maps the partner's code (normalised) through the profile's
+// components. The result file echoes a mapped component with the code as
+// sent after it, "BASE (REG)", so the partner sees both; the record holds
+// the component alone, so its hash is the same whatever code was mapped.
+func mapComponent(code string, s Settings) (component, display string, err *RowError) {
+	if c, ok := s.Components[code]; ok {
+		return c, SafeCell(c + " (" + code + ")"), nil
+	}
+	if s.UnknownComponent == UnknownComponentKeep {
+		return code, SafeCell(code), nil
+	}
+	profile := s.Profile
+	if profile == "" {
+		profile = "the partner's profile"
+	}
+	return "", SafeCell(code), &RowError{Code: CodeUnknownComponent, Field: FieldComponent, Message: fmt.Sprintf(
+		"component code %s has no mapping in %s, so this row was not applied: ask the platform to add the code under components: in the profile, then send the row again", quoteRaw(code), profile)}
 }
 
 // quoteRaw renders a raw value for a message, shortened if long.
@@ -276,6 +322,16 @@ func looksScientific(s string) bool {
 		return false
 	}
 	return hasFrac || hasSign
+}
+
+// ComponentCode is a component (or a partner's code for one) as a record
+// holds it: trimmed, NFC, upper-cased; an error says why raw cannot be one.
+func ComponentCode(raw string) (string, error) {
+	v, e := normCode(raw, FieldComponent)
+	if e != nil {
+		return "", e
+	}
+	return v, nil
 }
 
 func normCode(raw, field string) (string, *RowError) {

@@ -15,11 +15,12 @@ import (
 // never holding the whole file. Create it with NewReader.
 type Reader struct {
 	s       Settings
-	delim   rune
-	csv     *csv.Reader
-	cols    [8]int // file column index of each canonical field, -1 when absent
-	nHeader int    // number of header cells (trailing empty ones dropped)
-	extra   []int  // file column index of each Settings.Extra column, -1 when absent
+	delim   rune       // 0 for a source other than CSV
+	src     cellSource // the file's records: CSV, or a Rows (a workbook's sheet)
+	cols    [8]int     // file column index of each canonical field, -1 when absent
+	nHeader int        // number of header cells (trailing empty ones dropped)
+	header  []string   // the header cells as the file writes them
+	extra   []int      // file column index of each Settings.Extra column, -1 when absent
 	index   int
 	err     error // sticky: io.EOF or a *ParseError or a read error
 }
@@ -62,11 +63,74 @@ func NewReader(r io.Reader, s Settings) (*Reader, error) {
 	cr.Comma = delim
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
-	rd := &Reader{s: s, delim: delim, csv: cr}
+	rd := &Reader{s: s, delim: delim, src: csvSource{cr}}
 	if err := rd.readHeader(); err != nil {
 		return nil, err
 	}
 	return rd, nil
+}
+
+// Rows is a file's records when something other than this package's CSV
+// reader reads them (a workbook's sheet, say): each row's cells, the line
+// a partner knows it by (a sheet's row number), and io.EOF after the
+// last. An error that is a *ParseError rejects the file whole, as
+// NewReader's and Reader.Next's do; the source says where (its StartLine).
+type Rows interface {
+	Row() (cells []string, line int, err error)
+}
+
+// NewRowsReader is NewReader for records read by rows rather than parsed
+// from CSV text: the same header mapping, limits, normalisation and errors
+// (Settings.Delimiter and MaxLineBytes do not apply). Cells are taken as
+// they are, so the source gives numbers in Settings' decimal convention.
+func NewRowsReader(rows Rows, s Settings) (*Reader, error) {
+	if s.DateFormat != "" {
+		toks, err := parseDateTokens(s.DateFormat)
+		if err != nil {
+			return nil, fmt.Errorf("normalize: %w", err)
+		}
+		s.dateTokens = toks
+	}
+	rd := &Reader{s: s, src: &rowsSource{rows: rows}}
+	if err := rd.readHeader(); err != nil {
+		return nil, err
+	}
+	return rd, nil
+}
+
+// cellSource gives a file's records one at a time (the slice may be reused
+// by the next read) and where a cell of the last one is.
+type cellSource interface {
+	read() ([]string, error)
+	pos(field int) (line, column int)
+}
+
+type csvSource struct{ r *csv.Reader }
+
+func (c csvSource) read() ([]string, error) { return c.r.Read() }
+
+func (c csvSource) pos(field int) (int, int) { return c.r.FieldPos(field) }
+
+// rowsSource reads a Rows; its cells have lines but no byte columns.
+type rowsSource struct {
+	rows Rows
+	line int
+}
+
+func (r *rowsSource) read() ([]string, error) {
+	cells, line, err := r.rows.Row()
+	if err != nil {
+		return nil, err
+	}
+	r.line = line
+	return cells, nil
+}
+
+func (r *rowsSource) pos(int) (int, int) { return r.line, 0 }
+
+func (rd *Reader) isCSV() bool {
+	_, ok := rd.src.(csvSource)
+	return ok
 }
 
 func validDelim(r rune) bool {
@@ -139,6 +203,18 @@ func canonicalColumn(h string) string { return matchColumn(h, FieldNames[:]) }
 // matchColumn maps a header cell to one of names, ignoring case, surrounding
 // spaces and '_', '-', ' ' differences; "" if none matches.
 func matchColumn(h string, names []string) string {
+	key := HeaderKey(h)
+	for _, f := range names {
+		if HeaderKey(f) == key {
+			return f
+		}
+	}
+	return ""
+}
+
+// HeaderKey is what a header is matched by: lower-cased, without surrounding
+// space, '_', '-' or ' '. Two headers with one key are the same column.
+func HeaderKey(h string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
 		if r == '_' || r == '-' || r == ' ' {
@@ -146,20 +222,50 @@ func matchColumn(h string, names []string) string {
 		}
 		b.WriteRune(r)
 	}
-	key := b.String()
-	for _, f := range names {
-		if strings.ReplaceAll(f, "_", "") == key {
-			return f
+	return b.String()
+}
+
+// fieldOf maps a header cell to the field it carries: a header the
+// profile's Columns lists for a field, else the field's own name when the
+// profile does not map that field; "" for any other column.
+func (s Settings) fieldOf(h string) string {
+	if len(s.Columns) > 0 {
+		key := HeaderKey(h)
+		for _, f := range FieldNames {
+			for _, name := range s.Columns[f] {
+				if HeaderKey(name) == key {
+					return f
+				}
+			}
 		}
 	}
-	return ""
+	c := canonicalColumn(h)
+	if _, mapped := s.Columns[c]; mapped {
+		return ""
+	}
+	return c
+}
+
+// missingColumnMessage says which header a required field lacks, in the
+// profile's words when it maps the field.
+func (s Settings) missingColumnMessage(f string) string {
+	names := s.Columns[f]
+	if len(names) == 0 {
+		return fmt.Sprintf("the header has no %s column; add a column named %s (names ignore case, spaces, _ and -)", f, f)
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = fmt.Sprintf("%q", n)
+	}
+	return fmt.Sprintf("the header has no %s column: %s names it %s; send the column under that header (names ignore case, spaces, _ and -) or ask the platform to change the profile",
+		f, s.Profile, strings.Join(quoted, " or "))
 }
 
 func (rd *Reader) readHeader() error {
 	var rec []string
 	for {
 		var err error
-		rec, err = rd.csv.Read()
+		rec, err = rd.src.read()
 		if err != nil {
 			return rd.fileLevel(err, true)
 		}
@@ -171,16 +277,17 @@ func (rd *Reader) readHeader() error {
 		return &ParseError{StartLine: 1, Line: 1, Err: CodeTooManyColumns, Message: fmt.Sprintf(
 			"the header has %d columns, more than the limit of %d; send only the payroll columns", len(rec), rd.s.maxCells())}
 	}
-	line, _ := rd.csv.FieldPos(0)
+	line, _ := rd.src.pos(0)
 	rec = trimTrailingEmpty(rec)
 	rd.nHeader = len(rec)
+	rd.header = slices.Clone(rec)
 	rd.extra = make([]int, len(rd.s.Extra))
 	for i := range rd.extra {
 		rd.extra[i] = -1
 	}
 	firstAt := map[string]int{}
 	for i, h := range rec {
-		c := canonicalColumn(h)
+		c := rd.s.fieldOf(h)
 		if c == "" {
 			if x := matchColumn(h, rd.s.Extra); x != "" && rd.extra[slices.Index(rd.s.Extra, x)] < 0 {
 				rd.extra[slices.Index(rd.s.Extra, x)] = i
@@ -199,7 +306,7 @@ func (rd *Reader) readHeader() error {
 	}
 	for _, f := range required {
 		if _, ok := firstAt[f]; !ok {
-			msg := fmt.Sprintf("the header has no %s column; add a column named %s (names ignore case, spaces, _ and -)", f, f)
+			msg := rd.s.missingColumnMessage(f)
 			if rd.delimGuessed() && len(rec) == 1 {
 				msg += fmt.Sprintf(", and check the delimiter (the header was read with %q)", rd.delim)
 			}
@@ -210,7 +317,7 @@ func (rd *Reader) readHeader() error {
 	return nil
 }
 
-func (rd *Reader) delimGuessed() bool { return rd.s.Delimiter == 0 }
+func (rd *Reader) delimGuessed() bool { return rd.isCSV() && rd.s.Delimiter == 0 }
 
 // mapColumns gives the file column of each of FieldNames, -1 for a field
 // the header does not have. Rows are then read by index from the raw record,
@@ -241,6 +348,8 @@ func (rd *Reader) fileLevel(err error, header bool) error {
 	switch {
 	case errors.As(err, &fe):
 		return fe
+	case err == io.EOF && header && !rd.isCSV():
+		return &ParseError{Err: CodeEmptyFile, Message: "the sheet is empty or has no header row; send a sheet whose first row names the columns"}
 	case err == io.EOF && header:
 		return &ParseError{Err: CodeEmptyFile, Message: "the file is empty or has no header line; send a CSV file whose first line names the columns"}
 	case header && errors.As(err, &pe):
@@ -250,7 +359,27 @@ func (rd *Reader) fileLevel(err error, header bool) error {
 	return err
 }
 
-// Delimiter returns the delimiter in use (the partner's or the detected one).
+// ColumnUse says which column of the file carries a field.
+type ColumnUse struct {
+	Field  string `json:"field"`
+	Header string `json:"header"` // as the file writes it
+	Column int    `json:"column"` // 1-based
+}
+
+// Columns says which column carries each field the file has, in
+// FieldNames order: the mapping a preview shows.
+func (rd *Reader) Columns() []ColumnUse {
+	var cs []ColumnUse
+	for i, f := range FieldNames {
+		if j := rd.cols[i]; j >= 0 {
+			cs = append(cs, ColumnUse{Field: f, Header: rd.header[j], Column: j + 1})
+		}
+	}
+	return cs
+}
+
+// Delimiter returns the delimiter in use (the partner's or the detected
+// one), 0 for rows not read from CSV.
 func (rd *Reader) Delimiter() rune { return rd.delim }
 
 // Next returns the next data row. Blank rows (no non-empty cell) are skipped
@@ -286,7 +415,7 @@ func (rd *Reader) Read() (Pending, error) {
 		return Pending{}, rd.err
 	}
 	for {
-		rec, err := rd.csv.Read()
+		rec, err := rd.src.read()
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
@@ -297,9 +426,9 @@ func (rd *Reader) Read() (Pending, error) {
 			rd.err = rd.fileLevel(err, false)
 			return Pending{}, rd.err
 		}
-		line, _ := rd.csv.FieldPos(0)
+		line, _ := rd.src.pos(0)
 		if len(rec) > rd.s.maxCells() {
-			atLine, atCol := rd.csv.FieldPos(rd.s.maxCells()) // the first cell beyond the limit
+			atLine, atCol := rd.src.pos(rd.s.maxCells()) // the first cell beyond the limit
 			rd.err = &ParseError{StartLine: line, Line: atLine, Column: atCol, Err: CodeTooManyColumns, Message: fmt.Sprintf(
 				"line %d has %d cells, more than the limit of %d; check the delimiter and the quoting", line, len(rec), rd.s.maxCells())}
 			return Pending{}, rd.err
@@ -330,8 +459,11 @@ func (rd *Reader) Finish(p Pending) Row {
 	}
 	row.Record, row.Display, row.Err = Normalize(p.raw, rd.s)
 	if p.cells > rd.nHeader {
-		row.Err = &RowError{Code: CodeTooManyCells, Message: fmt.Sprintf(
-			"the row has %d cells but the header has %d columns; remove the extra cells or quote values that contain %q", p.cells, rd.nHeader, rd.delim)}
+		msg := fmt.Sprintf("the row has %d cells but the header has %d columns; remove the extra cells or quote values that contain %q", p.cells, rd.nHeader, rd.delim)
+		if !rd.isCSV() {
+			msg = fmt.Sprintf("the row has %d cells but the header has %d columns; remove the extra cells or give their column a header", p.cells, rd.nHeader)
+		}
+		row.Err = &RowError{Code: CodeTooManyCells, Message: msg}
 	}
 	if row.Err != nil {
 		row.Record = Record{}

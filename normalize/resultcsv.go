@@ -136,3 +136,46 @@ func ReadResultLines(data []byte, fn func(ResultLine) error) error {
 		}
 	}
 }
+
+// The formats a result file is served in (a partner profile's results:).
+const (
+	ResultsCSV      = "csv"       // the result file's lines as they are: UTF-8 without BOM, LF
+	ResultsCSVExcel = "csv-excel" // NewExcelResultWriter's form, for Excel on Windows
+	ResultsXLSX     = "xlsx"      // a workbook (package workbook)
+)
+
+// NewExcelResultWriter writes a result file to w in the form Excel on
+// Windows opens as UTF-8 (a profile's results: csv-excel): a UTF-8 BOM
+// first, then the lines as given with every line feed written as CR LF
+// (a line feed inside a quoted cell too: a CR LF there is still one
+// line break in the cell). Its size is the CSV's + 3 + its line feeds.
+func NewExcelResultWriter(w io.Writer) io.Writer { return &excelWriter{w: w} }
+
+type excelWriter struct {
+	w       io.Writer
+	started bool
+	buf     []byte
+}
+
+func (e *excelWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	e.buf = e.buf[:0]
+	if !e.started {
+		e.buf = append(e.buf, 0xEF, 0xBB, 0xBF)
+		e.started = true
+	}
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			e.buf = append(e.buf, p...)
+			break
+		}
+		e.buf = append(e.buf, p[:i]...)
+		e.buf = append(e.buf, '\r', '\n')
+		p = p[i+1:]
+	}
+	if _, err := e.w.Write(e.buf); err != nil {
+		return 0, err
+	}
+	return n, nil
+}

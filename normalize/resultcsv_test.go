@@ -1,6 +1,7 @@
 package normalize
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -24,5 +25,25 @@ func TestReadResultLines(t *testing.T) {
 	}
 	if err := ReadResultLines([]byte("1,2,3\n"), func(ResultLine) error { return nil }); err == nil {
 		t.Error("a line of 3 cells was read as a result line")
+	}
+}
+
+// The Excel form is the same lines after a BOM, each LF as CR LF, however
+// the writes cut the lines.
+func TestExcelResultWriter(t *testing.T) {
+	plain := ResultHeader + "2,1,created,00042,2026-11,\"BASE (REG)\",4000.00,EUR,,,\n3,2,rejected,Zoë,2026-11,X,1.00,EUR,unknown_component,component,\"two\nlines\"\n"
+	var b bytes.Buffer
+	w := NewExcelResultWriter(&b)
+	for _, part := range []string{plain[:5], plain[5:90], plain[90:91], plain[91:]} {
+		if n, err := w.Write([]byte(part)); err != nil || n != len(part) {
+			t.Fatalf("Write = %d, %v; want %d", n, err, len(part))
+		}
+	}
+	want := "\ufeff" + strings.ReplaceAll(plain, "\n", "\r\n")
+	if b.String() != want {
+		t.Fatalf("got %q\nwant %q", b.String(), want)
+	}
+	if b.Len() != len(plain)+3+strings.Count(plain, "\n") {
+		t.Errorf("size %d is not the CSV's + 3 + its line feeds", b.Len())
 	}
 }

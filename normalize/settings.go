@@ -25,10 +25,30 @@ type Settings struct {
 	// column); matched as canonical names are (case, spaces, _ and -).
 	Extra []string
 
+	// A partner profile's mapping of the partner's own layout onto
+	// payintake's (its name in Profile, for messages). Columns names, for a
+	// field, the headers that carry it in the partner's files: a field it
+	// names is found under those headers only (matched as canonical names
+	// are), the others under their own names. Components maps the partner's
+	// codes (trimmed and upper-cased, as a component is) to payintake's
+	// components; when it maps any, a code it lacks gets UnknownComponent.
+	Columns          map[string][]string
+	Components       map[string]string
+	UnknownComponent string // UnknownComponentReject ("") or UnknownComponentKeep
+	Profile          string // e.g. `partner profile acme (version 3)`
+
 	// dateTokens is DateFormat parsed, set by NewReader so that rows do not
 	// parse it again; nil means "parse DateFormat when needed".
 	dateTokens []dateToken
 }
+
+// What a row whose code Components lacks gets (a profile's
+// unknown_component). A held row (hold) is the store's to decide, so it is
+// not one of normalize's.
+const (
+	UnknownComponentReject = "reject" // rejected with CodeUnknownComponent
+	UnknownComponentKeep   = "keep"   // the code is the component, as sent
+)
 
 // Default limits used when the Settings fields are 0.
 const (

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,31 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payintake/payintake/internal/sqlfile"
+)
+
+//go:embed *.sql
+var sqlFiles embed.FS
+
+// notify's SQL lives in store.sql, loaded by internal/sqlfile; the column
+// list of an event is a fragment kept beside its scan function.
+var statements = sqlfile.MustLoad("notify", sqlFiles, map[string]string{"event_columns": eventColumns})
+
+// query returns the named statement; an unknown name panics.
+func query(name string) string { return statements.Query(name) }
+
+var (
+	sqlEvents             = query("Events")
+	sqlEvent              = query("Event")
+	sqlDeliveryLog        = query("DeliveryLog")
+	sqlDueAgain           = query("DueAgain")
+	sqlInsertRedelivery   = query("InsertRedelivery")
+	sqlClaimDue           = query("ClaimDue")
+	sqlClaimDuePerPartner = query("ClaimDuePerPartner")
+	sqlInsertAttempt      = query("InsertAttempt")
+	sqlFinishAttempt      = query("FinishAttempt")
+	sqlFinishEvent        = query("FinishEvent")
 )
 
 // Event types.
@@ -81,8 +107,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Event, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+eventColumns+` FROM notify_events
-		WHERE ($1 = '' OR partner_id = $1) AND ($2 = '' OR state = $2) ORDER BY id DESC LIMIT $3`, f.Partner, f.State, f.Limit)
+	rows, err := s.pool.Query(ctx, sqlEvents, f.Partner, f.State, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list notification events: %w", err)
 	}
@@ -98,7 +123,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Event, error) {
 
 // Event returns one event with its attempt log, or ErrNotFound.
 func (s *Store) Event(ctx context.Context, id int64) (Event, error) {
-	ev, err := scanEvent(s.pool.QueryRow(ctx, `SELECT `+eventColumns+` FROM notify_events WHERE id = $1`, id))
+	ev, err := scanEvent(s.pool.QueryRow(ctx, sqlEvent, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ev, fmt.Errorf("notification event %d: %w", id, ErrNotFound)
 	}
@@ -131,8 +156,7 @@ func (s *Store) attachLogs(ctx context.Context, evs []Event) error {
 		ids[i], at[e.ID] = e.ID, i
 		evs[i].Log = []Attempt{}
 	}
-	rows, err := s.pool.Query(ctx, `SELECT event_id, attempt, url, started_at, finished_at, status, error
-		FROM notify_attempts WHERE event_id = ANY($1) ORDER BY event_id, attempt`, ids)
+	rows, err := s.pool.Query(ctx, sqlDeliveryLog, ids)
 	if err != nil {
 		return fmt.Errorf("read the delivery log: %w", err)
 	}
@@ -154,15 +178,14 @@ func (s *Store) attachLogs(ctx context.Context, evs []Event) error {
 // notify_redeliveries for audit.
 func (s *Store) Redeliver(ctx context.Context, id int64, by string, now time.Time) (Event, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE notify_events SET state = 'pending', round_attempts = 0, next_attempt_at = $2,
-			updated_at = now() WHERE id = $1`, id, now)
+		tag, err := tx.Exec(ctx, sqlDueAgain, id, now)
 		if err != nil {
 			return fmt.Errorf("queue notification event %d again: %w", id, err)
 		}
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("notification event %d: %w", id, ErrNotFound)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO notify_redeliveries (event_id, by_whom) VALUES ($1, $2)`, id, by); err != nil {
+		if _, err := tx.Exec(ctx, sqlInsertRedelivery, id, by); err != nil {
 			return fmt.Errorf("record the redelivery of event %d: %w", id, err)
 		}
 		return nil
@@ -185,48 +208,24 @@ type claimed struct {
 	url       string
 }
 
-// dueAll selects up to $3 events due at $1, oldest first.
-const dueAll = `SELECT id FROM notify_events WHERE state = 'pending' AND next_attempt_at <= $1
-	ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED`
-
-// duePerPartner selects the oldest due event of each of up to $3 partners,
-// the partners with the oldest due events first, leaving out the partners
-// in $4 (those with an attempt in flight in this process): a partner
-// whose receiver hangs holds one delivery slot, not all of them, and every
-// other partner's events go on.
-const duePerPartner = `WITH partners AS (
-		SELECT partner_id, min(next_attempt_at) AS first FROM notify_events
-		WHERE state = 'pending' AND next_attempt_at <= $1 AND partner_id <> ALL ($4::text[])
-		GROUP BY partner_id ORDER BY first, partner_id LIMIT $3)
-	SELECT ev.id FROM partners p CROSS JOIN LATERAL (
-		SELECT id FROM notify_events e
-		WHERE e.partner_id = p.partner_id AND e.state = 'pending' AND e.next_attempt_at <= $1
-		ORDER BY e.next_attempt_at, e.id LIMIT 1 FOR UPDATE SKIP LOCKED) ev`
-
 // claim takes up to limit due events for one attempt each: it counts the
 // attempt, opens its log row and pushes the event's due time past lease, in
 // one transaction, so the attempt is counted even if the process dies
 // while sending, and another process takes the event once lease has passed.
 // With perPartner, at most one event of a partner, and none of the
-// partners in busy (see duePerPartner).
+// partners in busy (see ClaimDuePerPartner in store.sql).
 func (s *Store) claim(ctx context.Context, now time.Time, lease time.Duration, limit int, perPartner bool, busy []string) ([]claimed, error) {
-	due, args := dueAll, []any{now, now.Add(lease), limit}
+	claim, args := sqlClaimDue, []any{now, now.Add(lease), limit}
 	if perPartner {
 		if busy == nil {
 			busy = []string{}
 		}
-		due, args = duePerPartner, append(args, busy)
+		claim, args = sqlClaimDuePerPartner, append(args, busy)
 	}
 	var cs []claimed
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		cs = cs[:0]
-		rows, err := tx.Query(ctx, `
-			WITH due AS (`+due+`)
-			UPDATE notify_events e SET attempts = e.attempts + 1, round_attempts = e.round_attempts + 1,
-				next_attempt_at = $2, updated_at = now()
-			FROM due WHERE e.id = due.id
-			RETURNING e.id, e.partner_id, e.event_type, e.webhook_id, e.payload, e.attempts, e.round_attempts,
-				coalesce((SELECT notify_url FROM partners p WHERE p.id = e.partner_id), '')`, args...)
+		rows, err := tx.Query(ctx, claim, args...)
 		if err != nil {
 			return fmt.Errorf("claim due notifications: %w", err)
 		}
@@ -241,7 +240,7 @@ func (s *Store) claim(ctx context.Context, now time.Time, lease time.Duration, l
 			return fmt.Errorf("claim due notifications: %w", err)
 		}
 		for _, c := range cs {
-			if _, err := tx.Exec(ctx, `INSERT INTO notify_attempts (event_id, attempt, url, started_at) VALUES ($1, $2, $3, $4)`,
+			if _, err := tx.Exec(ctx, sqlInsertAttempt,
 				c.id, c.attempt, c.url, now); err != nil {
 				return fmt.Errorf("log attempt %d of event %d: %w", c.attempt, c.id, err)
 			}
@@ -270,8 +269,7 @@ func (s *Store) finish(ctx context.Context, c claimed, r result, now time.Time) 
 	}
 	msg := strings.ToValidUTF8(r.err, "?")
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE notify_attempts SET finished_at = $3, status = $4, error = $5
-			WHERE event_id = $1 AND attempt = $2`, c.id, c.attempt, now, status, msg); err != nil {
+		if _, err := tx.Exec(ctx, sqlFinishAttempt, c.id, c.attempt, now, status, msg); err != nil {
 			return fmt.Errorf("log the answer to attempt %d of event %d: %w", c.attempt, c.id, err)
 		}
 		var delivered *time.Time
@@ -282,9 +280,7 @@ func (s *Store) finish(ctx context.Context, c claimed, r result, now time.Time) 
 		if r.state != StatePending {
 			next = now
 		}
-		if _, err := tx.Exec(ctx, `UPDATE notify_events SET state = $3, next_attempt_at = $4, last_status = $5, last_error = $6,
-				delivered_at = coalesce($7, delivered_at), updated_at = now()
-			WHERE id = $1 AND attempts = $2`, c.id, c.attempt, r.state, next, status, msg, delivered); err != nil {
+		if _, err := tx.Exec(ctx, sqlFinishEvent, c.id, c.attempt, r.state, next, status, msg, delivered); err != nil {
 			return fmt.Errorf("record the answer to event %d: %w", c.id, err)
 		}
 		return nil

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/payintake/payintake/internal/eventually"
 )
 
 const helperEnv = "PGSERVER_TEST_HELPER_DATADIR"
@@ -300,17 +302,12 @@ func TestCrashRecovery(t *testing.T) {
 	// The kill has taken effect when the socket refuses connections (the
 	// postmaster may not be a zombie yet: Start must wait for it, not take
 	// it for a live one).
-	for {
-		isUp, err := probe(ctx, s.URL())
-		if err == nil && !isUp {
-			break
+	eventually.NoError(t, time.Minute, func() error {
+		if isUp, err := probe(ctx, s.URL()); err != nil || isUp {
+			return fmt.Errorf("postmaster still answering after kill -9 (up %v, %v)", isUp, err)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("postmaster still answering after kill -9 (up %v, %v)", isUp, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 	// The crashed process's handle goes away without a clean stop.
 	s.users.Close()
 

@@ -20,7 +20,7 @@ const DefaultCommitTimeout = 10 * time.Second
 // may have happened or not (a primary waiting for a synchronous standby
 // commits locally once the wait is cancelled). Sending the same file again
 // is safe either way: its submission key answers with the stored outcome
-// (a replay) if it did commit, and records it now if it did not.
+// (a repeat) if it did commit, and records it now if it did not.
 var ErrCommitUnknown = errors.New("the database did not confirm the commit in time: its outcome is unknown")
 
 var sqlCommitCheck = query("CommitCheck")

@@ -126,7 +126,7 @@ func (s *Store) Decide(ctx context.Context, d Decision) (Exception, error) {
 		return Exception{}, fmt.Errorf("reviewer %s may not decide exceptions of partner %s: %w", d.Reviewer, partner, ErrForbidden)
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := partnerLock(ctx, tx, partner); err != nil {
+		if err := PartnerLock(ctx, tx, partner); err != nil {
 			return err
 		}
 		_, refused, err := decideLocked(ctx, tx, d, partner, []int64{d.ExceptionID})
@@ -136,7 +136,7 @@ func (s *Store) Decide(ctx context.Context, d Decision) (Exception, error) {
 		if err != nil {
 			return err
 		}
-		return s.sealReviews(ctx, tx, partner)
+		return s.SealReviews(ctx, tx, partner)
 	})
 	if err != nil {
 		return Exception{}, err

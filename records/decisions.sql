@@ -53,7 +53,7 @@ WHERE x.id = ANY($1) AND x.partner_id = c.partner_id AND x.employee_ref = c.empl
 	AND x.pay_period = c.pay_period AND x.component = c.component;
 
 -- name: StaleExceptions
--- record_json builds the same object classify.go stores as an
+-- record_json builds the same object apply/classify.go stores as an
 -- exception's "current" (fieldsJSON).
 SELECT x.id, r.id, r.version, true FROM exceptions x
 JOIN records r ON r.partner_id = x.partner_id AND r.employee_ref = x.employee_ref

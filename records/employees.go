@@ -81,7 +81,7 @@ func (s *Store) importEmployees(ctx context.Context, partner string, rows []Empl
 	var res ImportResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res = ImportResult{}
-		if err := partnerLock(ctx, tx, partner); err != nil {
+		if err := PartnerLock(ctx, tx, partner); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, sqlCreateEmployeeImportTable); err != nil {

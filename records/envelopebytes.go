@@ -35,13 +35,13 @@ const chunkSize = 7400
 // the database a query.
 const readBatch = 1 << 20
 
-// fileBuffer is the buffer of a local file's reads and writes: the bytes
+// FileBuffer is the buffer of a local file's reads and writes: the bytes
 // stored from a received file, the spool they are read back into, the
 // result lines. A buffer of readBatch (1 MiB) for each of them would be
 // ~2.3 MB of garbage a file, whatever its size, that the garbage collector
 // and the OS's page faults pay for; at 64 KiB a 60 MB file takes ~900
 // write calls instead of ~60, a few ms.
-const fileBuffer = 64 << 10
+const FileBuffer = 64 << 10
 
 func hashFile(path string) ([]byte, int64, error) {
 	f, err := os.Open(path)
@@ -71,7 +71,7 @@ func storeChunks(ctx context.Context, tx pgx.Tx, id int64, path string, size int
 // copyChunks copies the size bytes of r into table as chunks numbered from
 // first on, with COPY; r must hold exactly size bytes.
 func copyChunks(ctx context.Context, tx pgx.Tx, table pgx.Identifier, cols []string, id int64, first int32, r io.Reader, size int64) error {
-	src := &chunkSource{id: id, n: first, r: bufio.NewReaderSize(r, fileBuffer), buf: make([]byte, chunkSize)}
+	src := &chunkSource{id: id, n: first, r: bufio.NewReaderSize(r, FileBuffer), buf: make([]byte, chunkSize)}
 	if _, err := tx.CopyFrom(ctx, table, cols, src); err != nil {
 		return fmt.Errorf("store %s bytes: %w", table[0], err)
 	}

@@ -2,7 +2,6 @@ package records_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/migrations"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -84,12 +84,13 @@ func TestEnvelopeBytesOfBothLayouts(t *testing.T) {
 		if !bytes.Equal(got, data) {
 			t.Fatalf("%s: EnvelopeBytes read %d bytes, not the %d stored", what, len(got), len(data))
 		}
-		var body []byte
-		if _, err := st.Process(ctx, env.ID, func(_ context.Context, _ records.Envelope, _ records.Partner, r io.Reader) (records.Plan, error) {
-			var err error
-			body, err = io.ReadAll(r)
-			return records.Plan{Rows: &rowSource{}}, err
-		}); err != nil {
+		job, err := apply.New(st, apply.Options{}).Open(ctx, env.ID, false)
+		if err != nil {
+			t.Fatalf("%s: open for processing: %v", what, err)
+		}
+		body, err := io.ReadAll(job.Body)
+		job.Close(ctx)
+		if err != nil {
 			t.Fatalf("%s: process: %v", what, err)
 		}
 		if !bytes.Equal(body, data) {
@@ -154,10 +155,7 @@ func TestEnvelopeBytesOfBothLayouts(t *testing.T) {
 	if _, err := io.ReadAll(st.EnvelopeBytes(ctx, gap.ID)); err == nil || !strings.Contains(err.Error(), "chunk 200 is missing") {
 		t.Fatalf("EnvelopeBytes with chunk 200 missing: %v, want an error naming it", err)
 	}
-	if _, err := st.Process(ctx, gap.ID, func(_ context.Context, _ records.Envelope, _ records.Partner, r io.Reader) (records.Plan, error) {
-		_, err := io.ReadAll(r)
-		return records.Plan{Rows: &rowSource{}}, err
-	}); err == nil || !strings.Contains(err.Error(), "chunk 200 is missing") {
+	if _, err := apply.New(st, apply.Options{}).Open(ctx, gap.ID, false); err == nil || !strings.Contains(err.Error(), "chunk 200 is missing") {
 		t.Fatalf("processing with chunk 200 missing: %v, want an error naming it", err)
 	}
 }

@@ -100,7 +100,7 @@ func (s *Store) storeSealed(ctx context.Context, tx pgx.Tx, id int64, kind, name
 	}
 	_ = os.Remove(f.Name())
 	defer f.Close()
-	bw := bufio.NewWriterSize(f, fileBuffer)
+	bw := bufio.NewWriterSize(f, FileBuffer)
 	w, err := sl.Seal(bw, name)
 	if err != nil {
 		return fmt.Errorf("seal the %s of envelope %d: %w", kind, id, err)
@@ -129,7 +129,7 @@ func (s *Store) storeSealed(ctx context.Context, tx pgx.Tx, id int64, kind, name
 	if err != nil {
 		return fmt.Errorf("store the sealed %s of envelope %d: %w", kind, id, err)
 	}
-	src := &sealedSource{chunkSource: chunkSource{id: id, r: bufio.NewReaderSize(f, fileBuffer), buf: make([]byte, chunkSize)}, kind: kind}
+	src := &sealedSource{chunkSource: chunkSource{id: id, r: bufio.NewReaderSize(f, FileBuffer), buf: make([]byte, chunkSize)}, kind: kind}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"sealed_result_chunks"}, []string{"envelope_id", "kind", "n", "data"}, src); err != nil {
 		return fmt.Errorf("store the sealed %s of envelope %d: %w", kind, id, err)
 	}
@@ -147,10 +147,10 @@ type sealedSource struct {
 func (c *sealedSource) Values() ([]any, error) { return []any{c.id, c.kind, c.n - 1, c.cur}, nil }
 
 // sealResult seals the stored result of envelope id (written in tx).
-func (s *Store) sealResult(ctx context.Context, tx pgx.Tx, env *Envelope, sl *Sealer) error {
+func (s *Store) SealResult(ctx context.Context, tx pgx.Tx, env *Envelope, sl *Sealer) error {
 	name := ResultName(PlainName(env.FileName))
 	return s.storeSealed(ctx, tx, env.ID, SealedResult, name, sl, func(w io.Writer) error {
-		return writeChunks(ctx, tx, w, fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
+		return writeChunks(ctx, tx, ResultWriter(*env, w), fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
 	})
 }
 
@@ -158,7 +158,7 @@ func (s *Store) sealResult(ctx context.Context, tx pgx.Tx, env *Envelope, sl *Se
 // whose results go back sealed and that have none sealed yet: those the
 // trigger on exceptions wrote in tx. Without a sealer (Options.Sealer)
 // they stay plain.
-func (s *Store) sealReviews(ctx context.Context, tx pgx.Tx, partner string) error {
+func (s *Store) SealReviews(ctx context.Context, tx pgx.Tx, partner string) error {
 	if s.sealer == nil {
 		return nil
 	}
@@ -215,7 +215,7 @@ func (s *Store) Sealed(ctx context.Context, id int64, kind string) (SealedInfo, 
 }
 
 // WriteSealed streams the stored sealed result (or review report) of the
-// envelope id (not following replays: give the outcome's id) to w.
+// envelope id (not following repeats: give the outcome's id) to w.
 func (s *Store) WriteSealed(ctx context.Context, id int64, kind string, w io.Writer) error {
 	return writeChunks(ctx, s.pool, w, fmt.Sprintf("sealed %s of envelope %d", kind, id), sqlSealedResultChunks, id, kind)
 }

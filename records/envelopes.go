@@ -24,16 +24,19 @@ var (
 	sqlInsertEnvelopeClientTime = query("InsertEnvelopeClientTime")
 	sqlClaimSubmissionKey       = query("ClaimSubmissionKey")
 	sqlFirstOfSubmissionKey     = query("FirstOfSubmissionKey")
-	sqlMarkReplay               = query("MarkReplay")
-	sqlDropReplayChunks         = query("DropReplayChunks")
+	sqlMarkRepeat               = query("MarkRepeat")
+	sqlDropRepeatChunks         = query("DropRepeatChunks")
 	sqlMarkIncomplete           = query("MarkIncomplete")
 )
 
 // Envelope statuses; see the envelopes table in migrations for their meaning.
+// A repeat (the same file sent again under its key) has the status
+// "replay", a word partners see in the HTTP API's listings and that stays;
+// it is not a leg replay (replay.go), which corrects rows of a submission.
 const (
 	StatusReceived   = "received"
 	StatusProcessed  = "processed"
-	StatusReplay     = "replay"
+	StatusRepeat     = "replay"
 	StatusKeyReuse   = "key_reuse"
 	StatusIncomplete = "incomplete"
 )
@@ -49,11 +52,17 @@ type Envelope struct {
 	Source     string         `json:"source"`
 	ReceivedAt time.Time      `json:"received_at"`
 	Status     string         `json:"status"`
-	ReplayOf   int64          `json:"replay_of,omitempty"`
+	RepeatOf   int64          `json:"replay_of,omitempty"`
 	Seq        *int64         `json:"seq,omitempty"`
 	Counts     map[string]int `json:"counts,omitempty"`
 	ResultSize int64          `json:"result_size"`
-	// Applied is set by Process when this call did the work (rather than
+	// ProfileVersion is the partner profile version the file was read
+	// with (0: none).
+	ProfileVersion int `json:"profile_version,omitempty"`
+	// ResultFormat is the format its result is served in: "" (csv) or
+	// normalize.ResultsCSVExcel, as its profile asked when it was read.
+	ResultFormat string `json:"result_format,omitempty"`
+	// Applied is set by processing (apply.Job.Apply) when this call did the work (rather than
 	// finding the envelope already done).
 	Applied bool `json:"-"`
 }
@@ -88,11 +97,11 @@ type Incoming struct {
 	Stream *Stream
 	// Identity, when set, is what the submission key is claimed with
 	// instead of SHA256: an OpenPGP upload's plaintext hash, so that the
-	// same payroll encrypted again (other bytes) is a replay, and other
+	// same payroll encrypted again (other bytes) is a repeat, and other
 	// plaintext under the key a key reuse.
 	Identity []byte
 	// PGP, when set, is what the OpenPGP upload was, recorded with the
-	// envelope (for every status: a replay's keys are audited too).
+	// envelope (for every status: a repeat's keys are audited too).
 	PGP *EnvelopePGP
 	// Seal, when set, seals the refusal of a key reuse for the partner.
 	Seal *Sealer
@@ -100,7 +109,20 @@ type Incoming struct {
 	// finish: it is dropped in the envelope's transaction, so the file is
 	// either received or still resumable, never both nor neither.
 	Upload int64
+	// RepeatNotRecorded: a repeat of the first envelope's very bytes (the
+	// same key and the same SHA-256) is answered without being recorded:
+	// Receive returns it with Status StatusRepeat, RepeatOf the first
+	// envelope and ID 0, and writes nothing. A door whose client retries
+	// one request (HTTP's Idempotency-Key) asks for this: the retry is the
+	// same request again, not a new arrival. Other bytes under the key are
+	// recorded as ever (a replay of an OpenPGP file encrypted again, with
+	// its keys; a key reuse, for audit).
+	RepeatNotRecorded bool
 }
+
+// errRepeatNotRecorded rolls back the envelope of a repeat that is not
+// recorded (Incoming.RepeatNotRecorded).
+var errRepeatNotRecorded = errors.New("repeat not recorded")
 
 // AfterInsert runs inside the transaction that records a new envelope, so work
 // enqueued there (a processing job) commits or vanishes together with it.
@@ -110,8 +132,9 @@ type AfterInsert func(ctx context.Context, tx pgx.Tx, env Envelope) error
 //
 //   - a new key: the envelope is "received" with its bytes stored, and after
 //     runs in the same transaction (to enqueue processing);
-//   - the same key with the same bytes: a "replay" of the first envelope,
-//     whose result it shares; nothing is processed again;
+//   - the same key with the same bytes: a repeat of the first envelope
+//     (status "replay"), whose result it shares; nothing is processed again (and, with
+//     Incoming.RepeatNotRecorded, nothing recorded);
 //   - the same key with other bytes: "key_reuse", rejected with code
 //     idempotency_key_reuse; its bytes are kept for audit, nothing applied.
 //
@@ -212,22 +235,26 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 			return nil
 		}
 		var first int64
-		var firstSum []byte
+		var firstSum, firstBytes []byte
 		if err := tx.QueryRow(ctx, sqlFirstOfSubmissionKey,
-			env.PartnerID, env.Key).Scan(&first, &firstSum); err != nil {
+			env.PartnerID, env.Key).Scan(&first, &firstSum, &firstBytes); err != nil {
 			return fmt.Errorf("read submission key: %w", err)
 		}
 		if bytes.Equal(firstSum, identity) {
-			env.Status, env.ReplayOf = StatusReplay, first
-			_, err := tx.Exec(ctx, sqlMarkReplay, env.ID, first)
+			env.Status, env.RepeatOf = StatusRepeat, first
+			if in.RepeatNotRecorded && bytes.Equal(firstBytes, sum) {
+				env.ID, env.ReceivedAt = 0, time.Time{}
+				return errRepeatNotRecorded
+			}
+			_, err := tx.Exec(ctx, sqlMarkRepeat, env.ID, first)
 			if err != nil {
-				return fmt.Errorf("record replay: %w", err)
+				return fmt.Errorf("record a repeat: %w", err)
 			}
 			if st != nil {
-				// A replay keeps no bytes of its own (those of the first
+				// A repeat keeps no bytes of its own (those of the first
 				// envelope are the same).
-				if _, err := tx.Exec(ctx, sqlDropReplayChunks, env.ID); err != nil {
-					return fmt.Errorf("record replay: drop its streamed bytes: %w", err)
+				if _, err := tx.Exec(ctx, sqlDropRepeatChunks, env.ID); err != nil {
+					return fmt.Errorf("record a repeat: drop its streamed bytes: %w", err)
 				}
 			}
 			return nil
@@ -237,11 +264,11 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 			return err
 		}
 		msg := fmt.Sprintf("a different file named %q was already received (envelope %d); nothing from this file was applied: send a new payroll run under a new file name, or resend the original file unchanged", env.FileName, first)
-		if err := s.fileResult(ctx, tx, &env, normalize.ParseError{Err: normalize.CodeIdempotencyKeyReuse, Message: msg}, StatusKeyReuse); err != nil {
+		if err := s.RejectFile(ctx, tx, &env, normalize.ParseError{Err: normalize.CodeIdempotencyKeyReuse, Message: msg}, StatusKeyReuse); err != nil {
 			return err
 		}
 		if in.Seal != nil {
-			return s.sealResult(ctx, tx, &env, in.Seal)
+			return s.SealResult(ctx, tx, &env, in.Seal)
 		}
 		return nil
 	}
@@ -250,6 +277,9 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 		err = st.commit(ctx, record)
 	} else {
 		err = s.inTxWithin(ctx, "record envelope", record)
+	}
+	if errors.Is(err, errRepeatNotRecorded) {
+		return env, nil
 	}
 	if err != nil {
 		return Envelope{}, err
@@ -271,12 +301,13 @@ func (s *Store) Envelope(ctx context.Context, id int64) (Envelope, error) {
 }
 
 const envelopeColumns = `id, partner_id, file_name, submission_key, sha256, size, source, received_at, status,
-	coalesce(replay_of, 0), seq, coalesce(counts, '{}'::jsonb), coalesce(result_size, 0)`
+	coalesce(replay_of, 0), seq, coalesce(counts, '{}'::jsonb), coalesce(result_size, 0), coalesce(profile_version, 0),
+	coalesce(result_format, '')`
 
 func scanEnvelope(row pgx.Row) (Envelope, error) {
 	var e Envelope
 	err := row.Scan(&e.ID, &e.PartnerID, &e.FileName, &e.Key, &e.SHA256, &e.Size, &e.Source, &e.ReceivedAt,
-		&e.Status, &e.ReplayOf, &e.Seq, &e.Counts, &e.ResultSize)
+		&e.Status, &e.RepeatOf, &e.Seq, &e.Counts, &e.ResultSize, &e.ProfileVersion, &e.ResultFormat)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, fmt.Errorf("envelope: %w", ErrNotFound)
 	}
@@ -286,15 +317,15 @@ func scanEnvelope(row pgx.Row) (Envelope, error) {
 	return e, nil
 }
 
-// Outcome follows a replay to the envelope whose result it shares.
+// Outcome follows a repeat to the envelope whose result it shares.
 func (s *Store) Outcome(ctx context.Context, env Envelope) (Envelope, error) {
-	if env.Status == StatusReplay {
-		return s.Envelope(ctx, env.ReplayOf)
+	if env.Status == StatusRepeat {
+		return s.Envelope(ctx, env.RepeatOf)
 	}
 	return env, nil
 }
 
-// WaitDone polls until the envelope (or the one it replays) has its outcome.
+// WaitDone polls until the envelope (or the one it repeats) has its outcome.
 func (s *Store) WaitDone(ctx context.Context, id int64, poll time.Duration) (Envelope, error) {
 	for {
 		env, err := s.Envelope(ctx, id)

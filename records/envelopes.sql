@@ -26,12 +26,15 @@ INSERT INTO submissions (partner_id, submission_key, envelope_id, sha256)
 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING true;
 
 -- name: FirstOfSubmissionKey
-SELECT envelope_id, sha256 FROM submissions WHERE partner_id = $1 AND submission_key = $2;
+-- The first envelope of a key: what its key was claimed with (its
+-- identity, the plaintext's hash for OpenPGP) and the hash of its bytes.
+SELECT s.envelope_id, s.sha256, e.sha256 FROM submissions s JOIN envelopes e ON e.id = s.envelope_id
+WHERE s.partner_id = $1 AND s.submission_key = $2;
 
--- name: MarkReplay
+-- name: MarkRepeat
 UPDATE envelopes SET status = 'replay', replay_of = $2, processed_at = clock_timestamp() WHERE id = $1;
 
--- name: DropReplayChunks
+-- name: DropRepeatChunks
 DELETE FROM envelope_chunks WHERE envelope_id = $1;
 
 -- name: MarkIncomplete

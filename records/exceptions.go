@@ -24,7 +24,7 @@ var (
 )
 
 // queueWhere is the filter of the exception queue (on ExceptionFilter.args()),
-// for the bulk decisions (bulk.go), which still compose their SQL in Go.
+// for the bulk decisions (bulkdecisions.go), which still compose their SQL in Go.
 var queueWhere = fragment("queue_where")
 
 // Exception statuses.

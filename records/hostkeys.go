@@ -25,7 +25,7 @@ var (
 // The SFTP door's SSH host keys live here, not in a server's data dir, so
 // that every server on the database shows partners the same keys. The
 // store keeps them opaque: a type, a fingerprint and the key's bytes, the
-// private half sealed like webhook secrets (secretkeys.go) under its
+// private half sealed like webhook secrets (sealing.go) under its
 // fingerprint, so a sealed key copied onto another row does not open.
 
 // HostKeyState is where a host key is in its life.

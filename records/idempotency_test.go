@@ -1,9 +1,9 @@
 package records_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,42 +11,24 @@ import (
 	"github.com/payintake/payintake/records"
 )
 
-// Idempotency-Key claims on a real database, one keyed case per path of
-// ClaimIdempotencyKey and of the calls that end a claim. An expired lease is
-// made by claiming with a negative lease (it ended before it began), so no
-// case waits for a clock.
+// Idempotency-Key leases on a real database, one keyed case per path of
+// LeaseIdempotencyKey and of the calls that end a lease. A lease that ran
+// out is made by leasing with a negative duration (it ended before it
+// began), so no case waits for a clock.
 func TestIdempotencyKeys(t *testing.T) {
 	ctx := context.Background()
 	const partner, key = "acme", "run-2026-11"
 	a, b := []byte("owner-a"), []byte("owner-b")
-	sum := sha256.Sum256([]byte("the request body"))
-	fp := sum[:]
-	answer := records.StoredAnswer{Code: 202, Format: "application/json", Body: []byte(`{"envelope":1}`)}
 	type step func(t *testing.T, st *records.Store)
-	claim := func(owner []byte, lease time.Duration, want records.IdemClaim) step {
+	lease := func(owner []byte, d time.Duration, want records.KeyLease) step {
 		return func(t *testing.T, st *records.Store) {
 			t.Helper()
-			got, err := st.ClaimIdempotencyKey(ctx, partner, key, owner, lease)
+			got, err := st.LeaseIdempotencyKey(ctx, partner, key, owner, d)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Claimed != want.Claimed || got.TakenOver != want.TakenOver || got.Status != want.Status ||
-				!bytes.Equal(got.Fingerprint, want.Fingerprint) || got.Answer.Code != want.Answer.Code ||
-				got.Answer.Format != want.Answer.Format || !bytes.Equal(got.Answer.Body, want.Answer.Body) ||
-				got.EnvelopeID != want.EnvelopeID {
-				t.Errorf("claim by %s: %+v, want %+v", owner, got, want)
-			}
-		}
-	}
-	complete := func(owner []byte, want bool) step {
-		return func(t *testing.T, st *records.Store) {
-			t.Helper()
-			ok, err := st.CompleteIdempotencyKey(ctx, partner, key, owner, fp, 0, answer)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ok != want {
-				t.Errorf("complete by %s: %v, want %v", owner, ok, want)
+			if got != want {
+				t.Errorf("lease by %s: %+v, want %+v", owner, got, want)
 			}
 		}
 	}
@@ -82,23 +64,42 @@ func TestIdempotencyKeys(t *testing.T) {
 			}
 		}
 	}
-	claimed := records.IdemClaim{Claimed: true}
-	busy := records.IdemClaim{Status: records.IdemInProgress}
-	done := records.IdemClaim{Status: records.IdemDone, Fingerprint: fp, Answer: answer}
+	// receive records the key's submission; process gives it its outcome.
+	var received records.Envelope
+	receive := func(t *testing.T, st *records.Store) {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "body")
+		if err := os.WriteFile(path, []byte("employee_ref,pay_period,component,amount,currency\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env, err := st.Receive(ctx, records.Incoming{PartnerID: partner, FileName: "a.csv", Key: key, Source: "http", Path: path}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		received = env
+	}
+	process := func(t *testing.T, st *records.Store) {
+		t.Helper()
+		if _, err := st.Pool().Exec(ctx, `UPDATE envelopes SET status = 'processed' WHERE id = $1`, received.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leased := records.KeyLease{Leased: true}
+	takenOver := records.KeyLease{Leased: true, TakenOver: true}
+	busy := records.KeyLease{}
 	for name, steps := range map[string][]step{
-		"a new key is claimed":                               {claim(a, time.Minute, claimed)},
-		"a key under another's live lease is busy":           {claim(a, time.Minute, claimed), claim(b, time.Minute, busy)},
-		"an expired lease is taken over":                     {claim(a, -time.Second, claimed), claim(b, time.Minute, records.IdemClaim{Claimed: true, TakenOver: true})},
-		"a completed key gives its stored answer back":       {claim(a, time.Minute, claimed), complete(a, true), claim(b, time.Minute, done)},
-		"a completed key is not taken over however old":      {claim(a, -time.Second, claimed), complete(a, true), claim(b, time.Minute, done)},
-		"the owner that lost its lease cannot complete":      {claim(a, -time.Second, claimed), claim(b, time.Minute, records.IdemClaim{Claimed: true, TakenOver: true}), complete(a, false), complete(b, true)},
-		"only the owner renews":                              {claim(a, time.Minute, claimed), renew(b, false), renew(a, true)},
-		"a released key is claimed again at once":            {claim(a, time.Minute, claimed), release(a), claim(b, time.Minute, claimed)},
-		"another's release leaves the claim":                 {claim(a, time.Minute, claimed), release(b), claim(b, time.Minute, busy)},
-		"reaping leaves a key younger than the retention":    {claim(a, time.Minute, claimed), complete(a, true), reap(time.Hour, 0), claim(b, time.Minute, done)},
-		"reaping removes an old done key":                    {claim(a, time.Minute, claimed), complete(a, true), reap(-time.Second, 1), claim(b, time.Minute, claimed)},
-		"reaping leaves an old key under a live lease":       {claim(a, time.Minute, claimed), reap(-time.Second, 0), claim(b, time.Minute, busy)},
-		"reaping removes an old key whose lease has run out": {claim(a, -time.Second, claimed), reap(-time.Second, 1), claim(b, time.Minute, claimed)},
+		"a new key is leased":                               {lease(a, time.Minute, leased)},
+		"a key under another's live lease is busy":          {lease(a, time.Minute, leased), lease(b, time.Minute, busy)},
+		"a lease that ran out is taken over":                {lease(a, -time.Second, leased), lease(b, time.Minute, takenOver)},
+		"a live lease on a waiting submission is busy":      {lease(a, time.Minute, leased), receive, lease(b, time.Minute, busy)},
+		"a live lease on a processed submission is taken":   {lease(a, time.Minute, leased), receive, process, lease(b, time.Minute, takenOver)},
+		"the holder that lost its lease cannot renew it":    {lease(a, -time.Second, leased), lease(b, time.Minute, takenOver), renew(a, false), renew(b, true)},
+		"only the holder renews":                            {lease(a, time.Minute, leased), renew(b, false), renew(a, true)},
+		"a released key is leased again at once":            {lease(a, time.Minute, leased), release(a), lease(b, time.Minute, leased)},
+		"another's release leaves the lease":                {lease(a, time.Minute, leased), release(b), lease(b, time.Minute, busy)},
+		"reaping leaves a lease younger than the retention": {lease(a, -time.Second, leased), reap(time.Hour, 0), lease(b, time.Minute, takenOver)},
+		"reaping leaves an old key under a live lease":      {lease(a, time.Minute, leased), reap(-time.Second, 0), lease(b, time.Minute, busy)},
+		"reaping removes an old lease that ran out":         {lease(a, -time.Second, leased), reap(-time.Second, 1), lease(b, time.Minute, leased)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			st := pgtest.Store(t)

@@ -3,12 +3,13 @@ package records_test
 import (
 	"context"
 	"errors"
-	"github.com/jackc/pgerrcode"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgerrcode"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"

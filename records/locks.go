@@ -33,7 +33,7 @@ func (s *Store) LockPeriod(ctx context.Context, partner, period, reason, by stri
 	period = strings.ToUpper(strings.TrimSpace(period))
 	var n int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := partnerLock(ctx, tx, partner); err != nil {
+		if err := PartnerLock(ctx, tx, partner); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, sqlLockPeriod, partner, period, reason, by); err != nil {
@@ -64,7 +64,7 @@ func (s *Store) UnlockPeriod(ctx context.Context, partner, period, by, reason st
 	}
 	var n int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := partnerLock(ctx, tx, partner); err != nil {
+		if err := PartnerLock(ctx, tx, partner); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, sqlUnlockPeriod, partner, period)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/payintake/payintake/apply/applytest"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
@@ -14,50 +15,50 @@ func TestPeriodLocks(t *testing.T) {
 	ctx := context.Background()
 	other := "2026-10"
 	for name, tc := range map[string]struct {
-		act     func(t *testing.T, h *storeHarness) (int64, error)
+		act     func(t *testing.T, h *applytest.Harness) (int64, error)
 		wantN   int64
 		wantErr error
 		locked  map[string]string // records' locked_reason by pay period ("" unlocked)
 		events  []string          // LockEvents' actions, oldest first
 	}{
 		"lock: every record of the period, none of another": {
-			act: func(t *testing.T, h *storeHarness) (int64, error) {
-				return h.st.LockPeriod(ctx, h.partner, " "+period+" ", records.LockApproved, "ops")
+			act: func(t *testing.T, h *applytest.Harness) (int64, error) {
+				return h.Store.LockPeriod(ctx, h.Partner, " "+applytest.Period+" ", records.LockApproved, "ops")
 			},
-			wantN: 2, locked: map[string]string{period: records.LockApproved, other: ""}, events: []string{"lock"},
+			wantN: 2, locked: map[string]string{applytest.Period: records.LockApproved, other: ""}, events: []string{"lock"},
 		},
 		"lock again: the new reason replaces the old": {
-			act: func(t *testing.T, h *storeHarness) (int64, error) {
-				h.lock(t)
-				return h.st.LockPeriod(ctx, h.partner, period, records.LockPaid, "ops")
+			act: func(t *testing.T, h *applytest.Harness) (int64, error) {
+				h.Lock(t)
+				return h.Store.LockPeriod(ctx, h.Partner, applytest.Period, records.LockPaid, "ops")
 			},
-			wantN: 2, locked: map[string]string{period: records.LockPaid, other: ""}, events: []string{"lock", "lock"},
+			wantN: 2, locked: map[string]string{applytest.Period: records.LockPaid, other: ""}, events: []string{"lock", "lock"},
 		},
 		"unlock: the records opened, the count recorded": {
-			act: func(t *testing.T, h *storeHarness) (int64, error) {
-				h.lock(t)
-				return h.st.UnlockPeriod(ctx, h.partner, period, "ops", "correction")
+			act: func(t *testing.T, h *applytest.Harness) (int64, error) {
+				h.Lock(t)
+				return h.Store.UnlockPeriod(ctx, h.Partner, applytest.Period, "ops", "correction")
 			},
-			wantN: 2, locked: map[string]string{period: "", other: ""}, events: []string{"lock", "unlock"},
+			wantN: 2, locked: map[string]string{applytest.Period: "", other: ""}, events: []string{"lock", "unlock"},
 		},
 		"unlock a period that is not locked": {
-			act: func(t *testing.T, h *storeHarness) (int64, error) {
-				return h.st.UnlockPeriod(ctx, h.partner, period, "ops", "correction")
+			act: func(t *testing.T, h *applytest.Harness) (int64, error) {
+				return h.Store.UnlockPeriod(ctx, h.Partner, applytest.Period, "ops", "correction")
 			},
-			wantErr: records.ErrNotLocked, locked: map[string]string{period: "", other: ""},
+			wantErr: records.ErrNotLocked, locked: map[string]string{applytest.Period: "", other: ""},
 		},
 		"unlock without saying who and why": {
-			act: func(t *testing.T, h *storeHarness) (int64, error) {
-				h.lock(t)
-				return h.st.UnlockPeriod(ctx, h.partner, period, "ops", "  ")
+			act: func(t *testing.T, h *applytest.Harness) (int64, error) {
+				h.Lock(t)
+				return h.Store.UnlockPeriod(ctx, h.Partner, applytest.Period, "ops", "  ")
 			},
-			wantErr: errAny, locked: map[string]string{period: records.LockApproved, other: ""}, events: []string{"lock"},
+			wantErr: errAny, locked: map[string]string{applytest.Period: records.LockApproved, other: ""}, events: []string{"lock"},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, "")
-			h.send(t, file{rows: []records.StagedRow{row("E1", "1.00"), row("E2", "2.00"),
-				{EmployeeRef: "E1", PayPeriod: other, Component: "BASE", Amount: "3.00", Currency: "USD", Hash: row("E1", "3.00").Hash}}})
+			h := applytest.New(t, "")
+			h.Send(t, applytest.File{Rows: []records.StagedRow{applytest.Row("E1", "1.00"), applytest.Row("E2", "2.00"),
+				{EmployeeRef: "E1", PayPeriod: other, Component: "BASE", Amount: "3.00", Currency: "USD", Hash: applytest.Row("E1", "3.00").Hash}}})
 			n, err := tc.act(t, h)
 			switch {
 			case tc.wantErr == errAny && err == nil:
@@ -74,14 +75,14 @@ func TestPeriodLocks(t *testing.T) {
 				if reason != "" {
 					want = 1
 				}
-				if got := pgtest.Count(ctx, t, h.st, `SELECT count(*) FROM period_locks WHERE pay_period = $1 AND reason = $2`, p, reason); got != want {
+				if got := pgtest.Count(ctx, t, h.Store, `SELECT count(*) FROM period_locks WHERE pay_period = $1 AND reason = $2`, p, reason); got != want {
 					t.Errorf("period %s: %d period locks with reason %q, want %d", p, got, reason, want)
 				}
-				if got := pgtest.Count(ctx, t, h.st, `SELECT count(*) FROM records WHERE pay_period = $1 AND coalesce(locked_reason, '') <> $2`, p, reason); got != 0 {
+				if got := pgtest.Count(ctx, t, h.Store, `SELECT count(*) FROM records WHERE pay_period = $1 AND coalesce(locked_reason, '') <> $2`, p, reason); got != 0 {
 					t.Errorf("period %s: %d records not locked as %q", p, got, reason)
 				}
 			}
-			evs, err := h.st.LockEvents(ctx, h.partner, "")
+			evs, err := h.Store.LockEvents(ctx, h.Partner, "")
 			if err != nil {
 				t.Fatal(err)
 			}

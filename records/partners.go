@@ -57,6 +57,9 @@ type Partner struct {
 	AllowFrom []netip.Prefix `json:"allow_from"`
 	CreatedAt time.Time      `json:"created_at"`
 	Keys      int            `json:"keys"` // active SSH keys
+	// Profile is the latest version of the partner's profile (nil: none):
+	// how its files' headers and codes map onto payintake's.
+	Profile *PartnerProfile `json:"profile,omitempty"`
 }
 
 // What a row whose employee_ref has no employee mapping gets (a partner's
@@ -121,6 +124,27 @@ type PartnerUpdate struct {
 	// keys (the first is the one results are encrypted to); the others are
 	// kept as replaced.
 	PGPKeys *[]PartnerPGPKey
+}
+
+// Apply gives p with the file settings u sets (delimiter, decimal comma,
+// date format, currency, file pattern, mode, unknown employee), unstored:
+// a preview reads a sample as if they were set.
+func (u PartnerUpdate) Apply(p Partner) Partner {
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&p.Delimiter, u.Delimiter)
+	set(&p.DateFormat, u.DateFormat)
+	set(&p.Currency, u.Currency)
+	set(&p.FilePattern, u.FilePattern)
+	set(&p.Mode, u.Mode)
+	set(&p.UnknownEmployee, u.UnknownEmployee)
+	if u.DecimalComma != nil {
+		p.DecimalComma = *u.DecimalComma
+	}
+	return p
 }
 
 // columns gives the partners columns u sets, with their values.
@@ -222,11 +246,12 @@ func updatePartner(ctx context.Context, tx pgx.Tx, id string, u PartnerUpdate) e
 }
 
 const partnerColumns = `p.id, p.name, p.delimiter, p.decimal_comma, p.date_format, p.currency, p.file_pattern, p.mode, p.unknown_employee, coalesce(p.dispatch_target, ''), coalesce(p.notify_url, ''), p.allow_from, p.pgp, p.created_at,
-	(SELECT count(*) FROM partner_keys k WHERE k.partner_id = p.id AND k.revoked_at IS NULL)`
+	(SELECT count(*) FROM partner_keys k WHERE k.partner_id = p.id AND k.revoked_at IS NULL),
+	(SELECT ` + profileJSON + ` FROM partner_profiles pp WHERE pp.partner_id = p.id ORDER BY pp.version DESC LIMIT 1)`
 
 func scanPartner(row pgx.Row) (Partner, error) {
 	var p Partner
-	err := row.Scan(&p.ID, &p.Name, &p.Delimiter, &p.DecimalComma, &p.DateFormat, &p.Currency, &p.FilePattern, &p.Mode, &p.UnknownEmployee, &p.Target, &p.NotifyURL, &p.AllowFrom, &p.PGP, &p.CreatedAt, &p.Keys)
+	err := row.Scan(&p.ID, &p.Name, &p.Delimiter, &p.DecimalComma, &p.DateFormat, &p.Currency, &p.FilePattern, &p.Mode, &p.UnknownEmployee, &p.Target, &p.NotifyURL, &p.AllowFrom, &p.PGP, &p.CreatedAt, &p.Keys, &p.Profile)
 	return p, err
 }
 

@@ -2,7 +2,9 @@ package records
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -14,12 +16,27 @@ var (
 	sqlStoreFileRejectResult = query("StoreFileRejectResult")
 	sqlCloseRejectedEnvelope = query("CloseRejectedEnvelope")
 	sqlRecordFailure         = query("RecordFailure")
+
+	sqlLockEnvelopeForProcessing = query("LockEnvelopeForProcessing")
+	sqlCloseEnvelope             = query("CloseEnvelope")
 )
+
+// The temporary tables processing stages a file's rows into (processing.sql),
+// created in the processing transaction and dropped at its commit.
+var (
+	StageDDL      = query("CreateStage")
+	ClassifiedDDL = query("CreateClassified")
+	EmpRefsDDL    = query("CreateEmpRefs")
+	EmpDDL        = query("CreateEmp")
+)
+
+// TempTables are processing's temporary tables, in the order it creates them.
+var TempTables = []string{StageDDL, ClassifiedDDL, EmpRefsDDL, EmpDDL}
 
 // fileResult stores a one-row result for a file rejected as a whole and
 // closes the envelope with status. Its line is written by result_line, as
 // every line of a result file.
-func (s *Store) fileResult(ctx context.Context, tx pgx.Tx, env *Envelope, fr normalize.ParseError, status string) error {
+func (s *Store) RejectFile(ctx context.Context, tx pgx.Tx, env *Envelope, fr normalize.ParseError, status string) error {
 	env.Status = status
 	env.Counts = map[string]int{string(OutcomeRejected): 1}
 	err := tx.QueryRow(ctx, sqlStoreFileRejectResult, env.ID, ResultHeader, fr.StartLine, string(fr.Code()), fr.Field,
@@ -49,3 +66,63 @@ func (s *Store) RecordFailure(ctx context.Context, id int64, cause error) error 
 	}
 	return nil
 }
+
+// LockForProcessing reads envelope id in tx, locked for processing, and
+// when it is still to be processed takes its partner's lock and reads the
+// partner: todo is false for an envelope that already has its outcome. An
+// envelope another transaction is processing gives ErrBusy at once, rather
+// than waiting with a connection held. With ifPartnerFree, a partner whose
+// lock another transaction holds gives ErrPartnerBusy at once (env says
+// whose partner) instead of waiting.
+func (s *Store) LockForProcessing(ctx context.Context, tx pgx.Tx, id int64, ifPartnerFree bool) (env Envelope, p Partner, todo bool, err error) {
+	// NO KEY UPDATE: recording a replay of this envelope takes a key
+	// share lock on it (replay_of's foreign key), which must not make
+	// its processor look busy.
+	env, err = scanEnvelope(tx.QueryRow(ctx, sqlLockEnvelopeForProcessing, id))
+	if errors.Is(err, ErrNotFound) {
+		// Locked by another transaction, or not there at all: asked in tx,
+		// so that a busy envelope costs no second connection.
+		if _, err := scanEnvelope(tx.QueryRow(ctx, sqlEnvelope, id)); err != nil {
+			return env, p, false, err
+		}
+		return env, p, false, ErrBusy
+	}
+	if err != nil || env.Status != StatusReceived {
+		return env, p, false, err
+	}
+	if ifPartnerFree {
+		err = PartnerTryLock(ctx, tx, env.PartnerID)
+	} else {
+		err = PartnerLock(ctx, tx, env.PartnerID)
+	}
+	if err != nil {
+		return env, p, false, err
+	}
+	if p, err = scanPartner(tx.QueryRow(ctx, sqlPartner, env.PartnerID)); err != nil {
+		return env, p, false, fmt.Errorf("read partner %q: %w", env.PartnerID, err)
+	}
+	if err := recordProfileVersion(ctx, tx, &env, p); err != nil {
+		return env, p, false, err
+	}
+	return env, p, true, nil
+}
+
+// CopyEnvelopeBytes writes the bytes of envelope id, as received, to w
+// through tx (one query, its chunks written as they come).
+func CopyEnvelopeBytes(ctx context.Context, tx pgx.Tx, id int64, w io.Writer) error {
+	return copyEnvelopeBytes(ctx, tx, id, w)
+}
+
+// CloseEnvelope marks env processed with its counts and the size of the
+// result stored in tx.
+func CloseEnvelope(ctx context.Context, tx pgx.Tx, env *Envelope, counts map[string]int) error {
+	env.Counts = counts
+	env.Status = StatusProcessed
+	if err := tx.QueryRow(ctx, sqlCloseEnvelope, env.ID, counts, env.Seq).Scan(&env.ResultSize); err != nil {
+		return fmt.Errorf("close envelope: %w", err)
+	}
+	return nil
+}
+
+// SpoolDir is where temporary copies of envelopes go (Options.SpoolDir).
+func (s *Store) SpoolDir() string { return s.spoolDir }

@@ -1,7 +1,6 @@
 package records
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -43,7 +42,7 @@ var (
 // business event (which submission, which row). Only rows that were
 // rejected or held in the submission may be replayed. Each leg is staged,
 // classified and applied by the very statements of a file's rows
-// (classify.go) and gets its own outcome. A leg whose latest outcome is
+// (apply/classify.go) and gets its own outcome. A leg whose latest outcome is
 // anything but rejected is settled: replaying it again returns that outcome
 // and applies nothing, which the leg key's primary key in replay_legs
 // decides (the claim is an upsert that leaves a settled leg alone).
@@ -94,10 +93,10 @@ type ReplayResult struct {
 	Result []byte // the replay's result file (CSV, the result header)
 }
 
-// ReplayAnswer is the stored answer to a replay request.
+// ReplayAnswer is the stored answer to a leg replay request.
 type ReplayAnswer struct {
 	StoredAnswer
-	Replayed bool // a repeat of a request already answered: the first answer
+	Repeated bool // a repeat of a request already answered: the first answer
 }
 
 // ReplayAnswerFunc gives the door's answer to what a replay did; Replay
@@ -126,169 +125,115 @@ func (e *NotReplayableError) Error() string {
 	return b.String() + ". Only rows that were rejected or held in this submission can be replayed, once each per request; nothing was applied"
 }
 
-// Replay applies a replay in one transaction under the partner lock: the
-// claim of its key, every leg's effects, the legs' latest outcomes and the
-// stored answer commit together.
-func (s *Store) Replay(ctx context.Context, req ReplayRequest, answer ReplayAnswerFunc) (ReplayAnswer, error) {
-	var ans ReplayAnswer
-	sum := sha256.Sum256(req.Body)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		ans = ReplayAnswer{}
-		if err := partnerLock(ctx, tx, req.PartnerID); err != nil {
-			return err
-		}
-		var firstSum []byte
-		err := tx.QueryRow(ctx, sqlReplayAnswer, req.PartnerID, req.Of.ID, req.Key).
-			Scan(&firstSum, &ans.Code, &ans.Format, &ans.Body)
-		if err == nil {
-			if !bytes.Equal(firstSum, sum[:]) {
-				return ErrReplayKeyReuse
-			}
-			ans.Replayed = true
-			return nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("read replay key: %w", err)
-		}
-		res, err := s.replay(ctx, tx, req, sum[:])
-		if err != nil {
-			return err
-		}
-		ans.StoredAnswer = answer(res)
-		if _, err := tx.Exec(ctx, sqlCompleteReplay,
-			res.ID, res.Counts, res.Result, ans.Code, ans.Format, ans.Body); err != nil {
-			return fmt.Errorf("store replay answer: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return ReplayAnswer{}, fmt.Errorf("replay legs of envelope %d: %w", req.Of.ID, err)
+// ReplayAnswerOf reads the stored answer to partner's replay of envelope of
+// under key, and the SHA-256 of the body it answered; found is false when
+// the key is new.
+func ReplayAnswerOf(ctx context.Context, tx pgx.Tx, partner string, of int64, key string) (sum []byte, ans StoredAnswer, found bool, err error) {
+	err = tx.QueryRow(ctx, sqlReplayAnswer, partner, of, key).Scan(&sum, &ans.Code, &ans.Format, &ans.Body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ans, false, nil
 	}
-	return ans, nil
+	if err != nil {
+		return nil, ans, false, fmt.Errorf("read replay key: %w", err)
+	}
+	return sum, ans, true, nil
 }
 
-func (s *Store) replay(ctx context.Context, tx pgx.Tx, req ReplayRequest, sum []byte) (ReplayResult, error) {
-	res := ReplayResult{Of: req.Of.ID, Counts: map[string]int{}}
+// InsertReplay records req (its body's SHA-256 sum) and returns its id.
+func InsertReplay(ctx context.Context, tx pgx.Tx, req ReplayRequest, sum []byte) (int64, error) {
+	var id int64
 	if err := tx.QueryRow(ctx, sqlInsertReplay,
-		req.PartnerID, req.Of.ID, req.Key, req.Source, sum, req.Body).Scan(&res.ID); err != nil {
-		return res, fmt.Errorf("record replay: %w", err)
+		req.PartnerID, req.Of.ID, req.Key, req.Source, sum, req.Body).Scan(&id); err != nil {
+		return 0, fmt.Errorf("record replay: %w", err)
 	}
+	return id, nil
+}
 
-	// Which rows may be replayed: those rejected or held in the submission.
-	wanted := make([]int, 0, len(req.Legs))
-	for _, l := range req.Legs {
-		wanted = append(wanted, l.Row)
-	}
-	orig, err := resultRowsAt(ctx, tx, req.Of.ID, wanted)
+// ClaimReplayLegs claims the legs (keys, rows) of envelope of for replay
+// id: the upsert leaves settled legs alone, so the rows it returns are
+// those this replay may apply.
+func ClaimReplayLegs(ctx context.Context, tx pgx.Tx, partner string, of, id int64, keys [][]byte, rows []int) (map[int]bool, error) {
+	r, err := tx.Query(ctx, sqlClaimReplayLegs, partner, of, id, keys, rows)
 	if err != nil {
-		return res, err
+		return nil, fmt.Errorf("claim legs: %w", err)
 	}
-	refused := &NotReplayableError{}
-	seen := map[int]bool{}
-	for _, l := range req.Legs {
-		o, ok := orig[l.Row]
-		switch {
-		case seen[l.Row]:
-			refused.Rows, refused.Reasons = append(refused.Rows, l.Row), append(refused.Reasons, "is named twice in this request")
-		case !ok || l.Row < 1:
-			refused.Rows, refused.Reasons = append(refused.Rows, l.Row), append(refused.Reasons, "is not a row of this submission")
-		case o.Outcome != OutcomeRejected && o.Outcome != OutcomeHeld:
-			refused.Rows, refused.Reasons = append(refused.Rows, l.Row), append(refused.Reasons, "was "+string(o.Outcome))
-		}
-		seen[l.Row] = true
-	}
-	if len(refused.Rows) > 0 {
-		return res, refused
-	}
-
-	// Claim the legs: the upsert leaves settled legs alone, so what it
-	// returns is what this replay may apply.
-	keys := make([][]byte, len(req.Legs))
-	for i, l := range req.Legs {
-		keys[i] = LegKey(req.Of.Key, l.Row)
-	}
-	rows, err := tx.Query(ctx, sqlClaimReplayLegs, req.PartnerID, req.Of.ID, res.ID, keys, wanted)
+	claimedRows, err := pgx.CollectRows(r, pgx.RowTo[int32])
 	if err != nil {
-		return res, fmt.Errorf("claim legs: %w", err)
-	}
-	claimedRows, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-	if err != nil {
-		return res, fmt.Errorf("claim legs: %w", err)
+		return nil, fmt.Errorf("claim legs: %w", err)
 	}
 	claimed := map[int]bool{}
 	for _, r := range claimedRows {
 		claimed[int(r)] = true
 	}
-
-	lines := map[int]string{}
-	if len(claimed) > 0 {
-		if _, err := tx.Exec(ctx, stageDDL); err != nil {
-			return res, fmt.Errorf("create stage: %w", err)
-		}
-		var buf []byte
-		for _, l := range req.Legs {
-			if claimed[l.Row] {
-				st := l.Staged
-				st.Row, st.Line = l.Row, orig[l.Row].Line
-				buf = appendStageRow(buf, &st, keyHash(&st), nil)
-			}
-		}
-		if err := copyText(ctx, tx.Conn(), "stage", stageColumns, bytes.NewReader(buf)); err != nil {
-			return res, fmt.Errorf("stage legs: %w", err)
-		}
-		args := pgx.NamedArgs{"partner": req.PartnerID, "seq": req.Of.Seq, "env": req.Of.ID,
-			"by": fmt.Sprintf("replay %d of envelope %d", res.ID, req.Of.ID), "file_rejected": false, "header": ResultHeader}
-		if _, err := classifyAndApply(ctx, tx, args, req.Of.Seq != nil, false); err != nil {
-			return res, err
-		}
-		if _, err := tx.Exec(ctx, sqlSettleReplayLegs, req.Of.ID); err != nil {
-			return res, fmt.Errorf("record leg outcomes: %w", err)
-		}
-	}
-	rows, err = tx.Query(ctx, sqlReplayLegLines,
-		req.Of.ID, wanted)
-	if err != nil {
-		return res, fmt.Errorf("read leg outcomes: %w", err)
-	}
-	producer := map[int]int64{}
-	for rows.Next() {
-		var r int
-		var line string
-		var by int64
-		if err := rows.Scan(&r, &line, &by); err != nil {
-			rows.Close()
-			return res, fmt.Errorf("read leg outcomes: %w", err)
-		}
-		lines[r], producer[r] = line, by
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return res, fmt.Errorf("read leg outcomes: %w", err)
-	}
-
-	var out bytes.Buffer
-	out.WriteString(ResultHeader)
-	for i, l := range req.Legs {
-		line := lines[l.Row] + "\n"
-		out.WriteString(line)
-		parsed, err := parseResultChunk([]byte(line))
-		if err != nil || len(parsed) != 1 {
-			return res, fmt.Errorf("leg outcome of row %d: %v", l.Row, err)
-		}
-		parsed[0].ReplayID = producer[l.Row]
-		res.Legs = append(res.Legs, LegResult{ResultRow: parsed[0], LegKey: keys[i], Settled: !claimed[l.Row]})
-		res.Counts[string(parsed[0].Outcome)]++
-	}
-	res.Result = out.Bytes()
-	return res, nil
+	return claimed, nil
 }
 
-// resultRowsAt reads the given rows of an envelope's stored result, reading
+// SettleReplayLegs records the classified legs' outcomes and lines; a leg
+// is settled unless it was rejected.
+func SettleReplayLegs(ctx context.Context, tx pgx.Tx, of int64) error {
+	if _, err := tx.Exec(ctx, sqlSettleReplayLegs, of); err != nil {
+		return fmt.Errorf("record leg outcomes: %w", err)
+	}
+	return nil
+}
+
+// ReplayLegLines reads the latest result line of each of the rows of
+// envelope of, and the replay that wrote it.
+func ReplayLegLines(ctx context.Context, tx pgx.Tx, of int64, rows []int) (lines map[int]string, producer map[int]int64, err error) {
+	r, err := tx.Query(ctx, sqlReplayLegLines, of, rows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read leg outcomes: %w", err)
+	}
+	defer r.Close()
+	lines, producer = map[int]string{}, map[int]int64{}
+	for r.Next() {
+		var n int
+		var line string
+		var by int64
+		if err := r.Scan(&n, &line, &by); err != nil {
+			return nil, nil, fmt.Errorf("read leg outcomes: %w", err)
+		}
+		lines[n], producer[n] = line, by
+	}
+	if err := r.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read leg outcomes: %w", err)
+	}
+	return lines, producer, nil
+}
+
+// CompleteReplay stores a replay's counts and result, and the door's
+// answer to it, replayed verbatim to a repeat of the request.
+func CompleteReplay(ctx context.Context, tx pgx.Tx, res ReplayResult, ans StoredAnswer) error {
+	if _, err := tx.Exec(ctx, sqlCompleteReplay,
+		res.ID, res.Counts, res.Result, ans.Code, ans.Format, ans.Body); err != nil {
+		return fmt.Errorf("store replay answer: %w", err)
+	}
+	return nil
+}
+
+// CloseReplayFile stores the result of a replay file (envelope env) as the
+// replay's and the envelope's, and closes the envelope processed.
+func CloseReplayFile(ctx context.Context, tx pgx.Tx, env *Envelope, res ReplayResult) error {
+	if _, err := tx.Exec(ctx, sqlStoreReplayCounts, res.ID, res.Counts, res.Result); err != nil {
+		return fmt.Errorf("store replay result: %w", err)
+	}
+	if _, err := tx.Exec(ctx, sqlStoreReplayFileResult, env.ID, res.Result); err != nil {
+		return fmt.Errorf("store result: %w", err)
+	}
+	env.Status, env.Counts, env.ResultSize = StatusProcessed, res.Counts, int64(len(res.Result))
+	if _, err := tx.Exec(ctx, sqlCloseReplayFile,
+		env.ID, env.Counts, env.ResultSize); err != nil {
+		return fmt.Errorf("close envelope: %w", err)
+	}
+	return nil
+}
+
+// ResultRowsAt reads the given rows of an envelope's stored result, reading
 // only the chunks that hold them.
-func resultRowsAt(ctx context.Context, tx pgx.Tx, id int64, want []int) (map[int]ResultRow, error) {
+func ResultRowsAt(ctx context.Context, tx pgx.Tx, id int64, want []int) (map[int]ResultRow, error) {
 	var chunks []int32
 	for _, r := range want {
-		if c := int32(r / resultRowsPerChunk); !slices.Contains(chunks, c) {
+		if c := int32(r / ResultRowsPerChunk); !slices.Contains(chunks, c) {
 			chunks = append(chunks, c)
 		}
 	}
@@ -378,50 +323,6 @@ func (s *Store) WriteLatestResult(ctx context.Context, id int64, latest map[int]
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read result of envelope %d: %w", id, err)
-	}
-	return nil
-}
-
-// ReplayPlan is a replay file's legs and the submission they replay.
-type ReplayPlan struct {
-	Of   Envelope // the submission (its outcome envelope)
-	Legs []Leg
-}
-
-// applyReplayFile applies a replay file (envelope env, locked, partner
-// locked) as one replay of plan.Of keyed by the file's submission key: its
-// result file is the replay's result. A file naming rows that may not be
-// replayed is rejected whole (row_not_replayable) and applies nothing.
-func (s *Store) applyReplayFile(ctx context.Context, tx pgx.Tx, env *Envelope, plan ReplayPlan) error {
-	sp, err := tx.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("savepoint: %w", err)
-	}
-	res, err := s.replay(ctx, sp, ReplayRequest{PartnerID: env.PartnerID, Of: plan.Of, Key: env.Key, Source: env.Source,
-		Body: []byte{}, Legs: plan.Legs}, env.SHA256)
-	var nr *NotReplayableError
-	if errors.As(err, &nr) {
-		if rbErr := sp.Rollback(ctx); rbErr != nil {
-			return fmt.Errorf("roll back replay: %w", rbErr)
-		}
-		return s.fileResult(ctx, tx, env, normalize.ParseError{Err: normalize.CodeRowNotReplayable, Field: "row", Message: nr.Error()}, StatusProcessed)
-	}
-	if err != nil {
-		return err
-	}
-	if err := sp.Commit(ctx); err != nil {
-		return fmt.Errorf("release savepoint: %w", err)
-	}
-	if _, err := tx.Exec(ctx, sqlStoreReplayCounts, res.ID, res.Counts, res.Result); err != nil {
-		return fmt.Errorf("store replay result: %w", err)
-	}
-	if _, err := tx.Exec(ctx, sqlStoreReplayFileResult, env.ID, res.Result); err != nil {
-		return fmt.Errorf("store result: %w", err)
-	}
-	env.Status, env.Counts, env.ResultSize = StatusProcessed, res.Counts, int64(len(res.Result))
-	if _, err := tx.Exec(ctx, sqlCloseReplayFile,
-		env.ID, env.Counts, env.ResultSize); err != nil {
-		return fmt.Errorf("close envelope: %w", err)
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ var (
 const ResultHeader = normalize.ResultHeader
 
 // WriteResult streams the stored result file of an envelope (following a
-// replay to its original) to w, as the partner reads it: sealed, when it
+// repeat to its original) to w, as the partner reads it: sealed, when it
 // was sealed for the partner (ResultFile.Sealed). The bytes are the ones
 // stored when the envelope was processed, so every read gives the same
 // bytes.
@@ -52,7 +52,7 @@ func (s *Store) writeResult(ctx context.Context, id int64, w io.Writer, sealed b
 			return s.WriteSealed(ctx, env.ID, SealedResult, w)
 		}
 	}
-	return writeChunks(ctx, s.pool, w, fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
+	return writeChunks(ctx, s.pool, ResultWriter(env, w), fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
 }
 
 // ResultRow is one row of a result file, as its cells say.
@@ -72,10 +72,10 @@ type ResultRow struct {
 	ReplayID int64 `json:"replay_id,omitempty"`
 }
 
-// resultRowsPerChunk is how many rows each stored result chunk holds:
+// ResultRowsPerChunk is how many rows each stored result chunk holds:
 // chunk n holds rows n*4096 to n*4096+4095, whether the database built the
-// result (resultFileSQL) or staging's lines were stored (resultLines).
-const resultRowsPerChunk = 4096
+// result (apply's resultFileSQL) or staging's lines were stored (apply's resultLines).
+const ResultRowsPerChunk = 4096
 
 // ResultRows reads the rows of the stored result of envelope id whose row
 // index is above after (-1 for the first page: a whole-file rejection is
@@ -84,7 +84,7 @@ const resultRowsPerChunk = 4096
 // It reads only the result chunks from the one holding row after+1 on.
 func (s *Store) ResultRows(ctx context.Context, id int64, after, limit int, view func(ResultRow) (ResultRow, bool)) (out []ResultRow, more bool, err error) {
 	rows, err := s.pool.Query(ctx, sqlResultChunksFrom,
-		id, (after+1)/resultRowsPerChunk)
+		id, (after+1)/ResultRowsPerChunk)
 	if err != nil {
 		return nil, false, fmt.Errorf("read result of envelope %d: %w", id, err)
 	}
@@ -137,3 +137,7 @@ func parseResultChunk(data []byte) ([]ResultRow, error) {
 
 // IsOutcome reports whether o is one of the row outcomes.
 func IsOutcome(o string) bool { return Outcome(o).Valid() }
+
+// ParseResultRows reads the rows of result lines (a header line, if any,
+// is skipped).
+func ParseResultRows(data []byte) ([]ResultRow, error) { return parseResultChunk(data) }

@@ -64,7 +64,7 @@ func PlainName(fileName string) string {
 type ResultFile struct {
 	Name       string // NAME.result.csv
 	EnvelopeID int64  // the upload it answers
-	OutcomeID  int64  // the envelope whose stored result it is (differs for a replay)
+	OutcomeID  int64  // the envelope whose stored result it is (differs for a repeat)
 	Size       int64  // bytes of the result file (sealed, when Sealed)
 	// Sealed: the result is stored sealed for the partner (Name ends in
 	// SealedSuffix); its bytes are read with WriteSealed.

@@ -50,7 +50,7 @@ func (s *Store) ReviewReports(ctx context.Context, partner string) ([]ReviewRepo
 }
 
 // ReviewReport writes the stored review report of an envelope (following a
-// replay to its original) to w — sealed, when it was sealed for the
+// repeat to its original) to w — sealed, when it was sealed for the
 // partner — or returns ErrNotFound while the envelope still has open
 // exceptions (or never had any).
 func (s *Store) ReviewReport(ctx context.Context, envelopeID int64, w io.Writer) error {

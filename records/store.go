@@ -36,19 +36,23 @@ var (
 // ErrNotFound is returned when a partner, envelope or exception does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrBusy is returned by LockForProcessing when another transaction is
+// processing the envelope right now. Wait for it (WaitDone) or try again later.
+var ErrBusy = errors.New("envelope is being processed by another worker")
+
+// ErrPartnerBusy is returned by PartnerTryLock when another transaction
+// holds the envelope's partner (processing another of its files, a webhook,
+// a decision): try again once it is done.
+var ErrPartnerBusy = errors.New("another transaction is writing this partner's records")
+
 // Store is a handle on the payintake database. It is safe for concurrent use.
 type Store struct {
-	pool            *pgxpool.Pool
-	log             *slog.Logger
-	spoolDir        string
-	tracer          trace.Tracer
-	keys            *secretKeyring
-	sealer          func(ctx context.Context, s *Store, partner string) (*Sealer, error)
-	stageWholeFiles bool
-	// blocks are COPY buffers kept for the next file's stageSource: a new
-	// 260 KB block for every COPY would be garbage the collector and the
-	// OS's page faults pay for with every file.
-	blocks chan []byte
+	pool     *pgxpool.Pool
+	log      *slog.Logger
+	spoolDir string
+	tracer   trace.Tracer
+	keys     *secretKeyring
+	sealer   func(ctx context.Context, s *Store, partner string) (*Sealer, error)
 	// streams holds a slot per running upload Stream: streams may hold at
 	// most a quarter of the pool's connections, so that they never starve
 	// processing and the API.
@@ -82,12 +86,6 @@ type Options struct {
 	// depend on what it does; serve's crash tests stop the process with one
 	// (internal/fault).
 	QueryTracer pgx.QueryTracer
-	// StageWholeFiles stages every row of every file, as classify reads
-	// them, instead of reading a first file twice without staging
-	// (applyDirect) or comparing a resubmission's keys first
-	// (applyCompared): the ways store the same records and result, which
-	// the tests compare.
-	StageWholeFiles bool
 	// Sealer, when set, gives the sealer of a partner's files (package
 	// intake's: OpenPGP, encrypted to the partner and signed by the
 	// platform; nil and no error when it has no keys). The review report of
@@ -122,10 +120,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
-	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName), stageWholeFiles: opts.StageWholeFiles,
+	return &Store{pool: pool, log: log, spoolDir: opts.SpoolDir, tracer: tp.Tracer(TracerName),
 		keys: &secretKeyring{load: opts.SecretKeys}, sealer: opts.Sealer, streams: make(chan struct{}, max(1, cfg.MaxConns/4)),
-		commitTimeout: cmp.Or(opts.CommitTimeout, DefaultCommitTimeout),
-		blocks:        make(chan []byte, stageBlocks+2)}, nil
+		commitTimeout: cmp.Or(opts.CommitTimeout, DefaultCommitTimeout)}, nil
 }
 
 // Pool gives the underlying connection pool (for the job queue and tests).
@@ -163,7 +160,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 
 // partnerLock serialises every write to one partner's records. It is held
 // until the end of the transaction.
-func partnerLock(ctx context.Context, tx pgx.Tx, partner string) error {
+func PartnerLock(ctx context.Context, tx pgx.Tx, partner string) error {
 	if _, err := tx.Exec(ctx, sqlPartnerLock, partner); err != nil {
 		return fmt.Errorf("lock partner %s: %w", partner, err)
 	}
@@ -172,7 +169,7 @@ func partnerLock(ctx context.Context, tx pgx.Tx, partner string) error {
 
 // partnerTryLock takes the lock of partnerLock if it is free, and returns
 // ErrPartnerBusy if another transaction holds it.
-func partnerTryLock(ctx context.Context, tx pgx.Tx, partner string) error {
+func PartnerTryLock(ctx context.Context, tx pgx.Tx, partner string) error {
 	var got bool
 	if err := tx.QueryRow(ctx, sqlPartnerTryLock, partner).Scan(&got); err != nil {
 		return fmt.Errorf("lock partner %s: %w", partner, err)

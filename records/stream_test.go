@@ -14,7 +14,7 @@ import (
 )
 
 // A streamed upload is recorded exactly as one stored from its spool: the
-// same bytes and SHA-256, one envelope; a replay keeps no bytes of its own;
+// same bytes and SHA-256, one envelope; a repeat keeps no bytes of its own;
 // a key reuse keeps its bytes for audit; an aborted stream leaves nothing;
 // a stream that does not hold the hashed bytes falls back to the spool.
 func TestStreamedReceive(t *testing.T) {
@@ -68,7 +68,7 @@ func TestStreamedReceive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if env.Status != records.StatusReplay && !bytes.Equal(got, data) {
+		if env.Status != records.StatusRepeat && !bytes.Equal(got, data) {
 			t.Fatalf("%s: stored %d bytes, not the %d sent", name, len(got), len(data))
 		}
 		return env
@@ -84,13 +84,13 @@ func TestStreamedReceive(t *testing.T) {
 	if n, want := chunksOf(a.ID), (len(data)+records.ChunkSize-1)/records.ChunkSize; n != want {
 		t.Fatalf("a.csv: %d chunks stored, want %d", n, want)
 	}
-	// 2. The same file again: a replay, its streamed bytes dropped.
+	// 2. The same file again: a repeat, its streamed bytes dropped.
 	r := receive("a.csv", path, data, stream(data))
-	if r.Status != records.StatusReplay || r.ReplayOf != a.ID {
-		t.Fatalf("a.csv again: status %s replay_of %d, want replay of %d", r.Status, r.ReplayOf, a.ID)
+	if r.Status != records.StatusRepeat || r.RepeatOf != a.ID {
+		t.Fatalf("a.csv again: status %s replay_of %d, want a repeat of %d", r.Status, r.RepeatOf, a.ID)
 	}
 	if n := chunksOf(r.ID); n != 0 {
-		t.Fatalf("replay: %d chunks stored, want 0", n)
+		t.Fatalf("repeat: %d chunks stored, want 0", n)
 	}
 	// 3. Other bytes under the same name: key reuse, bytes kept for audit.
 	path2, data2 := file("a2.csv", 100, 2)

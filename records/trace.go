@@ -41,7 +41,7 @@ func (s *Store) Tracer() trace.Tracer { return s.tracer }
 
 // startSpan starts a child span of the span in ctx (none when ctx is not
 // traced).
-func startSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+func StartSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	return trace.SpanFromContext(ctx).TracerProvider().Tracer(TracerName).Start(ctx, name, trace.WithAttributes(attrs...))
 }
 

@@ -60,9 +60,9 @@ type WebhookResult struct {
 // WebhookAnswer is the answer to a delivery.
 type WebhookAnswer struct {
 	StoredAnswer
-	// Replayed: a redelivery of a webhook-id already answered; the answer
+	// Repeated: a redelivery of a webhook-id already answered; the answer
 	// is the first one, verbatim.
-	Replayed bool
+	Repeated bool
 	// BodyMismatch: the webhook-id was answered before for another body. The
 	// body was quarantined; the answer is empty, the caller answers with
 	// Refused: the reason kept in quarantine (code webhook_id_reuse), so the
@@ -76,89 +76,63 @@ type WebhookAnswer struct {
 // answer there, with the webhook-id (see StoredAnswer).
 type WebhookAnswerFunc func(WebhookResult) StoredAnswer
 
-// DeliverWebhook claims a delivery by its webhook-id, insert-or-nothing, and
-// in the same transaction applies its change under the partner lock and
-// stores the answer answer gives. A concurrent duplicate waits on the
-// claim's primary key and then replays the stored response; if the first
-// attempt rolled back, the duplicate claims it instead.
-//
-// The change is applied only when its version is above the highest version
-// accepted for its entity; otherwise it is stale (code superseded). Against
-// the records it is classified as a CSV row is: created, unchanged, held
-// (record_locked or period_locked, with an exception for a reviewer) or
-// updated (the previous version kept in record_history, replaced_by
-// "webhook ID").
-func (s *Store) DeliverWebhook(ctx context.Context, d WebhookDelivery, answer WebhookAnswerFunc) (WebhookAnswer, error) {
-	var ans WebhookAnswer
+// ClaimWebhook claims delivery d by its webhook-id in tx, insert-or-nothing.
+// A concurrent duplicate waits on the claim's primary key; if the first
+// attempt rolled back, the duplicate claims it instead. When the webhook-id
+// was claimed before, claimed is false and ans is the first answer
+// (Replayed) or, for another body, a refusal (BodyMismatch, the body
+// quarantined for audit).
+func ClaimWebhook(ctx context.Context, tx pgx.Tx, d WebhookDelivery) (ans WebhookAnswer, claimed bool, err error) {
 	sum := sha256.Sum256(d.Body)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		ans = WebhookAnswer{}
-		var entity *string
-		var version *int64
-		if d.Change != nil {
-			entity, version = &d.Change.EntityID, &d.Change.Version
-		}
-		var claimed bool
-		err := tx.QueryRow(ctx, sqlClaimWebhookDelivery,
-			d.PartnerID, d.WebhookID, sum[:], d.Body, entity, version).Scan(&claimed)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("claim webhook %s: %w", d.WebhookID, err)
-		}
-		if !claimed {
-			var firstSum []byte
-			if err := tx.QueryRow(ctx, sqlWebhookDeliveryAnswer, d.PartnerID, d.WebhookID).
-				Scan(&firstSum, &ans.Code, &ans.Format, &ans.Body); err != nil {
-				return fmt.Errorf("read webhook %s: %w", d.WebhookID, err)
-			}
-			if bytes.Equal(firstSum, sum[:]) {
-				ans.Replayed = true
-				return nil
-			}
-			ans.BodyMismatch = true
-			ans.Refused = &normalize.RowError{Code: normalize.CodeWebhookIDReuse, Message: fmt.Sprintf(
-				"webhook-id %s was already delivered with a different body; nothing was applied and this body was kept for audit: give every new message its own webhook-id", d.WebhookID)}
-			return quarantine(ctx, tx, d, *ans.Refused)
-		}
-		var res WebhookResult
-		switch {
-		case d.Invalid != nil:
-			res.Invalid = d.Invalid
-			if err := quarantine(ctx, tx, d, *d.Invalid); err != nil {
-				return err
-			}
-		case d.Change != nil:
-			if err := partnerLock(ctx, tx, d.PartnerID); err != nil {
-				return err
-			}
-			if res, err = s.applyWebhook(ctx, tx, d.PartnerID, d.WebhookID, *d.Change); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("webhook %s: neither a change nor a reason to refuse it", d.WebhookID)
-		}
-		ans.StoredAnswer = answer(res)
-		outcome, code := res.Outcome, res.Code
-		if res.Invalid != nil {
-			outcome, code = OutcomeRejected, res.Invalid.Code
-		}
-		var recID *int64
-		if res.RecordID != 0 {
-			recID = &res.RecordID
-		}
-		_, err = tx.Exec(ctx, sqlCompleteWebhookDelivery,
-			d.PartnerID, d.WebhookID, outcome, code, recID, ans.Code, ans.Format, ans.Body)
-		if err != nil {
-			return fmt.Errorf("store answer to webhook %s: %w", d.WebhookID, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return WebhookAnswer{}, fmt.Errorf("deliver webhook %s: %w", d.WebhookID, err)
+	var entity *string
+	var version *int64
+	if d.Change != nil {
+		entity, version = &d.Change.EntityID, &d.Change.Version
 	}
-	return ans, nil
+	err = tx.QueryRow(ctx, sqlClaimWebhookDelivery,
+		d.PartnerID, d.WebhookID, sum[:], d.Body, entity, version).Scan(&claimed)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return ans, false, fmt.Errorf("claim webhook %s: %w", d.WebhookID, err)
+	}
+	if claimed {
+		return ans, true, nil
+	}
+	var firstSum []byte
+	if err := tx.QueryRow(ctx, sqlWebhookDeliveryAnswer, d.PartnerID, d.WebhookID).
+		Scan(&firstSum, &ans.Code, &ans.Format, &ans.Body); err != nil {
+		return ans, false, fmt.Errorf("read webhook %s: %w", d.WebhookID, err)
+	}
+	if bytes.Equal(firstSum, sum[:]) {
+		ans.Repeated = true
+		return ans, false, nil
+	}
+	ans.BodyMismatch = true
+	ans.Refused = &normalize.RowError{Code: normalize.CodeWebhookIDReuse, Message: fmt.Sprintf(
+		"webhook-id %s was already delivered with a different body; nothing was applied and this body was kept for audit: give every new message its own webhook-id", d.WebhookID)}
+	return ans, false, QuarantineWebhook(ctx, tx, d, *ans.Refused)
 }
 
-func quarantine(ctx context.Context, tx pgx.Tx, d WebhookDelivery, why normalize.RowError) error {
+// CompleteWebhook stores, in the transaction that claimed d, what became of
+// it and the door's answer, replayed verbatim to every redelivery.
+func CompleteWebhook(ctx context.Context, tx pgx.Tx, d WebhookDelivery, res WebhookResult, ans StoredAnswer) error {
+	outcome, code := res.Outcome, res.Code
+	if res.Invalid != nil {
+		outcome, code = OutcomeRejected, res.Invalid.Code
+	}
+	var recID *int64
+	if res.RecordID != 0 {
+		recID = &res.RecordID
+	}
+	_, err := tx.Exec(ctx, sqlCompleteWebhookDelivery,
+		d.PartnerID, d.WebhookID, outcome, code, recID, ans.Code, ans.Format, ans.Body)
+	if err != nil {
+		return fmt.Errorf("store answer to webhook %s: %w", d.WebhookID, err)
+	}
+	return nil
+}
+
+// QuarantineWebhook keeps a refused body for audit, with why it was refused.
+func QuarantineWebhook(ctx context.Context, tx pgx.Tx, d WebhookDelivery, why normalize.RowError) error {
 	_, err := tx.Exec(ctx, sqlQuarantineWebhook, d.PartnerID, d.WebhookID, d.Body, string(why.Code), why.Field, why.Message)
 	if err != nil {
 		return fmt.Errorf("quarantine webhook %s: %w", d.WebhookID, err)
@@ -191,44 +165,26 @@ func (s *Store) QuarantinedWebhooks(ctx context.Context, partner string) ([]Quar
 	return qs, nil
 }
 
-// applyWebhook decides and applies one change. The partner lock is held.
-func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID string, ch WebhookChange) (WebhookResult, error) {
-	r := ch.Row
-	res := WebhookResult{EntityID: ch.EntityID, Version: ch.Version}
+// WebhookEntityVersion is the highest version of entity accepted from
+// partner, nil when none was.
+func WebhookEntityVersion(ctx context.Context, tx pgx.Tx, partner, entity string) (*int64, error) {
 	var stored *int64
-	err := tx.QueryRow(ctx, sqlWebhookEntityVersion,
-		partner, ch.EntityID).Scan(&stored)
+	err := tx.QueryRow(ctx, sqlWebhookEntityVersion, partner, entity).Scan(&stored)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return res, fmt.Errorf("read version of entity %s: %w", ch.EntityID, err)
+		return nil, fmt.Errorf("read version of entity %s: %w", entity, err)
 	}
-	if stored != nil && ch.Version <= *stored {
-		res.Outcome, res.Code = OutcomeStale, normalize.CodeSuperseded
-		res.Message = fmt.Sprintf("version %d of entity %s is not above version %d already received, so this change was not applied",
-			ch.Version, ch.EntityID, *stored)
-		return res, nil
-	}
+	return stored, nil
+}
 
-	// The change goes through the same classification and statements as a
-	// file's rows (classify.go), as a one-row stage with no line.
-	if _, err := tx.Exec(ctx, stageDDL); err != nil {
-		return res, fmt.Errorf("create stage: %w", err)
-	}
-	r.Row, r.Line = 0, 0
-	if err := copyText(ctx, tx.Conn(), "stage", stageColumns, bytes.NewReader(appendStageRow(nil, &r, keyHash(&r), nil))); err != nil {
-		return res, fmt.Errorf("stage change: %w", err)
-	}
-	args := pgx.NamedArgs{"partner": partner, "seq": nil, "env": nil, "by": "webhook " + webhookID,
-		"file_rejected": false, "header": ResultHeader, "held": "the change"}
-	if _, err := classifyAndApply(ctx, tx, args, false, false); err != nil {
-		return res, err
-	}
+// ClassifiedWebhookChange reads what classify decided for a webhook's
+// one-row stage (the message is classify's, as for a file's row: empty
+// when the change was applied) into res.
+func ClassifiedWebhookChange(ctx context.Context, tx pgx.Tx, partner string, res *WebhookResult) error {
 	var recID *int64
-	// The message is classify's, as for a file's row (empty when the change
-	// was applied).
-	err = tx.QueryRow(ctx, sqlClassifyWebhookChange, partner).
+	err := tx.QueryRow(ctx, sqlClassifyWebhookChange, partner).
 		Scan(&res.Outcome, &res.Code, &res.Message, &recID, &res.ExceptionID, &res.EmployeeID)
 	if err != nil {
-		return res, fmt.Errorf("read outcome: %w", err)
+		return fmt.Errorf("read outcome: %w", err)
 	}
 	if recID != nil {
 		res.RecordID = *recID
@@ -236,19 +192,14 @@ func (s *Store) applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID 
 	if res.Outcome != OutcomeHeld {
 		res.ExceptionID = 0
 	}
-	if res.Outcome == OutcomeRejected {
-		// Nothing was applied or held: the same version may come again once
-		// the employee is onboarded.
-		return res, nil
-	}
+	return nil
+}
 
-	var rec *int64
-	if res.RecordID != 0 {
-		rec = &res.RecordID
+// StoreWebhookEntityVersion records version as entity's latest accepted,
+// with the record it wrote (nil: none).
+func StoreWebhookEntityVersion(ctx context.Context, tx pgx.Tx, partner, entity string, version int64, rec *int64, webhookID string) error {
+	if _, err := tx.Exec(ctx, sqlStoreWebhookEntityVersion, partner, entity, version, rec, webhookID); err != nil {
+		return fmt.Errorf("store version of entity %s: %w", entity, err)
 	}
-	if _, err := tx.Exec(ctx, sqlStoreWebhookEntityVersion,
-		partner, ch.EntityID, ch.Version, rec, webhookID); err != nil {
-		return res, fmt.Errorf("store version of entity %s: %w", ch.EntityID, err)
-	}
-	return res, nil
+	return nil
 }

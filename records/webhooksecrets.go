@@ -22,7 +22,7 @@ var (
 
 // Webhook secrets (Standard Webhooks): "whsec_" + base64 of 32 random bytes.
 // Checking an HMAC needs the key itself, so it cannot be stored as a hash:
-// it is stored sealed (secretkeys.go).
+// it is stored sealed (sealing.go).
 
 // WebhookSecretPrefix starts every webhook secret.
 const WebhookSecretPrefix = "whsec_"

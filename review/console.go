@@ -89,7 +89,7 @@ var funcs = template.FuncMap{
 
 var pages = func() map[string]*template.Template {
 	m := map[string]*template.Template{}
-	for _, name := range []string{"login", "queue", "exception", "error", "bulk", "dispatch"} {
+	for _, name := range []string{"login", "queue", "exception", "error", "bulk", "dispatch", "preview"} {
 		m[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return m
@@ -119,6 +119,8 @@ func (s *Server) routesConsole(mux *http.ServeMux) {
 	mux.HandleFunc("GET /review/exceptions/{id}", s.authConsole(s.exceptionPage))
 	mux.HandleFunc("POST /review/exceptions/{id}/decide", s.authConsole(s.decidePost))
 	mux.HandleFunc("GET /review/bulk", s.authConsole(s.bulkPage))
+	mux.HandleFunc("GET /review/preview", s.authConsole(s.previewPage))
+	mux.HandleFunc("POST /review/preview", s.authConsoleUpTo(sampleMax, s.previewPost))
 	mux.HandleFunc("POST /review/bulk", s.authConsole(s.bulkPost))
 	s.routesDispatch(mux)
 	mux.HandleFunc("/review/", func(w http.ResponseWriter, r *http.Request) {
@@ -160,6 +162,11 @@ func (s *Server) cookie(r *http.Request, value string, maxAge int) *http.Cookie 
 // authConsole requires a console session; on POST it also requires the
 // session's CSRF token in the form.
 func (s *Server) authConsole(h func(http.ResponseWriter, *http.Request, records.Session)) http.HandlerFunc {
+	return s.authConsoleUpTo(64<<10, h)
+}
+
+// authConsoleUpTo is authConsole for a form of at most limit bytes.
+func (s *Server) authConsoleUpTo(limit int64, h func(http.ResponseWriter, *http.Request, records.Session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var sess records.Session
 		c, err := r.Cookie(cookieName)
@@ -183,7 +190,11 @@ func (s *Server) authConsole(h func(http.ResponseWriter, *http.Request, records.
 		}
 		r = r.WithContext(contextWith(r, sess))
 		if r.Method == http.MethodPost {
-			r.Body = httpbody.Reader(w, r, s.bodyLimits(64<<10))
+			if r.ContentLength > limit {
+				s.consoleError(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("The form is larger than %d KiB: send less (for a sample, its first rows).", limit>>10))
+				return
+			}
+			r.Body = httpbody.Reader(w, r, s.bodyLimits(limit))
 			got := r.PostFormValue("csrf")
 			if subtle.ConstantTimeCompare([]byte(got), []byte(sess.CSRFToken)) != 1 || got == "" {
 				s.audit(r.Context(), records.AuditEntry{Actor: sess.Reviewer.Name, Via: records.ViaConsole, Action: "denied",
@@ -495,6 +506,9 @@ type exceptionView struct {
 	// PGP is how the file came, when it came as OpenPGP: encrypted to
 	// which platform key, signed by which partner key (nil: plain).
 	PGP *records.EnvelopePGP
+	// Profile is the partner profile version the file was read with
+	// (nil: none).
+	Profile *records.PartnerProfile
 }
 
 func (s *Server) exceptionView(w http.ResponseWriter, r *http.Request, sess records.Session) (exceptionView, bool) {
@@ -524,6 +538,10 @@ func (s *Server) exceptionView(w http.ResponseWriter, r *http.Request, sess reco
 		return v, false
 	} else if ok {
 		v.PGP = &pg
+	}
+	if v.Profile, err = s.envelopeProfile(r, d.EnvelopeID); err != nil {
+		s.consoleInternal(w, r, err)
+		return v, false
 	}
 	return v, true
 }

@@ -372,14 +372,14 @@ func TestReviewReport(t *testing.T) {
 		rs[0].FileName != "jan-fix.csv" || rs[0].Size != int64(len(want)) {
 		t.Fatalf("reports = %+v, %v", rs, err)
 	}
-	// A replay of the file shares the original's report.
+	// A repeat of the file shares the original's report.
 	path := f.dir + "/jan-fix.csv"
 	got2, _, err := f.in.IngestFile(f.ctx, "acme", path, "test")
-	if err != nil || got2.Status != records.StatusReplay {
-		t.Fatalf("replay: %+v %v", got2, err)
+	if err != nil || got2.Status != records.StatusRepeat {
+		t.Fatalf("repeat: %+v %v", got2, err)
 	}
 	if r, err := reviewReport(t, f, got2.ID); err != nil || r != want {
-		t.Fatalf("report of the replay: %v", err)
+		t.Fatalf("report of the repeat: %v", err)
 	}
 	// An envelope without exceptions has no report; globex sees none of acme's.
 	if _, err := reviewReport(t, f, f.env1.ID); !errors.Is(err, records.ErrNotFound) {

@@ -11,7 +11,7 @@
 #          clients of the client matrix (with JSch and a JDK to compile its
 #          client, PuTTY's psftp), Chromium, npm for the OpenAPI linter,
 #          prometheus for promtool, HAProxy for the fleet tests, GnuPG for
-#          OpenPGP interop, Python 3, Node.js, and a C compiler and
+#          OpenPGP interop, Python 3 (with openpyxl for workbooks), Node.js, and a C compiler and
 #          C library headers for the race detector (go test -race needs cgo)
 #
 # It installs only what is missing. As root it says what it runs, then runs
@@ -102,6 +102,8 @@ missing() {
 		command -v haproxy >/dev/null || need+=(haproxy)
 		# dispatch keys are checked against Python's json.dumps and Node's JSON.stringify.
 		command -v python3 >/dev/null || need+=(python3)
+		# Workbooks (workbook) are made and read back by a real spreadsheet writer.
+		/usr/bin/python3 -c 'import openpyxl' 2>/dev/null || need+=(python3-openpyxl)
 		command -v node >/dev/null || need+=(nodejs)
 	fi
 	# curl is listed once even when both of its checks want it.

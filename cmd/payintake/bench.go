@@ -99,10 +99,13 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if e.server != nil {
 		url, where = e.server.URL(), "embedded, "+g.dataDir
 	}
-	var pgVersion string
-	if err := e.store.Pool().QueryRow(ctx, `SELECT current_setting('server_version')`).Scan(&pgVersion); err != nil {
+	// The server reports its version when a connection starts: no query.
+	conn, err := e.store.Pool().Acquire(ctx)
+	if err != nil {
 		return fmt.Errorf("bench: read the server version: %w", err)
 	}
+	pgVersion := conn.Conn().PgConn().ParameterStatus("server_version")
+	conn.Release()
 	fmt.Fprintf(stdout, "machine: %s\n", machine())
 	fmt.Fprintf(stdout, "database: PostgreSQL %s (%s)\n", pgVersion, where)
 	runID := strconv.FormatInt(time.Now().Unix(), 36)

@@ -28,14 +28,14 @@ func TestIngestCLI(t *testing.T) {
 	if !strings.HasPrefix(string(res), "line,row,outcome,employee_ref,pay_period,component,amount,currency,code,field,message\n2,1,created,E00101,2026-11,BASE,4000.00,USD,,,\n") {
 		t.Errorf("result file: %s", res)
 	}
-	// The same file again is a replay with the same result bytes.
+	// The same file again is a repeat (status replay) with the same result bytes.
 	out = c.ok("ingest", "--partner", "acme", "--results-dir", results, clean)
 	if !strings.Contains(out, "replay of envelope 1") || !strings.Contains(out, "created=8") {
-		t.Errorf("replay summary: %q", out)
+		t.Errorf("repeat summary: %q", out)
 	}
 	again, _ := os.ReadFile(filepath.Join(results, "clean-first-run.result.csv"))
 	if !bytes.Equal(res, again) {
-		t.Error("replayed result file differs")
+		t.Error("the repeat's result file differs")
 	}
 	// The partner's date format and default currency apply.
 	us := c.file("us-dates.csv", "employee_ref,pay_period,component,amount,pay_date\nE9,2026-11,BASE,10.00,11/30/2026\n")

@@ -28,21 +28,21 @@ func TestContractNamesEveryResultCode(t *testing.T) {
 		}
 	}
 	add("normalize/normalize.go", regexp.MustCompile(`(?m)^\s+Code\w+\s+Code\s+= "(\w+)"`), read("normalize/normalize.go"))
-	classify := read("records/classify.go")
+	classify := read("apply/classify.go")
 	i, j := strings.Index(classify, "END AS outcome,"), strings.Index(classify, "END AS out_code,")
 	if i < 0 || j < i {
-		t.Fatal("records/classify.go: no out_code CASE found")
+		t.Fatal("apply/classify.go: no out_code CASE found")
 	}
 	// The classification statement writes the codes normalize names
 	// (sqlCode), never a word of its own, which the normalize scan missed.
 	if lit := regexp.MustCompile(`THEN '(\w+)'`).FindAllString(classify[i:j], -1); len(lit) > 0 {
-		t.Errorf("records/classify.go writes codes as SQL literals %q: name them in normalize and write them with sqlCode", lit)
+		t.Errorf("apply/classify.go writes codes as SQL literals %q: name them in normalize and write them with sqlCode", lit)
 	}
 	if !strings.Contains(classify[i:j], "sqlCode(normalize.Code") {
-		t.Fatal("records/classify.go: the out_code CASE writes no normalize code: the test no longer matches the code")
+		t.Fatal("apply/classify.go: the out_code CASE writes no normalize code: the test no longer matches the code")
 	}
 	fileRejects := regexp.MustCompile(`ParseError\{Err: normalize\.Code\("(\w+)"\)|reject\("(\w+)"`)
-	for _, rel := range []string{"records/apply.go", "records/envelopes.go", "records/replay.go", "intake/intake.go", "intake/replay.go"} {
+	for _, rel := range []string{"apply/apply.go", "apply/engine.go", "apply/replay.go", "records/envelopes.go", "records/replay.go", "intake/intake.go", "intake/replay.go"} {
 		for _, m := range fileRejects.FindAllStringSubmatch(read(rel), -1) {
 			codes[m[1]+m[2]] = rel
 		}

@@ -106,7 +106,7 @@ func TestCrashAnywhere(t *testing.T) {
 			c = srv.login(partner, keys[partner])
 			if !acked {
 				// The client saw no answer to its close: like any client,
-				// it sends the file again. A replay if it was received.
+				// it sends the file again. A repeat if it was received.
 				retried++
 				if err := c.upload(name, data); err != nil {
 					t.Fatal(err)

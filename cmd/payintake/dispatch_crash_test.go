@@ -38,6 +38,8 @@ func (c *countingVendor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mu.Unlock()
 	defer func() { c.mu.Lock(); c.inflight--; c.mu.Unlock() }()
 	if c.slow > 0 {
+		// A slow vendor: the time must really pass, so that requests
+		// overlap and a crash finds some in flight.
 		time.Sleep(c.slow)
 	}
 	c.v.ServeHTTP(w, r)

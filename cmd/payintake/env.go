@@ -162,10 +162,9 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 		return nil, err
 	}
 	e.store = st
-	if err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_secrets WHERE sealed IS NOT NULL)
-		OR EXISTS (SELECT 1 FROM ssh_host_keys) OR EXISTS (SELECT 1 FROM pgp_platform_keys)`).Scan(&sealedExist); err != nil {
+	if sealedExist, err = st.HasSealedSecrets(ctx); err != nil {
 		e.close()
-		return nil, fmt.Errorf("look for sealed webhook secrets and SSH host keys: %w", err)
+		return nil, err
 	}
 	if err := e.sealPlaintextSecrets(ctx); err != nil {
 		e.close()
@@ -203,6 +202,11 @@ func (e *env) close() {
 // does not; any other error (the database) is returned as it is.
 func (e *env) needPartner(ctx context.Context, id string) error {
 	_, err := e.store.Partner(ctx, id)
+	return partnerErr(id, err)
+}
+
+// partnerErr says how to add partner id when err is its ErrNotFound.
+func partnerErr(id string, err error) error {
 	if errors.Is(err, records.ErrNotFound) {
 		return fmt.Errorf("unknown partner %q: add it with `payintake partner add %s`", id, id)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/pgserver"
 	"github.com/payintake/payintake/records"
 )
@@ -136,23 +137,18 @@ func TestPostgresFailover(t *testing.T) {
 		t.Helper()
 		// A partner whose upload failed sends it again; a failover may
 		// cost an upload or two while the pool finds the new primary.
-		deadline := time.Now().Add(90 * time.Second)
-		for {
+		eventually.NoError(t, 90*time.Second, func() error {
 			c, err := srv.dial("acme", keys["acme"])
-			if err == nil {
-				err = c.upload(name, payrollFile(name[:1], 50))
-				if err == nil {
-					c.waitResult(t, name, 60*time.Second)
-					c.Close()
-					return
-				}
-				c.Close()
+			if err != nil {
+				return fmt.Errorf("upload %s: %w", name, err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("upload %s: %v", name, err)
+			defer c.Close()
+			if err := c.upload(name, payrollFile(name[:1], 50)); err != nil {
+				return fmt.Errorf("upload %s: %w", name, err)
 			}
-			time.Sleep(500 * time.Millisecond)
-		}
+			c.waitResult(t, name, 60*time.Second)
+			return nil
+		})
 	}
 	started := time.Now()
 	for _, name := range []string{"a1.csv", "b1.csv", "c1.csv"} {
@@ -211,18 +207,14 @@ func waitReplayed(t *testing.T, primary, standby *pgNode) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.NoError(t, 30*time.Second, func() error {
 		var caught bool
 		if err := s.Pool().QueryRow(ctx, `SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn`, lsn).Scan(&caught); err != nil {
 			t.Fatal(err)
 		}
-		if caught {
-			return
+		if !caught {
+			return fmt.Errorf("the standby has not replayed up to %s", lsn)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the standby did not replay up to %s", lsn)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -105,23 +105,22 @@ func newFleet(t *testing.T) *fleet {
 // /readyz through a replica it takes for ready.
 func (f *fleet) waitBalancer() {
 	f.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	eventually.NoError(f.t, 60*time.Second, func() error {
 		c, err := net.DialTimeout("tcp", f.sftpAddr, time.Second)
-		if err == nil {
-			c.Close()
-			if resp, err := http.Get("http://" + f.httpAddr + "/readyz"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return
-				}
-			}
+		if err != nil {
+			return fmt.Errorf("HAProxy does not accept SFTP connections: %w", err)
 		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("HAProxy did not come up in front of the replicas")
+		c.Close()
+		resp, err := http.Get("http://" + f.httpAddr + "/readyz")
+		if err != nil {
+			return fmt.Errorf("HAProxy does not answer /readyz: %w", err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("HAProxy answers /readyz with %d: no replica ready behind it", resp.StatusCode)
+		}
+		return nil
+	})
 }
 
 // freePort returns a loopback port free at the time of the call.
@@ -640,19 +639,16 @@ func fleetResume(t *testing.T, f *fleet, acmeKey, knownHosts string, drain bool)
 	go func() { done <- put.Wait() }()
 
 	victim := -1
-	deadline := time.Now().Add(20 * time.Second)
-	for victim < 0 {
+	eventually.NoError(t, 20*time.Second, func() error {
 		for _, i := range alive {
 			if loginsOf(f.replicas[i]) > before[i] {
 				victim = i
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no replica logged the upload's login\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(time.Second) // mid-upload: about a quarter is sent
+		return fmt.Errorf("no replica logged the upload's login\n%s", out.String())
+	})
+	time.Sleep(time.Second) // time must pass: mid-upload, about a quarter is sent
 	r := f.replicas[victim]
 	if drain {
 		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -700,8 +696,7 @@ func fleetResume(t *testing.T, f *fleet, acmeKey, knownHosts string, drain bool)
 	}
 
 	sum := sha256.Sum256(data)
-	deadline = time.Now().Add(60 * time.Second)
-	for {
+	eventually.NoError(t, 60*time.Second, func() error {
 		rows, err := f.st.Pool().Query(context.Background(),
 			`SELECT status, sha256 FROM envelopes WHERE partner_id = 'acme' AND submission_key = $1 AND status <> 'incomplete'`, name)
 		if err != nil {
@@ -725,13 +720,10 @@ func fleetResume(t *testing.T, f *fleet, acmeKey, knownHosts string, drain bool)
 			if !bytes.Equal(envs[0].sum, sum[:]) {
 				t.Fatalf("%s was received with SHA-256 %x, the partner's file has %x", name, envs[0].sum, sum)
 			}
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %+v, not processed", name, envs)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("%s: %+v, not processed", name, envs)
+	})
 }
 
 // fleetNode: Node's ssh2-sftp-client (what partners' JavaScript uses, on

@@ -126,21 +126,21 @@ func startServerUnder(t testing.TB, wrapper []string, url, dir string, env []str
 			t.Logf("serve (pid %d) log tail:\n%s", cmd.Process.Pid, tail(s.logs.String(), 4000))
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for s.sftpAddr == "" || s.httpAddr == "" || s.hostKey == "" {
+	eventually.NoError(t, 60*time.Second, func() error {
 		l := s.logs.String()
-		s.sftpAddr = match(l, `msg="sftp listening" addr=(\S+)`)
-		s.httpAddr = match(l, `msg="http listening" addr=(\S+)`)
-		s.hostKey = match(l, `msg="ssh host key" fingerprint=(\S+) type=ssh-ed25519`)
 		select {
 		case <-s.done:
 			t.Fatalf("serve exited while starting: %v\n%s", s.state, l)
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start:\n%s", l)
+		s.sftpAddr = match(l, `msg="sftp listening" addr=(\S+)`)
+		s.httpAddr = match(l, `msg="http listening" addr=(\S+)`)
+		s.hostKey = match(l, `msg="ssh host key" fingerprint=(\S+) type=ssh-ed25519`)
+		if s.sftpAddr == "" || s.httpAddr == "" || s.hostKey == "" {
+			return fmt.Errorf("serve did not start:\n%s", l)
 		}
-	}
+		return nil
+	})
 	return s
 }
 
@@ -199,8 +199,7 @@ func (s *server) stopIdle(st *records.Store, since time.Time, within time.Durati
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	deadline := time.Now().Add(within)
-	for {
+	eventually.NoError(s.t, within, func() error {
 		res, err := rc.JobList(ctx, river.NewJobListParams().Kinds(intake.ProcessArgs{}.Kind()).First(1000).
 			States(rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
 				rivertype.JobStateScheduled, rivertype.JobStateRunning))
@@ -214,18 +213,16 @@ func (s *server) stopIdle(st *records.Store, since time.Time, within time.Durati
 			}
 		}
 		if len(busy) == 0 {
-			s.stop()
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("jobs still queued or running after %v: %v", within, busy)
+			return nil
 		}
 		select {
 		case <-s.done:
 			s.t.Fatalf("serve exited with %v while jobs were waiting: %v", s.state, busy)
-		case <-time.After(50 * time.Millisecond):
+		default:
 		}
-	}
+		return fmt.Errorf("jobs still queued or running: %v", busy)
+	})
+	s.stop()
 }
 
 // dbNow is the database's clock, as River's timestamps are.

@@ -55,7 +55,7 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		fmt.Fprintln(stdout, summary(got, out))
 		if *resultsDir != "" {
-			if err := writeResultFile(ctx, e.store, *resultsDir, got); err != nil {
+			if err := writeResultFile(ctx, e.intake, *resultsDir, got, out); err != nil {
 				return err
 			}
 		}
@@ -67,8 +67,8 @@ func cmdIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func summary(got, out records.Envelope) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: envelope %d %s", got.FileName, got.ID, got.Status)
-	if got.Status == records.StatusReplay {
-		fmt.Fprintf(&b, " of envelope %d (nothing applied again)", got.ReplayOf)
+	if got.Status == records.StatusRepeat {
+		fmt.Fprintf(&b, " of envelope %d (nothing applied again)", got.RepeatOf)
 	}
 	counts := out.Counts
 	if got.Status == records.StatusKeyReuse {
@@ -90,22 +90,20 @@ func summary(got, out records.Envelope) string {
 	return b.String()
 }
 
-// writeResultFile writes the envelope's result atomically: a temp file in the
-// same folder, synced, then renamed.
-func writeResultFile(ctx context.Context, st *records.Store, dir string, env records.Envelope) error {
+// writeResultFile writes the result of got (out: its outcome) as the
+// partner reads it — sealed when its upload asked for that — atomically: a
+// temp file in the same folder, synced, then renamed.
+func writeResultFile(ctx context.Context, in *intake.Intake, dir string, got, out records.Envelope) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create results dir: %w", err)
 	}
-	name := records.ResultName(env.FileName)
-	out, err := st.Outcome(ctx, env)
+	f, err := in.ResultFile(ctx, got, out, true)
 	if err != nil {
 		return err
 	}
-	// As the partner reads it: sealed when its upload asked for that.
-	if _, sealed, err := st.Sealed(ctx, out.ID, records.SealedResult); err != nil {
-		return err
-	} else if sealed {
-		name += records.SealedSuffix
+	name := intake.ResultName(got.FileName)
+	if f.Sealed {
+		name += intake.SealedSuffix
 	}
 	final := filepath.Join(dir, name)
 	tmp, err := os.CreateTemp(dir, ".result-*.tmp")
@@ -113,7 +111,7 @@ func writeResultFile(ctx context.Context, st *records.Store, dir string, env rec
 		return fmt.Errorf("write result: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := st.WriteResult(ctx, env.ID, tmp); err != nil {
+	if err := f.WriteTo(ctx, tmp); err != nil {
 		tmp.Close()
 		return err
 	}

@@ -60,7 +60,7 @@ func cmdReviewList(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return runList(ctx, fs, g, args, stdout, stderr, listing[records.Exception]{
 		check: func() error {
 			switch f.Status {
-			case "", "open", "approved", "rejected", "superseded":
+			case "", records.ExceptionOpen, records.ExceptionApproved, records.ExceptionRejected, records.ExceptionSuperseded:
 				return nil
 			}
 			return usagef("--status %q: use open, approved, rejected or superseded", f.Status)

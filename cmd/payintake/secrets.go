@@ -14,7 +14,7 @@ import (
 	"github.com/payintake/payintake/records"
 )
 
-// Webhook signing secrets are sealed at rest (records/secretkeys.go) under
+// Webhook signing secrets are sealed at rest (records/sealing.go) under
 // keys kept outside the database: PAYINTAKE_SECRET_KEY (base64 keys
 // separated by commas, the sealing key first) or, when that is unset, the
 // data dir's secret.key (one base64 key a line, mode 0600), created on first
@@ -108,12 +108,9 @@ func writeSecretKeyFile(path string, keys []string) error {
 // sealPlaintextSecrets seals the webhook secrets an earlier version stored
 // in plain text; every command does it at start, so none is left.
 func (e *env) sealPlaintextSecrets(ctx context.Context) error {
-	var plain bool
-	if err := e.store.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_secrets WHERE secret IS NOT NULL)`).Scan(&plain); err != nil {
-		return fmt.Errorf("look for webhook secrets in plain text: %w", err)
-	}
-	if !plain {
-		return nil
+	plain, err := e.store.HasPlaintextWebhookSecrets(ctx)
+	if err != nil || !plain {
+		return err
 	}
 	rep, err := e.store.SealWebhookSecrets(ctx, false)
 	if err != nil {

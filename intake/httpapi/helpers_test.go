@@ -211,10 +211,6 @@ func change(entity string, version int, emp, amount string) string {
 		entity, version, emp, amount)
 }
 
-func r2(r resp) records.StoredAnswer {
-	return records.StoredAnswer{Code: r.status, Format: r.header.Get("Content-Type"), Body: r.body}
-}
-
 func writeFile(t *testing.T, path, data string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {

@@ -77,9 +77,9 @@ type Config struct {
 	MaxBody        int64         // largest submission body; larger is 413
 	MaxWebhookBody int64         // largest webhook body; larger is 413
 	Lease          time.Duration // how long an in-progress Idempotency-Key blocks others without renewal
-	Retention      time.Duration // how long a completed Idempotency-Key is kept (at least 72 hours in production)
+	Retention      time.Duration // how long the lease of a request that died is kept before it is reaped
 	ReapEvery      time.Duration // how often the reaper runs
-	ReapBatch      int           // keys deleted per statement
+	ReapBatch      int           // leases deleted per statement
 	Tolerance      time.Duration // accepted clock skew of webhook-timestamp
 	// WebhookReadTimeout and WebhooksReading bound the reading of webhook
 	// bodies (see DefaultWebhookReadTimeout).
@@ -162,7 +162,7 @@ func New(in *intake.Intake, auth *partnerauth.Checker, cfg Config) *API {
 }
 
 // Mount registers the API on mux with the default configuration (bodies
-// spooled in DATA_DIR/spool/http) and runs the Idempotency-Key reaper until ctx
+// spooled in DATA_DIR/spool/http) and runs the reaper of Idempotency-Key leases until ctx
 // ends. It is what `payintake serve` calls.
 func Mount(ctx context.Context, mux *http.ServeMux, in *intake.Intake, auth *partnerauth.Checker, dataDir string, opts ...Option) *API {
 	cfg := Config{SpoolDir: filepath.Join(dataDir, "spool", "http")}
@@ -230,7 +230,8 @@ func (a *API) Handler() http.Handler {
 	return mux
 }
 
-// Reap deletes Idempotency-Keys older than the retention, in batches.
+// Reap deletes the Idempotency-Key leases of requests that died, older than
+// the retention, in batches.
 func (a *API) Reap(ctx context.Context) (int64, error) {
 	return a.in.ReapKeys(ctx, a.cfg.Retention, a.cfg.ReapBatch)
 }

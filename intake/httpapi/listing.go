@@ -121,13 +121,13 @@ func (a *API) listSubmissions(w http.ResponseWriter, r *http.Request) {
 // info is the JSON of one submission: a replay shows its original's counts.
 func (a *API) info(r *http.Request, env intake.Envelope) (submissionInfo, error) {
 	info := submissionInfo{submission: newSubmission(env), Source: env.Source, ReceivedAt: env.ReceivedAt,
-		Size: env.Size, ReplayOf: env.ReplayOf}
-	if env.Status == intake.StatusReplay {
+		Size: env.Size, RepeatOf: env.RepeatOf, ProfileVersion: env.ProfileVersion}
+	if env.Status == intake.StatusRepeat {
 		out, err := a.in.Outcome(r.Context(), env)
 		if err != nil {
 			return info, err
 		}
-		info.Counts = newSubmission(out).Counts
+		info.Counts, info.ProfileVersion = newSubmission(out).Counts, out.ProfileVersion
 	}
 	return info, nil
 }

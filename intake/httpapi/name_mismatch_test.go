@@ -46,7 +46,7 @@ func TestSubmitUploadedKeyOtherName(t *testing.T) {
 		t.Fatalf("problem %v", p)
 	}
 	if n := e.count(`SELECT count(*) FROM idempotency_keys`); n != 0 {
-		t.Fatalf("the refused request left its key claimed (%d keys)", n)
+		t.Fatalf("the refused request left its key leased (%d keys)", n)
 	}
 	if got := e.record("acme", "E001", "2026-03", "BASE"); got.Version != 1 {
 		t.Fatalf("record applied twice: %+v", got)

@@ -110,7 +110,7 @@ func (a *API) postReplay(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, r, "replay legs", err)
 		return
 	}
-	if ans.Replayed {
+	if ans.Repeated {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	writeResponse(w, storedResponse(ans.StoredAnswer))

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -49,7 +48,10 @@ type submissionInfo struct {
 	Source     string    `json:"source"`
 	ReceivedAt time.Time `json:"received_at"`
 	Size       int64     `json:"size"`
-	ReplayOf   int64     `json:"replay_of,omitempty"`
+	RepeatOf   int64     `json:"replay_of,omitempty"`
+	// ProfileVersion is the partner profile version the file was read
+	// with (omitted: none).
+	ProfileVersion int `json:"profile_version,omitempty"`
 }
 
 func newSubmission(env intake.Envelope) submission {
@@ -144,6 +146,13 @@ func submissionName(r *http.Request) (string, *problem) {
 	return name, nil
 }
 
+// postSubmission receives a submission under its Idempotency-Key. The key
+// is the submission key, decided by Submit as every door's is: a new key
+// is processed and answered 201; the same body again gets the first
+// answer, marked Idempotent-Replayed (nothing recorded again); another
+// body is idempotency_key_reuse. While one request works on a key it
+// holds a lease on it, so that another request with the key gets 409
+// (retry shortly) instead of racing it with a body that may differ.
 func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 	partner, ok := a.auth(w, r)
 	if !ok {
@@ -165,89 +174,30 @@ func (a *API) postSubmission(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	owner := newOwner()
-	claim, err := a.in.ClaimKey(ctx, partner, key, owner, a.cfg.Lease)
+	lease, err := a.in.LeaseKey(ctx, partner, key, owner, a.cfg.Lease)
 	if err != nil {
-		a.internal(w, r, "claim idempotency key", err)
+		a.internal(w, r, "lease idempotency key", err)
 		return
 	}
-	if !claim.Claimed {
-		a.answerClaimed(w, r, partner, key, name, claim)
-		return
-	}
-	if claim.TakenOver {
-		a.log.InfoContext(ctx, "idempotency key taken over after its lease expired", "partner", partner, "key_hash", observe.KeyHash(key))
-	}
-
-	// The key is ours: keep the lease alive while we read and process.
-	stop := a.keepLease(partner, key, owner)
-	defer stop()
-	release := func() {
-		if err := a.in.ReleaseKey(context.WithoutCancel(ctx), partner, key, owner); err != nil {
-			a.log.ErrorContext(ctx, "release idempotency key", "err", err)
-		}
-	}
-	path, sum, p, err := a.spool(w, r)
-	if p != nil || err != nil {
-		release()
-		if p != nil {
-			writeProblem(w, *p)
-		} else {
-			a.internal(w, r, "spool request body", err)
-		}
-		return
-	}
-	defer os.Remove(path)
-
-	// The work finishes even if the client goes away (Detach): the next
-	// retry then gets the stored answer. A queue worker that got there
-	// first is waited for as long as the client waits.
-	res, err := a.in.Submit(r.Context(), intake.Submission{Partner: partner, Name: name, Key: key, Source: "http",
-		Path: path, PGP: isPGPBody(r), Enqueue: a.cfg.Enqueue, Wait: true, Detach: true})
-	got, out := res.Received, res.Outcome
-	ctx = context.WithoutCancel(ctx)
-	switch {
-	case errors.Is(err, intake.ErrNameMismatch):
-		release()
-		writeProblem(w, nameMismatch(out, name))
-		return
-	case err != nil:
-		// The envelope, if recorded, is durable; a retry with the same key
-		// and body replays it and finishes its processing.
-		release()
-		a.internal(w, r, "submit", err)
-		return
-	case got.Status == intake.StatusKeyReuse:
-		// The submission key was taken by other bytes before this key's
-		// claim existed (the claim was reaped, or a file of that name came
-		// over SFTP). Leave the key to the original bytes.
-		release()
-		writeProblem(w, keyReuse(got.ID))
-		return
-	}
-	resp := jsonResponse(http.StatusCreated, newSubmission(out))
-	if done, err := a.in.CompleteKey(ctx, partner, key, owner, sum, out.ID, resp.stored()); err != nil {
-		a.log.ErrorContext(ctx, "complete idempotency key", "err", err)
-	} else if !done {
-		a.log.WarnContext(ctx, "idempotency key was taken over while this request worked; the other holder completes it", "partner", partner, "key_hash", observe.KeyHash(key))
-	}
-	w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", out.ID))
-	if got.Status == intake.StatusReplay {
-		// The same bytes already came under this key by another door (SFTP,
-		// ingest) or before the key's claim was reaped: nothing was applied.
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	writeResponse(w, resp)
-}
-
-// answerClaimed answers a request whose key is held by another request or done.
-func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key, name string, claim intake.KeyClaim) {
-	if claim.Status == intake.KeyInProgress {
+	if !lease.Leased {
 		w.Header().Set("Retry-After", "1")
 		writeProblem(w, newProblem(http.StatusConflict, "idempotency_key_in_progress",
 			"a request with this Idempotency-Key is still being processed; retry shortly with the same key and body to get its result"))
 		return
 	}
-	path, sum, p, err := a.spool(w, r)
+	if lease.TakenOver {
+		a.log.InfoContext(ctx, "idempotency key taken over from a request whose lease ran out or whose submission is processed", "partner", partner, "key_hash", observe.KeyHash(key))
+	}
+	// The key is ours while we read and process; whatever the answer, the
+	// lease ends with the request (the answer is the submission's).
+	stop := a.keepLease(partner, key, owner)
+	defer func() {
+		stop()
+		if err := a.in.ReleaseKey(context.WithoutCancel(ctx), partner, key, owner); err != nil {
+			a.log.ErrorContext(ctx, "release idempotency key", "err", err)
+		}
+	}()
+	path, p, err := a.spool(w, r)
 	if p != nil {
 		writeProblem(w, *p)
 		return
@@ -257,46 +207,35 @@ func (a *API) answerClaimed(w http.ResponseWriter, r *http.Request, partner, key
 		return
 	}
 	defer os.Remove(path)
-	if bytes.Equal(sum, claim.Fingerprint) {
-		if claim.EnvelopeID != 0 {
-			first, err := a.in.Envelope(r.Context(), claim.EnvelopeID)
-			if err != nil {
-				a.internal(w, r, "read submission", err)
-				return
-			}
-			if first.FileName != name {
-				writeProblem(w, nameMismatch(first, name))
-				return
-			}
-		}
+
+	// The work finishes even if the client goes away (Detach): the next
+	// retry then gets the stored answer. A queue worker that got there
+	// first is waited for as long as the client waits.
+	res, err := a.in.Submit(ctx, intake.Submission{Partner: partner, Name: name, Path: path, Source: "http"},
+		&intake.SubmitOpts{Key: key, PGP: isPGPBody(r), Enqueue: a.cfg.Enqueue, Wait: true, Detach: true})
+	got, out := res.Received, res.Outcome
+	switch {
+	case errors.Is(err, intake.ErrNameMismatch):
+		writeProblem(w, nameMismatch(out, name))
+		return
+	case err != nil:
+		// The envelope, if recorded, is durable; a retry with the same key
+		// and body replays it and finishes its processing.
+		a.internal(w, r, "submit", err)
+		return
+	case got.Status == intake.StatusKeyReuse:
+		// Other bytes under the key: recorded (as a file would be) so the
+		// bytes are kept for audit, rejected, nothing applied.
+		writeProblem(w, keyReuse(got.ID))
+		return
+	}
+	w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", out.ID))
+	if got.Status == intake.StatusRepeat {
+		// The same submission came before (under this key, or as a file of
+		// that name by another door): its answer, nothing applied again.
 		w.Header().Set("Idempotent-Replayed", "true")
-		if claim.Answer.Code == http.StatusCreated && claim.EnvelopeID != 0 {
-			w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", claim.EnvelopeID))
-		}
-		a.in.Metrics.Received(intake.Envelope{Source: "http", Status: intake.StatusReplay})
-		writeResponse(w, storedResponse(claim.Answer))
-		return
 	}
-	// Another body under a used key: recorded (as a file would be) so the
-	// bytes are kept for audit, rejected, nothing applied.
-	res, err := a.in.Submit(r.Context(), intake.Submission{Partner: partner, Name: name, Key: key, Source: "http", Path: path, PGP: isPGPBody(r), Detach: true})
-	if err != nil && !errors.Is(err, intake.ErrNameMismatch) {
-		a.internal(w, r, "receive submission", err)
-		return
-	}
-	if res.Received.Status == intake.StatusReplay && res.Outcome.ID == claim.EnvelopeID && claim.EnvelopeID != 0 {
-		// Other bytes, the same submission: an OpenPGP file encrypted
-		// again (a new session key) whose plaintext is the first's.
-		if res.Outcome.FileName != name {
-			writeProblem(w, nameMismatch(res.Outcome, name))
-			return
-		}
-		w.Header().Set("Idempotent-Replayed", "true")
-		w.Header().Set("Location", fmt.Sprintf("/v1/submissions/%d", claim.EnvelopeID))
-		writeResponse(w, storedResponse(claim.Answer))
-		return
-	}
-	writeProblem(w, keyReuse(res.Received.ID))
+	writeResponse(w, jsonResponse(http.StatusCreated, newSubmission(out)))
 }
 
 // nameMismatch refuses a repeat of a submission (same key, same body) under
@@ -322,18 +261,17 @@ func (a *API) tooLarge() problem {
 		fmt.Sprintf("the body is larger than %d bytes; split the payroll run into several submissions", a.cfg.MaxBody))
 }
 
-// spool copies the request body to a new file in the spool dir, hashing it
-// on the way. A body over the limit gives a 413 problem.
-func (a *API) spool(w http.ResponseWriter, r *http.Request) (path string, sum []byte, p *problem, err error) {
+// spool copies the request body to a new file in the spool dir. A body
+// over the limit gives a 413 problem.
+func (a *API) spool(w http.ResponseWriter, r *http.Request) (path string, p *problem, err error) {
 	if err := os.MkdirAll(a.cfg.SpoolDir, 0o750); err != nil {
-		return "", nil, nil, fmt.Errorf("create spool dir: %w", err)
+		return "", nil, fmt.Errorf("create spool dir: %w", err)
 	}
 	f, err := os.CreateTemp(a.cfg.SpoolDir, "http-*.part")
 	if err != nil {
-		return "", nil, nil, fmt.Errorf("create spool file: %w", err)
+		return "", nil, fmt.Errorf("create spool file: %w", err)
 	}
-	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(f, h), httpbody.Reader(w, r, a.bodyLimits(a.cfg.MaxBody)))
+	_, err = io.Copy(f, httpbody.Reader(w, r, a.bodyLimits(a.cfg.MaxBody)))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -342,19 +280,19 @@ func (a *API) spool(w http.ResponseWriter, r *http.Request) (path string, sum []
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			tl := a.tooLarge()
-			return "", nil, &tl, nil
+			return "", &tl, nil
 		}
 		if httpbody.TimedOut(err) {
 			slow := a.bodyTimeout("submission body")
-			return "", nil, &slow, nil
+			return "", &slow, nil
 		}
 		bad := newProblem(http.StatusBadRequest, "body_unreadable", "the request body could not be read to its end; send the submission again with the same Idempotency-Key")
-		return "", nil, &bad, nil
+		return "", &bad, nil
 	}
-	return f.Name(), h.Sum(nil), nil, nil
+	return f.Name(), nil, nil
 }
 
-// keepLease renews the claim's lease until the returned stop is called.
+// keepLease renews the key's lease until the returned stop is called.
 func (a *API) keepLease(partner, key string, owner []byte) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -470,7 +408,7 @@ func (a *API) getReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b bytes.Buffer
-	sealed, err := a.in.ReviewReport(r.Context(), out, &b)
+	sealed, err := a.in.ReviewReport(r.Context(), out.ID, &b)
 	if errors.Is(err, intake.ErrNotFound) {
 		w.Header().Set("Retry-After", "60") // reviewers decide in human time
 		writeProblem(w, newProblem(http.StatusConflict, "not_ready",

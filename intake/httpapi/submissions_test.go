@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/internal/eventually"
+	"github.com/payintake/payintake/internal/syncbuf"
 	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -238,9 +240,9 @@ func TestSubmitInProgressConflict(t *testing.T) {
 func TestSubmitLeaseTakeover(t *testing.T) {
 	e := newEnv(t, Config{})
 	crashed := []byte("crashed-owner-01")
-	c, err := e.st.ClaimIdempotencyKey(e.ctx, "acme", "k", crashed, time.Hour)
-	if err != nil || !c.Claimed {
-		t.Fatalf("claim %+v %v", c, err)
+	c, err := e.st.LeaseIdempotencyKey(e.ctx, "acme", "k", crashed, time.Hour)
+	if err != nil || !c.Leased {
+		t.Fatalf("lease %+v %v", c, err)
 	}
 	wantProblem(t, e.submit("acme", "k", "a.csv", firstRun), http.StatusConflict, "idempotency_key_in_progress")
 	// The lease runs out (the test moves its end into the past rather than
@@ -251,9 +253,9 @@ func TestSubmitLeaseTakeover(t *testing.T) {
 	if r.replayed() {
 		t.Fatal("takeover answered as a replay")
 	}
-	// The crashed holder can no longer complete the key.
-	if ok, err := e.st.CompleteIdempotencyKey(e.ctx, "acme", "k", crashed, make([]byte, 32), 0, r2(r)); err != nil || ok {
-		t.Fatalf("stale owner completed the key: %v %v", ok, err)
+	// The crashed holder no longer holds the key.
+	if ok, err := e.st.RenewIdempotencyLease(e.ctx, "acme", "k", crashed, time.Hour); err != nil || ok {
+		t.Fatalf("stale owner renewed its lease: %v %v", ok, err)
 	}
 	again := e.submit("acme", "k", "a.csv", firstRun)
 	if !again.replayed() || !bytes.Equal(again.body, r.body) {
@@ -261,15 +263,17 @@ func TestSubmitLeaseTakeover(t *testing.T) {
 	}
 }
 
-// A crash after the envelope was recorded but before the key was completed:
-// the retry takes the key over and gets the same answer, nothing applied twice.
+// A crash after the submission was processed but before it was answered:
+// the dead request's lease is left, live; the retry takes the key over at
+// once (its submission is processed) and gets the same answer, nothing
+// applied twice.
 func TestSubmitCrashAfterReceive(t *testing.T) {
 	e := newEnv(t, Config{})
 	r := e.submit("acme", "k", "a.csv", firstRun)
 	wantStatus(t, r, http.StatusCreated)
-	// Forget the completion, as if the process died before storing it.
-	if _, err := e.st.Pool().Exec(e.ctx, `DELETE FROM idempotency_keys`); err != nil {
-		t.Fatal(err)
+	// The lease the process held when it died, never released.
+	if l, err := e.st.LeaseIdempotencyKey(e.ctx, "acme", "k", []byte("dead-process-002"), time.Hour); err != nil || !l.Leased {
+		t.Fatalf("lease %+v %v", l, err)
 	}
 	again := e.submit("acme", "k", "a.csv", firstRun)
 	wantStatus(t, again, http.StatusCreated)
@@ -309,12 +313,24 @@ func TestReaper(t *testing.T) {
 	for i := range 5 {
 		wantStatus(t, e.submit("acme", fmt.Sprintf("old-%d", i), "a.csv", csvRows(fmt.Sprintf("E%d,2026-03,BASE,1.00,USD", i))), http.StatusCreated)
 	}
+	if n := e.count(`SELECT count(*) FROM idempotency_keys`); n != 0 {
+		t.Fatalf("%d leases left by requests that were answered", n)
+	}
+	// Requests that died holding their keys, never retried: their leases ran out.
+	for i := range 5 {
+		if _, err := e.st.LeaseIdempotencyKey(e.ctx, "acme", fmt.Sprintf("dead-%d", i), []byte("dead"), -time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
 	wantStatus(t, e.submit("acme", "fresh", "a.csv", csvRows("F,2026-03,BASE,1.00,USD")), http.StatusCreated)
-	if _, err := e.st.Pool().Exec(e.ctx, `UPDATE idempotency_keys SET created_at = now() - interval '73 hours' WHERE idem_key LIKE 'old-%'`); err != nil {
+	if _, err := e.st.LeaseIdempotencyKey(e.ctx, "acme", "fresh-dead", []byte("dead"), -time.Second); err != nil {
 		t.Fatal(err)
 	}
-	// An in-progress key under a live lease is never reaped, however old.
-	if _, err := e.st.ClaimIdempotencyKey(e.ctx, "acme", "working", []byte("owner"), time.Hour); err != nil {
+	if _, err := e.st.Pool().Exec(e.ctx, `UPDATE idempotency_keys SET created_at = now() - interval '73 hours' WHERE idem_key LIKE 'dead-%'`); err != nil {
+		t.Fatal(err)
+	}
+	// A key under a live lease is never reaped, however old.
+	if _, err := e.st.LeaseIdempotencyKey(e.ctx, "acme", "working", []byte("owner"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.st.Pool().Exec(e.ctx, `UPDATE idempotency_keys SET created_at = now() - interval '100 hours' WHERE idem_key = 'working'`); err != nil {
@@ -325,16 +341,16 @@ func TestReaper(t *testing.T) {
 		t.Fatalf("reaped %d, %v; want 5 in batches of 2", n, err)
 	}
 	if left := e.count(`SELECT count(*) FROM idempotency_keys`); left != 2 {
-		t.Fatalf("%d keys left, want fresh and working", left)
+		t.Fatalf("%d keys left, want fresh-dead and working", left)
 	}
-	// After retention the submission key still protects the records.
+	// Long after, a key's answer is still its submission's.
 	r := e.submit("acme", "old-0", "a.csv", csvRows("E0,2026-03,BASE,1.00,USD"))
 	wantStatus(t, r, http.StatusCreated)
 	if r.json(t)["counts"].(map[string]any)["created"] != 1.0 {
-		t.Fatalf("same bytes after reaping: %s", r.body)
+		t.Fatalf("same bytes long after: %s", r.body)
 	}
 	if got := e.record("acme", "E0", "2026-03", "BASE"); got.Version != 1 {
-		t.Fatalf("applied again after reaping: %+v", got)
+		t.Fatalf("applied again long after: %+v", got)
 	}
 	wantProblem(t, e.submit("acme", "old-1", "a.csv", csvRows("E1,2026-03,BASE,5.00,USD")), http.StatusUnprocessableEntity, "idempotency_key_reuse")
 }
@@ -496,6 +512,10 @@ func TestSubmitLeaseRenewed(t *testing.T) {
 // replay: the request's own processing finds the envelope busy.
 func TestSubmitWhileWorkerProcesses(t *testing.T) {
 	e := newEnv(t, Config{})
+	// The request's receipt is seen in its log line: a repeat under the
+	// request's own key is answered, not recorded as an envelope.
+	logs := &syncbuf.Buffer{}
+	e.api.in.Log = slog.New(slog.NewTextHandler(logs, nil))
 	partnerLock, err := e.st.Pool().Begin(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -506,7 +526,7 @@ func TestSubmitWhileWorkerProcesses(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "a.csv")
 	writeFile(t, path, firstRun)
-	sent, err := e.api.in.Submit(e.ctx, intake.Submission{Partner: "acme", Name: "a.csv", Source: "sftp", Path: path})
+	sent, err := e.api.in.Submit(e.ctx, intake.Submission{Partner: "acme", Name: "a.csv", Path: path, Source: "sftp"}, nil)
 	if err != nil || sent.Received.Status != records.StatusReceived {
 		t.Fatalf("%+v %v", sent, err)
 	}
@@ -524,8 +544,8 @@ func TestSubmitWhileWorkerProcesses(t *testing.T) {
 	request := make(chan resp, 1)
 	go func() { request <- e.submit("acme", "a.csv", "a.csv", firstRun) }()
 	eventually.True(t, 10*time.Second, func() bool {
-		return e.count(`SELECT count(*) FROM envelopes WHERE replay_of = $1`, sent.Received.ID) == 1
-	}, "the repeated request's envelope received")
+		return strings.Contains(logs.String(), fmt.Sprintf("status=replay bytes=%d source=http", len(firstRun)))
+	}, "the repeated request received as a replay")
 	if err := partnerLock.Commit(e.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -564,22 +584,22 @@ func TestUnknownRoutesAreProblems(t *testing.T) {
 	}
 }
 
-// A process dies while it processes a submission: its claim on the key
-// stays in progress under a lease nobody renews, and the job queue
+// A process dies while it processes a submission: its lease on the key
+// stays, live, with nobody to renew or release it, and the job queue
 // processes the recorded envelope after the restart. A retry gets 409 while
 // the envelope waits and its answer as soon as the envelope is processed,
 // not when the lease runs out; nothing is applied twice.
 func TestSubmitRetryAfterCrashGetsProcessedAnswer(t *testing.T) {
 	e := newEnv(t, Config{})
 	dead := []byte("dead-process-001")
-	if c, err := e.st.ClaimIdempotencyKey(e.ctx, "acme", "k", dead, time.Hour); err != nil || !c.Claimed {
-		t.Fatalf("claim %+v %v", c, err)
+	if c, err := e.st.LeaseIdempotencyKey(e.ctx, "acme", "k", dead, time.Hour); err != nil || !c.Leased {
+		t.Fatalf("lease %+v %v", c, err)
 	}
 	// The dead request recorded its envelope (received, unprocessed).
 	path := filepath.Join(t.TempDir(), "body")
 	writeFile(t, path, firstRun)
 	in := intake.New(e.st, nil)
-	sub, err := in.Submit(e.ctx, intake.Submission{Partner: "acme", Name: "a.csv", Key: "k", Source: "http", Path: path})
+	sub, err := in.Submit(e.ctx, intake.Submission{Partner: "acme", Name: "a.csv", Path: path, Source: "http"}, &intake.SubmitOpts{Key: "k"})
 	got := sub.Received
 	if err != nil || got.Status != intake.StatusReceived {
 		t.Fatalf("record: %+v %v", got, err)
@@ -598,8 +618,8 @@ func TestSubmitRetryAfterCrashGetsProcessedAnswer(t *testing.T) {
 	if v := e.record("acme", "E001", "2026-03", "BASE"); v.Version != 1 {
 		t.Fatalf("record applied twice: %+v", v)
 	}
-	// The key is settled with that answer: the dead holder's lease is gone.
-	if n := e.count(`SELECT count(*) FROM idempotency_keys WHERE idem_key = 'k' AND status = 'done'`); n != 1 {
-		t.Fatalf("%d done keys; want 1", n)
+	// The dead holder's lease is gone with the request that took it over.
+	if n := e.count(`SELECT count(*) FROM idempotency_keys WHERE idem_key = 'k'`); n != 0 {
+		t.Fatalf("%d leases on key k; want none", n)
 	}
 }

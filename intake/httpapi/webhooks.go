@@ -75,7 +75,7 @@ func (a *API) postWebhook(w http.ResponseWriter, r *http.Request) {
 		// The reason, as the quarantine record keeps it.
 		writeProblem(w, newProblem(http.StatusUnprocessableEntity, string(ans.Refused.Code), ans.Refused.Message))
 		return
-	case ans.Replayed:
+	case ans.Repeated:
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	writeResponse(w, storedResponse(ans.StoredAnswer))

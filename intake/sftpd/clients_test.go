@@ -26,6 +26,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/eventually"
 )
 
 const (
@@ -150,13 +151,9 @@ func (ce *clientEnv) checkResult(resultName, downloaded string) {
 // attempts, recorded as incomplete, do not count).
 func (ce *clientEnv) waitProcessed(n int) {
 	ce.t.Helper()
-	deadline := time.Now().Add(180 * time.Second)
-	for ce.count(`SELECT count(*) FROM envelopes WHERE partner_id = 'acme' AND status NOT IN ('received', 'incomplete')`) < n {
-		if time.Now().After(deadline) {
-			ce.t.Fatalf("fewer than %d uploads processed after 180s", n)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	eventually.True(ce.t, 180*time.Second, func() bool {
+		return ce.count(`SELECT count(*) FROM envelopes WHERE partner_id = 'acme' AND status NOT IN ('received', 'incomplete')`) >= n
+	}, "fewer than %d uploads processed", n)
 }
 
 func (ce *clientEnv) sftpArgs(extra ...string) []string {
@@ -175,16 +172,10 @@ func (ce *clientEnv) sftpBatch(batch string, extra ...string) string {
 func (ce *clientEnv) waitPending(name string, n int64) {
 	ce.t.Helper()
 	c := ce.login("acme", ce.partnerKey())
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if fi, err := c.Stat("/inbox/" + name); err == nil && fi.Size() >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			ce.t.Fatalf("/inbox/%s never reached %d bytes", name, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(ce.t, 30*time.Second, func() bool {
+		fi, err := c.Stat("/inbox/" + name)
+		return err == nil && fi.Size() >= n
+	}, "/inbox/%s never reached %d bytes", name, n)
 }
 
 func (ce *clientEnv) partnerKey() ssh.Signer {
@@ -213,13 +204,9 @@ func (ce *clientEnv) cutWhileSending(cmd *exec.Cmd, name string, atLeast int64) 
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	// The server has seen the cut when the upload is recorded incomplete.
-	deadline := time.Now().Add(10 * time.Second)
-	for ce.count(`SELECT count(*) FROM envelopes WHERE file_name = $1 AND status = 'incomplete'`, name) == 0 {
-		if time.Now().After(deadline) {
-			ce.t.Fatalf("the cut upload of %s was not recorded", name)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(ce.t, 10*time.Second, func() bool {
+		return ce.count(`SELECT count(*) FROM envelopes WHERE file_name = $1 AND status = 'incomplete'`, name) > 0
+	}, "the cut upload of %s was not recorded", name)
 	if n := ce.count(`SELECT count(*) FROM envelopes WHERE file_name = $1 AND status <> 'incomplete'`, name); n != 0 {
 		ce.t.Fatalf("the cut upload of %s was received before the cut", name)
 	}

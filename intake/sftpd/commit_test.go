@@ -2,6 +2,7 @@ package sftpd_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/pgserver"
 	"github.com/payintake/payintake/records"
 )
@@ -69,18 +71,15 @@ func TestSFTPCloseWhenTheDatabaseCannotCommit(t *testing.T) {
 		// Commits wait for a standby once the checkpointer has reloaded the
 		// setting (it tells the backends): the store's commit check says
 		// when.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		eventually.NoError(t, 10*time.Second, func() error {
 			check, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 			err := z.store.CanCommit(check)
 			cancel()
-			if (err == nil) == (name == "") {
-				return
+			if (err == nil) != (name == "") {
+				return fmt.Errorf("synchronous_standby_names = %q: commit check %v", name, err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("synchronous_standby_names = %q: commit check %v after 10s", name, err)
-			}
-		}
+			return nil
+		})
 	}
 	// Registered after the zone: runs before its cleanup, so that the
 	// zone's last commits can end.

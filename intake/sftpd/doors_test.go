@@ -132,8 +132,8 @@ func TestEveryDoorSubmits(t *testing.T) {
 	}
 
 	// One partner, the three doors in turn: one envelope, two replays.
-	again, err := in.Submit(z.ctx, intake.Submission{Partner: "door-sftp", Name: "run.csv", Source: "cli", Path: path, Wait: true})
-	if err != nil || again.Received.Status != records.StatusReplay || again.Outcome.ID != bySFTP.id {
+	again, err := in.Submit(z.ctx, intake.Submission{Partner: "door-sftp", Name: "run.csv", Path: path, Source: "cli"}, &intake.SubmitOpts{Wait: true})
+	if err != nil || again.Received.Status != records.StatusRepeat || again.Outcome.ID != bySFTP.id {
 		t.Fatalf("ingest after SFTP: %+v %v, want a replay of envelope %d", again, err, bySFTP.id)
 	}
 	viaHTTP, h := httpDoor("door-sftp")

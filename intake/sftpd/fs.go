@@ -78,7 +78,7 @@ func (fs *partnerFS) Fileread(r *sftp.Request) (io.ReaderAt, error) {
 		return fs.readReview(vp.name, r.Filepath)
 	}
 	ctx, cancel := fs.bgCtx(30 * time.Second)
-	rf, err := fs.srv.cfg.Store.ResultFileNamed(ctx, fs.partner, vp.name)
+	rf, err := fs.srv.cfg.Intake.ResultFileNamed(ctx, fs.partner, vp.name)
 	cancel()
 	if errors.Is(err, records.ErrNotFound) {
 		return nil, notFound(r.Filepath)
@@ -364,7 +364,7 @@ func (fs *partnerFS) list(vp vpath) (sftp.ListerAt, error) {
 	default:
 		ctx, cancel := fs.bgCtx(30 * time.Second)
 		defer cancel()
-		rfs, err := fs.srv.cfg.Store.ResultFiles(ctx, fs.partner)
+		rfs, err := fs.srv.cfg.Intake.ResultFiles(ctx, fs.partner)
 		if err != nil {
 			fs.log.Error("list result files", "err", err)
 			return nil, failure("results cannot be listed now: try again later")
@@ -422,7 +422,7 @@ func (fs *partnerFS) stat(vp vpath, p string) (fileInfo, error) {
 	default:
 		ctx, cancel := fs.bgCtx(30 * time.Second)
 		defer cancel()
-		rf, err := fs.srv.cfg.Store.ResultFileNamed(ctx, fs.partner, vp.name)
+		rf, err := fs.srv.cfg.Intake.ResultFileNamed(ctx, fs.partner, vp.name)
 		if errors.Is(err, records.ErrNotFound) {
 			return fileInfo{}, notFound(p)
 		}

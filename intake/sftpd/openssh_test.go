@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/records"
 )
 
@@ -81,13 +82,9 @@ func (z *dropZone) opensshBatch(user, key, knownHosts, batch string) (string, er
 
 func (z *dropZone) waitEnvelopesDone(partner string, n int) {
 	z.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for z.count(`SELECT count(*) FROM envelopes WHERE partner_id = $1 AND status <> 'received'`, partner) < n {
-		if time.Now().After(deadline) {
-			z.t.Fatalf("fewer than %d envelopes of %s processed after 30s", n, partner)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	eventually.True(z.t, 30*time.Second, func() bool {
+		return z.count(`SELECT count(*) FROM envelopes WHERE partner_id = $1 AND status <> 'received'`, partner) >= n
+	}, "fewer than %d envelopes of %s processed", n, partner)
 }
 
 func TestOpenSSHClientBatchMode(t *testing.T) {

@@ -1,6 +1,7 @@
 package sftpd_test
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/payintake/payintake/internal/clientaddr"
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/records"
 )
 
@@ -62,29 +64,27 @@ func (z *dropZone) loginVia(from string, header []byte, user string, key ssh.Sig
 func (z *dropZone) waitLog(re string) string {
 	z.t.Helper()
 	rx := regexp.MustCompile(re)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var found string
+	eventually.NoError(z.t, 10*time.Second, func() error {
 		for line := range strings.SplitSeq(z.logs.String(), "\n") {
 			if rx.MatchString(line) {
-				return line
+				found = line
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			z.t.Fatalf("no log line matches %s", re)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("no log line matches %s", re)
+	})
+	return found
 }
 
 func (z *dropZone) waitMetric(want float64, name string, labels ...string) {
 	z.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for z.metric(name, labels...) != want {
-		if time.Now().After(deadline) {
-			z.t.Fatalf("%s%v = %v, want %v", name, labels, z.metric(name, labels...), want)
+	eventually.NoError(z.t, 10*time.Second, func() error {
+		if got := z.metric(name, labels...); got != want {
+			return fmt.Errorf("%s%v = %v, want %v", name, labels, got, want)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestSFTPBehindProxy: through a trusted proxy (127.0.0.2) sending PROXY

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/records"
 )
 
@@ -23,33 +24,19 @@ func isReviewName(n string) bool {
 	return strings.HasSuffix(n, reviewSuffix) || strings.HasSuffix(n, reviewSuffix+records.SealedSuffix)
 }
 
-func reviewInfo(rr records.ReviewReportInfo) fileInfo {
+func reviewInfo(rr intake.ReviewReportListing) fileInfo {
 	return fileInfo{name: rr.Name, size: rr.Size, mode: 0o444, mod: rr.CreatedAt}
 }
 
 // reviewReports lists the partner's review reports, the latest envelope's
 // per name (case-folded), only the one called name if name is not empty.
-func (fs *partnerFS) reviewReports(ctx context.Context, name string) ([]records.ReviewReportInfo, error) {
-	all, err := fs.srv.cfg.Store.ReviewReports(ctx, fs.partner)
+func (fs *partnerFS) reviewReports(ctx context.Context, name string) ([]intake.ReviewReportListing, error) {
+	rrs, err := fs.srv.cfg.Intake.ReviewReports(ctx, fs.partner, name)
 	if err != nil {
 		fs.log.Error("list review reports", "err", err)
 		return nil, failure("results cannot be listed now: try again later")
 	}
-	latest := map[string]int{}
-	var out []records.ReviewReportInfo
-	for _, rr := range all { // oldest first
-		key := strings.ToLower(rr.Name)
-		if name != "" && key != strings.ToLower(name) {
-			continue
-		}
-		if i, ok := latest[key]; ok {
-			out[i] = rr
-			continue
-		}
-		latest[key] = len(out)
-		out = append(out, rr)
-	}
-	return out, nil
+	return rrs, nil
 }
 
 // readReview opens a review report. Reports are small (one row per held
@@ -65,8 +52,8 @@ func (fs *partnerFS) readReview(name, p string) (io.ReaderAt, error) {
 		return nil, notFound(p)
 	}
 	var b bytes.Buffer
-	if err := fs.srv.cfg.Store.ReviewReport(ctx, rrs[0].EnvelopeID, &b); err != nil {
-		if errors.Is(err, records.ErrNotFound) {
+	if _, err := fs.srv.cfg.Intake.ReviewReport(ctx, rrs[0].EnvelopeID, &b); err != nil {
+		if errors.Is(err, intake.ErrNotFound) {
 			return nil, notFound(p)
 		}
 		fs.log.Error("read review report", "file", name, "err", err)
@@ -81,7 +68,7 @@ func (fs *partnerFS) readReview(name, p string) (io.ReaderAt, error) {
 // ---- result downloads
 
 // resultReader serves a stored result file at any offset. A goroutine streams
-// it from the database (records.Store.WriteResult) into an unlinked temp file;
+// it from the database (intake.StoredResult) into an unlinked temp file;
 // reads wait until their range has arrived, so memory use stays small and the
 // first bytes go out before the last are fetched.
 type resultReader struct {
@@ -97,7 +84,7 @@ type resultReader struct {
 	err     error
 }
 
-func newResultReader(fs *partnerFS, rf records.ResultFile) (*resultReader, error) {
+func newResultReader(fs *partnerFS, rf intake.ResultListing) (*resultReader, error) {
 	f, err := os.CreateTemp(fs.srv.cfg.SpoolDir, "result-*")
 	if err != nil {
 		fs.log.Error("create result spool file", "err", err)
@@ -108,7 +95,7 @@ func newResultReader(fs *partnerFS, rf records.ResultFile) (*resultReader, error
 	rr := &resultReader{fs: fs, f: f, size: rf.Size, cancel: cancel}
 	rr.cond = sync.NewCond(&rr.mu)
 	go func() {
-		err := fs.srv.cfg.Store.WriteResult(ctx, rf.EnvelopeID, rr)
+		err := fs.srv.cfg.Intake.StoredResult(rf).WriteTo(ctx, rr)
 		rr.mu.Lock()
 		rr.done = true
 		if err != nil {

@@ -140,18 +140,14 @@ func TestSFTPResumeAfterCutWithAppend(t *testing.T) {
 
 	c2 := z.login("acme", key)
 	var size int64
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.NoError(t, 10*time.Second, func() error {
 		fi, err := c2.Stat("/inbox/cut.csv")
-		if err == nil && fi.Size() == int64(half) {
-			size = fi.Size()
-			break
+		if err != nil || fi.Size() != int64(half) {
+			return fmt.Errorf("stat of the cut-off upload from a new connection: %v %v", fi, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stat of the cut-off upload from a new connection: %v %v", fi, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		size = fi.Size()
+		return nil
+	})
 	// An append handle cannot rewrite the start.
 	if err := writeAt(t, c2, "/inbox/cut.csv", os.O_WRONLY|os.O_APPEND, bigPayroll[:10], 0); err == nil ||
 		!strings.Contains(err.Error(), "append") {
@@ -288,10 +284,9 @@ func TestHostileSFTPBadUserNames(t *testing.T) {
 		}
 	}
 	// The server counts a failure just after the client has seen it.
-	deadline := time.Now().Add(10 * time.Second)
-	for z.metric("payintake_sftp_logins_total", "result=failed") < float64(len(names)) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(t, 10*time.Second, func() bool {
+		return z.metric("payintake_sftp_logins_total", "result=failed") >= float64(len(names))
+	}, "fewer than %d failed logins counted", len(names))
 	unavailable := z.metric("payintake_sftp_logins_total", "result=unavailable")
 	failed := z.metric("payintake_sftp_logins_total", "result=failed")
 	t.Logf("%d malformed user names: %v failed logins, %v unavailable, refused after %v to %v",
@@ -347,7 +342,7 @@ func TestHostileSFTPIdleAndExcessSessions(t *testing.T) {
 				return
 			}
 			off += 16
-			time.Sleep(idle / 4)
+			time.Sleep(idle / 4) // a slow upload: time must pass, within the idle timeout
 		}
 	}()
 	for range maxSessions - 1 {
@@ -369,13 +364,12 @@ func TestHostileSFTPIdleAndExcessSessions(t *testing.T) {
 	slowFor := time.Since(start)
 	// All six connections go once idle: four of acme, other's, and the
 	// slow one after its upload.
-	deadline := time.Now().Add(20 * time.Second)
-	for z.metric("payintake_sftp_idle_closed_total") < maxSessions+1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("idle connections closed: %v of %d", z.metric("payintake_sftp_idle_closed_total"), maxSessions+1)
+	eventually.NoError(t, 20*time.Second, func() error {
+		if n := z.metric("payintake_sftp_idle_closed_total"); n < maxSessions+1 {
+			return fmt.Errorf("idle connections closed: %v of %d", n, maxSessions+1)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	t.Logf("%d sessions allowed, %d of %d more refused (too_many_sessions %v); %d idle connections closed (the slow one after its upload) within %v of the upload start (idle timeout %v); the slow upload over %v kept its connection",
 		maxSessions, refused, extra, z.metric("payintake_sftp_logins_total", "result=too_many_sessions"),
 		int(z.metric("payintake_sftp_idle_closed_total")), time.Since(start).Round(time.Millisecond), idle, slowFor.Round(time.Millisecond))
@@ -437,10 +431,9 @@ func TestHostileSFTPSilentSocketsNATNeighbour(t *testing.T) {
 		}
 		socks = append(socks, c)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for z.metric("payintake_sftp_prelogin_closed_total", "reason=evicted") < 100 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(t, 10*time.Second, func() bool {
+		return z.metric("payintake_sftp_prelogin_closed_total", "reason=evicted") >= 100
+	}, "fewer than 100 silent sockets evicted")
 	evicted := z.metric("payintake_sftp_prelogin_closed_total", "reason=evicted")
 	t.Logf("%d silent sockets from one address: a partner on the same address logged in and uploaded in at most %v; 100 more a second later closed %v of the oldest (at most 128 silent per address once silent for 1 s)",
 		silent, worst.Round(time.Millisecond), evicted)

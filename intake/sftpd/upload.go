@@ -878,11 +878,9 @@ func (fs *partnerFS) receive(p *pending) error {
 	defer cancel()
 	// Submit writes the upload's one log line ("envelope received") with
 	// this session's logger.
-	res, err := fs.srv.cfg.Intake.Submit(ctx, intake.Submission{
-		Partner: fs.partner, Name: name, Source: "sftp", Path: p.spool,
-		SHA256: sum, Size: size, ModTime: mtime, Stream: stream, Enqueue: fs.srv.cfg.Enqueue,
-		Log: fs.log, Started: p.started, Upload: p.id,
-	})
+	res, err := fs.srv.cfg.Intake.Submit(ctx, intake.Submission{Partner: fs.partner, Name: name, Path: p.spool, Source: "sftp"},
+		&intake.SubmitOpts{Enqueue: fs.srv.cfg.Enqueue, Log: fs.log, Upload: &intake.Upload{
+			ID: p.id, SHA256: sum, Size: size, ModTime: mtime, Stream: stream, Started: p.started}})
 	env := res.Received
 	if err != nil {
 		fs.srv.m.uploads.WithLabelValues("failed").Inc()

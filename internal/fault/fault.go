@@ -106,7 +106,7 @@ func (Tracer) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCo
 }
 
 // recordsTable is how a COPY into records names its table: a first file
-// read twice (records.applyDirect) writes its records by COPY, not INSERT.
+// read without staging (apply's applyDirect) writes its records by COPY, not INSERT.
 var recordsTable = pgx.Identifier{"records"}.Sanitize()
 
 func (Tracer) TraceCopyFromEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromEndData) {

@@ -93,7 +93,7 @@ func TestReaderDeadline(t *testing.T) {
 	go func() {
 		for range 20 {
 			_, _ = pw.Write([]byte(strings.Repeat("x", 20)))
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // a slow but steady sender: the time must pass
 		}
 		pw.Close()
 	}()

@@ -1,0 +1,102 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/records"
+)
+
+// DeliverWebhook claims a delivery by its webhook-id, insert-or-nothing, and
+// in the same transaction applies its change under the partner lock and
+// stores the answer answer gives. A concurrent duplicate waits on the
+// claim's primary key and then replays the stored response; if the first
+// attempt rolled back, the duplicate claims it instead.
+//
+// The change is applied only when its version is above the highest version
+// accepted for its entity; otherwise it is stale (code superseded). Against
+// the records it is classified as a CSV row is: created, unchanged, held
+// (record_locked or period_locked, with an exception for a reviewer) or
+// updated (the previous version kept in record_history, replaced_by
+// "webhook ID").
+func (e *Engine) DeliverWebhook(ctx context.Context, d records.WebhookDelivery, answer records.WebhookAnswerFunc) (records.WebhookAnswer, error) {
+	var ans records.WebhookAnswer
+	err := pgx.BeginFunc(ctx, e.store.Pool(), func(tx pgx.Tx) error {
+		var claimed bool
+		var err error
+		if ans, claimed, err = records.ClaimWebhook(ctx, tx, d); err != nil || !claimed {
+			return err
+		}
+		var res records.WebhookResult
+		switch {
+		case d.Invalid != nil:
+			res.Invalid = d.Invalid
+			if err := records.QuarantineWebhook(ctx, tx, d, *d.Invalid); err != nil {
+				return err
+			}
+		case d.Change != nil:
+			if err := records.PartnerLock(ctx, tx, d.PartnerID); err != nil {
+				return err
+			}
+			if res, err = applyWebhook(ctx, tx, d.PartnerID, d.WebhookID, *d.Change); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("webhook %s: neither a change nor a reason to refuse it", d.WebhookID)
+		}
+		ans.StoredAnswer = answer(res)
+		return records.CompleteWebhook(ctx, tx, d, res, ans.StoredAnswer)
+	})
+	if err != nil {
+		return records.WebhookAnswer{}, fmt.Errorf("deliver webhook %s: %w", d.WebhookID, err)
+	}
+	return ans, nil
+}
+
+// applyWebhook decides and applies one change. The partner lock is held.
+func applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID string, ch records.WebhookChange) (records.WebhookResult, error) {
+	r := ch.Row
+	res := records.WebhookResult{EntityID: ch.EntityID, Version: ch.Version}
+	stored, err := records.WebhookEntityVersion(ctx, tx, partner, ch.EntityID)
+	if err != nil {
+		return res, err
+	}
+	if stored != nil && ch.Version <= *stored {
+		res.Outcome, res.Code = records.OutcomeStale, normalize.CodeSuperseded
+		res.Message = fmt.Sprintf("version %d of entity %s is not above version %d already received, so this change was not applied",
+			ch.Version, ch.EntityID, *stored)
+		return res, nil
+	}
+
+	// The change goes through the same classification and statements as a
+	// file's rows (classify.go), as a one-row stage with no line.
+	if _, err := tx.Exec(ctx, records.StageDDL); err != nil {
+		return res, fmt.Errorf("create stage: %w", err)
+	}
+	r.Row, r.Line = 0, 0
+	if err := copyText(ctx, tx.Conn(), "stage", stageColumns, bytes.NewReader(appendStageRow(nil, &r, keyHash(&r), nil))); err != nil {
+		return res, fmt.Errorf("stage change: %w", err)
+	}
+	args := pgx.NamedArgs{"partner": partner, "seq": nil, "env": nil, "by": "webhook " + webhookID,
+		"file_rejected": false, "header": records.ResultHeader, "held": "the change"}
+	if _, err := classifyAndApply(ctx, tx, args, false, false); err != nil {
+		return res, err
+	}
+	if err := records.ClassifiedWebhookChange(ctx, tx, partner, &res); err != nil {
+		return res, err
+	}
+	if res.Outcome == records.OutcomeRejected {
+		// Nothing was applied or held: the same version may come again once
+		// the employee is onboarded.
+		return res, nil
+	}
+	var rec *int64
+	if res.RecordID != 0 {
+		rec = &res.RecordID
+	}
+	return res, records.StoreWebhookEntityVersion(ctx, tx, partner, ch.EntityID, ch.Version, rec, webhookID)
+}

@@ -1,0 +1,18 @@
+package intake
+
+import (
+	"context"
+	"testing"
+
+	"github.com/payintake/payintake/internal/sqlfile"
+	"github.com/payintake/payintake/pgserver/pgtest"
+)
+
+// Every statement of intake/*.sql prepares against the migrated schema and
+// is taken by some Go file: a misspelt column fails here, not on the sweep
+// for orphans that runs only after a crash.
+func TestEveryQueryPrepares(t *testing.T) {
+	for _, err := range sqlfile.CheckDB(context.Background(), pgtest.Store(t).Pool(), ".", statements.Statements()) {
+		t.Error(err)
+	}
+}
