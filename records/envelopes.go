@@ -19,6 +19,8 @@ var (
 	sqlEnvelope                 = query("Envelope")
 	sqlSubmissions              = query("Submissions")
 	sqlInsertEnvelope           = query("InsertEnvelope")
+	sqlInsertStreamedEnvelope   = query("InsertStreamedEnvelope")
+	sqlCompleteStreamedEnvelope = query("CompleteStreamedEnvelope")
 	sqlInsertEnvelopeClientTime = query("InsertEnvelopeClientTime")
 	sqlClaimSubmissionKey       = query("ClaimSubmissionKey")
 	sqlFirstOfSubmissionKey     = query("FirstOfSubmissionKey")
@@ -184,18 +186,21 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 			st = nil
 		}
 	}
-	var id *int64 // the envelope id the stream reserved
 	store := func(tx pgx.Tx) error { return storeChunks(ctx, tx, env.ID, in.Path, env.Size) }
+	insert := func(tx pgx.Tx) pgx.Row {
+		return tx.QueryRow(ctx, sqlInsertEnvelope, env.PartnerID, env.FileName, env.Key, env.SHA256, env.Size, env.Source)
+	}
 	if st != nil {
-		id = &st.id
 		store = func(pgx.Tx) error { return nil }
+		// The stream's stub row (its partner's) becomes the envelope.
+		insert = func(tx pgx.Tx) pgx.Row {
+			return tx.QueryRow(ctx, sqlCompleteStreamedEnvelope, env.PartnerID, env.FileName, env.Key, env.SHA256, env.Size, env.Source, st.id)
+		}
 	}
 	record := func(tx pgx.Tx) error {
 		// clock_timestamp, not now(): a stream's transaction began when the
 		// upload did.
-		if err := tx.QueryRow(ctx, sqlInsertEnvelope,
-			env.PartnerID, env.FileName, env.Key, env.SHA256, env.Size, env.Source, id,
-		).Scan(&env.ID, &env.ReceivedAt); err != nil {
+		if err := insert(tx).Scan(&env.ID, &env.ReceivedAt); err != nil {
 			return fmt.Errorf("record envelope: %w", err)
 		}
 		if mtime != nil {

@@ -24,7 +24,8 @@ const (
 // the transaction that Receive (with Incoming.Stream) then completes: the
 // envelope row, its submission key and outcome are written in that same
 // transaction, so nothing of the file is visible before the outcome, and an
-// aborted stream leaves no trace. The envelope id is taken at the start.
+// aborted stream leaves no trace. The envelope's row is a stub from the
+// start (InsertStreamedEnvelope), completed by Receive.
 //
 // Write is not safe for concurrent use. A stream that fails (database
 // error) says so on Write; the caller then drops it (Abort) and stores the
@@ -51,10 +52,10 @@ type Stream struct {
 // streams may hold are in use): store the file at the close instead.
 var ErrNoStream = errors.New("no database connection free for streaming an upload")
 
-// StartStream begins a stream, or returns ErrNoStream when the streams
-// already running hold their share of the pool. ctx bounds the whole
-// stream (it ends with Receive or Abort).
-func (s *Store) StartStream(ctx context.Context) (*Stream, error) {
+// StartStream begins a stream of a file of partner, or returns ErrNoStream
+// when the streams already running hold their share of the pool. ctx bounds
+// the whole stream (it ends with Receive or Abort).
+func (s *Store) StartStream(ctx context.Context, partner string) (*Stream, error) {
 	select {
 	case s.streams <- struct{}{}:
 	default:
@@ -74,13 +75,8 @@ func (s *Store) StartStream(ctx context.Context) (*Stream, error) {
 	if st.tx, err = st.conn.Begin(ctx); err != nil {
 		return fail(fmt.Errorf("stream upload: begin: %w", err))
 	}
-	// The chunks go in before their envelope row: the reference is checked
-	// at commit (migration 00120).
-	if _, err := st.tx.Exec(ctx, `SET CONSTRAINTS envelope_chunks_envelope_id_fkey DEFERRED`); err != nil {
-		return fail(fmt.Errorf("stream upload: %w", err))
-	}
-	if err := st.tx.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('envelopes', 'id'))`).Scan(&st.id); err != nil {
-		return fail(fmt.Errorf("stream upload: reserve envelope id: %w", err))
+	if err := st.tx.QueryRow(ctx, sqlInsertStreamedEnvelope, partner).Scan(&st.id); err != nil {
+		return fail(fmt.Errorf("stream upload: reserve the envelope: %w", err))
 	}
 	st.copying = true
 	go func() {

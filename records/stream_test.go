@@ -44,7 +44,7 @@ func TestStreamedReceive(t *testing.T) {
 	}
 	// stream sends data in uneven writes, as SFTP packets arrive.
 	stream := func(data []byte) *records.Stream {
-		s, err := st.StartStream(ctx)
+		s, err := st.StartStream(ctx, "acme")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestStreamedReceive(t *testing.T) {
 	// (a share of the pool) are taken.
 	var streams []*records.Stream
 	for {
-		s, err := st.StartStream(ctx)
+		s, err := st.StartStream(ctx, "acme")
 		if errors.Is(err, records.ErrNoStream) {
 			break
 		}
@@ -139,7 +139,7 @@ func TestStreamedReceive(t *testing.T) {
 	for _, s := range streams {
 		s.Abort()
 	}
-	s, err := st.StartStream(ctx)
+	s, err := st.StartStream(ctx, "acme")
 	if err != nil {
 		t.Fatalf("after the aborts, a stream should start: %v", err)
 	}

@@ -15,9 +15,10 @@ import (
 // any server on the database lists them and resumes them: an upload row per
 // partner and name, its bytes in sftp_upload_chunks (migration 00340). A
 // server keeps the bytes of a handle open on it in its own spool and stores
-// them when the handle ends without the file being received (cut off,
-// refused, or temp-named waiting for a rename); a resume on any server
-// starts from what was stored.
+// them (SaveUpload) every so often while the handle writes, and when it
+// ends without the file being received (cut off, refused, or temp-named
+// waiting for a rename); a resume on any server starts from what was
+// stored.
 
 // Statements of uploads.sql.
 var (

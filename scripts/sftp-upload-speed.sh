@@ -17,6 +17,10 @@
 #   - openssh:   Debian's sshd with `Subsystem sftp internal-sftp`, writing to
 #     a file in a temp folder, on another loopback port, started from a
 #     config in a temp folder (nothing on the system is changed).
+# Also the CPU time each server spent on a put (payintake: serve and its
+# PostgreSQL; openssh: sshd and its session processes), median of the runs:
+# on a machine other work keeps busy, the times swing by a factor of two
+# from run to run, the CPU much less.
 # Needs: go, the Debian packages openssh-client and openssh-server, and
 # PostgreSQL server binaries (as for the tests). Run as any user.
 set -euo pipefail
@@ -72,6 +76,7 @@ hport=$(free_port)
 "$work/payintake" serve --sftp-addr "127.0.0.1:$pport" --http-addr "127.0.0.1:$hport" --workers 0 \
 	--max-file-size 2GiB >"$work/serve.log" 2>&1 &
 pids+=($!)
+serve_pid=$!
 
 # OpenSSH: sshd with internal-sftp, as the current user.
 sport=$(free_port)
@@ -98,6 +103,7 @@ EOF
 if [ "$(id -u)" = 0 ] && [ ! -d /run/sshd ]; then mkdir -p -m 0755 /run/sshd; fi
 /usr/sbin/sshd -D -e -f "$work/sshd/sshd_config" 2>"$work/sshd.log" &
 pids+=($!)
+sshd_pid=$!
 
 # Each server's host key is accepted on first use, in a known_hosts file of
 # this run only.
@@ -121,18 +127,35 @@ time_batch() {
 	awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'
 }
 calc() { awk "BEGIN {print $1}"; }
+# cpu PID...: CPU seconds used so far by these processes and all their
+# descendants (children that ended and were waited for included).
+cpu() {
+	# cat, not awk, opens them: a process may end between the glob and the
+	# read, which cat skips and mawk does not survive.
+	{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v roots=" $* " -v hz="$(getconf CLK_TCK)" '
+		{ pid = $1; line = $0; sub(/^.*\) /, "", line); split(line, f, " ")
+		  parent[pid] = f[2]; t[pid] = f[12] + f[13] + f[14] + f[15] }
+		END { for (p in t) { q = p; while (q > 1) { if (index(roots, " " q " ")) { s += t[p]; break }; q = parent[q] } }
+		      printf "%.2f\n", s / hz }'
+}
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
+# The embedded cluster's postmaster (pg_ctl starts it outside serve's tree).
+pg_pid=$(head -1 "$(find "$work/data" -name postmaster.pid | head -1)")
 echo "pwd" >"$work/empty.batch"
-ours=() theirs=()
+ours=() theirs=() ourcpu=() theircpu=()
 for r in $(seq "$runs"); do
 	echo "put $work/upload.bin /inbox/upload-$r.bin" >"$work/ours.batch"
 	echo "put $work/upload.bin upload-$r.bin" >"$work/theirs.batch"
 	c=$(time_batch "$pport" bench "$work/empty.batch")
+	a=$(cpu "$serve_pid" "$pg_pid")
 	t=$(time_batch "$pport" bench "$work/ours.batch")
+	ourcpu+=("$(calc "$(cpu "$serve_pid" "$pg_pid") - $a")")
 	ours+=("$(calc "$t - $c")")
 	c=$(time_batch "$sport" "$(id -un)" "$work/empty.batch")
+	a=$(cpu "$sshd_pid")
 	t=$(time_batch "$sport" "$(id -un)" "$work/theirs.batch")
+	theircpu+=("$(calc "$(cpu "$sshd_pid") - $a")")
 	theirs+=("$(calc "$t - $c")")
 	rm -f "$work/openssh-inbox/upload-$r.bin"
 done
@@ -144,5 +167,9 @@ printf 'payintake (hashed and stored in PostgreSQL before the close is answered)
 printf 'openssh internal-sftp (written to a local file):                        median %.2f s (%.0f MB/s); runs: %s\n' \
 	"$t" "$(calc "$size_mb / $t")" "${theirs[*]}"
 printf 'payintake / openssh: %.2fx\n' "$(calc "$o / $t")"
+oc=$(printf '%s\n' "${ourcpu[@]}" | median)
+tc=$(printf '%s\n' "${theircpu[@]}" | median)
+printf 'CPU a put: payintake (serve + PostgreSQL) median %.2f s (%s), openssh (sshd) median %.2f s (%s): %.2fx\n' \
+	"$oc" "${ourcpu[*]}" "$tc" "${theircpu[*]}" "$(calc "$oc / $tc")"
 received=$(grep -c 'envelope received' "$work/serve.log" || true)
 [ "$received" = "$runs" ] || { echo "sftp-upload-speed: payintake received $received files, want $runs" >&2; exit 1; }

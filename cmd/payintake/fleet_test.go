@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -66,7 +67,10 @@ func newFleet(t *testing.T) *fleet {
 	for i := range f.replicas {
 		f.replicas[i] = startServer(t, f.url, filepath.Join(t.TempDir(), fmt.Sprint("replica", i)),
 			[]string{"PAYINTAKE_SECRET_KEY=" + f.secret},
-			"--workers", "2", "--trusted-proxies", "127.0.0.1/32", "--drain-timeout", "60s")
+			"--workers", "2", "--trusted-proxies", "127.0.0.1/32", "--drain-timeout", "60s",
+			// An upload cut by a replica's death resumes from its last
+			// checkpoint: often here, so the test's short upload has some.
+			"--sftp-checkpoint", "300ms")
 	}
 	st, err := records.Open(context.Background(), f.url, records.Options{MaxConns: 4})
 	if err != nil {
@@ -117,6 +121,17 @@ func (f *fleet) waitBalancer() {
 		}
 		return nil
 	})
+}
+
+// freePort returns a loopback port free at the time of the call.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // dialFrom opens an SSH connection to addr from the loopback address local.
@@ -206,9 +221,11 @@ func loginsOf(s *server) int { return strings.Count(s.logs.String(), `msg="logge
 
 // TestFleet: three replicas on one database behind HAProxy, as platforms
 // deploy payintake: the same host keys from every replica; OpenSSH
-// through the balancer; results identical from every replica; JSch and
-// PuTTY psftp through the balancer, their results the replicas'; failed
-// logins from one address not locking out another; an upload cut by the
+// through the balancer; results identical from every replica; JSch, PuTTY
+// psftp and Node's ssh2-sftp-client through the balancer, their results
+// the replicas'; failed
+// logins from one address not locking out another; a partner's allowlist
+// applied to the client's address; an upload cut by the
 // SIGKILL of its replica resumed through another; SIGTERM of a replica
 // during an upload letting the upload finish.
 func TestFleet(t *testing.T) {
@@ -252,19 +269,20 @@ func TestFleet(t *testing.T) {
 		t.Fatalf("sftp put through HAProxy: %v\n%s", err, out)
 	}
 	got := filepath.Join(t.TempDir(), "fleet.result.csv")
-	for i := range 8 {
-		// Each is a new connection; the first ones may come before the
-		// result is stored.
-		eventually.NoError(t, 30*time.Second, func() error {
-			out, err := openSSHSFTP(t, "127.0.0.2", f.sftpAddr, "acme", acmeKey, knownHosts, "get /results/fleet.result.csv "+got+"\n").CombinedOutput()
-			if err != nil && strings.Contains(string(out), "No such file") {
-				return fmt.Errorf("no result through HAProxy yet: %s", out)
-			}
-			if err != nil {
-				t.Fatalf("sftp get through HAProxy (connection %d): %v\n%s", i+2, err, out)
-			}
-			return nil
-		})
+	get := func() error {
+		out, err := openSSHSFTP(t, "127.0.0.2", f.sftpAddr, "acme", acmeKey, knownHosts, "get /results/fleet.result.csv "+got+"\n").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("sftp get through HAProxy: %v\n%s", err, out)
+		}
+		return nil
+	}
+	// Once the file is processed, eight more connections, every one
+	// served the result.
+	eventually.NoError(t, 60*time.Second, get)
+	for range 7 {
+		if err := get(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i, r := range f.replicas {
 		if loginsOf(r) == before[i] {
@@ -288,8 +306,10 @@ func TestFleet(t *testing.T) {
 	// host keys OpenSSH trusted.
 	t.Run("JSch through the balancer", func(t *testing.T) { fleetJSch(t, f, knownHosts) })
 	t.Run("PuTTY psftp through the balancer", func(t *testing.T) { fleetPsftp(t, f, acmeKey, want) })
+	t.Run("Node ssh2-sftp-client through the balancer", func(t *testing.T) { fleetNode(t, f, acmeKey, want) })
 
 	t.Run("failed logins from one address do not lock out another", func(t *testing.T) { fleetLockout(t, f, acmeKey, knownHosts) })
+	t.Run("a partner's --allow-from holds for the client's address", func(t *testing.T) { fleetAllowFrom(t, f, acmeKey, knownHosts) })
 	t.Run("an upload cut by SIGKILL of its replica resumes on another", func(t *testing.T) { fleetResume(t, f, acmeKey, knownHosts, false) })
 	t.Run("SIGTERM of a replica lets its upload finish", func(t *testing.T) { fleetResume(t, f, acmeKey, knownHosts, true) })
 }
@@ -325,7 +345,11 @@ func replicaResult(t *testing.T, r *server, keyFile, name string, within time.Du
 // reaches the test through a pipe, after the client may have finished:
 // callers wait for it.
 func loggedIn(f *fleet, local, client string) bool {
-	re := regexp.MustCompile(`msg="logged in".* remote=` + regexp.QuoteMeta(local) + `:\d+ .*client=\S*` + regexp.QuoteMeta(client))
+	return f.logged(regexp.MustCompile(`msg="logged in".* remote=` + regexp.QuoteMeta(local) + `:\d+ .*client=\S*` + regexp.QuoteMeta(client)))
+}
+
+// logged tells whether a replica's log has a line matching re.
+func (f *fleet) logged(re *regexp.Regexp) bool {
 	for _, r := range f.replicas {
 		if re.MatchString(r.logs.String()) {
 			return true
@@ -481,6 +505,25 @@ func mustSigner(t *testing.T, keyFile string) ssh.Signer {
 	return s
 }
 
+// fleetAllowFrom: a partner's --allow-from, set once with the CLI, holds on
+// the replicas for the client's address behind the balancer: OpenSSH from
+// 127.0.0.10 logs in, from 127.0.0.9 it is refused exactly like a wrong
+// key, and the replica logs the client's address beside the balancer's.
+func fleetAllowFrom(t *testing.T, f *fleet, acmeKey, knownHosts string) {
+	c := &cli{t: t, url: f.url, dir: t.TempDir()}
+	c.ok("partner", "set", "acme", "--allow-from", "127.0.0.10")
+	defer c.ok("partner", "set", "acme", "--allow-from", "")
+	out, err := openSSHSFTP(t, "127.0.0.9", f.sftpAddr, "acme", acmeKey, knownHosts, "ls /inbox\n").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "Permission denied (publickey)") {
+		t.Fatalf("sftp from outside the allowlist: %v\n%s", err, out)
+	}
+	refused := regexp.MustCompile(`msg="login failed" .*remote=127\.0\.0\.9:\d+ proxy=127\.0\.0\.1:\d+ .*allow-from: 127\.0\.0\.9`)
+	eventually.True(t, 10*time.Second, func() bool { return f.logged(refused) }, "no replica logged the refusal of 127.0.0.9 (behind the balancer 127.0.0.1) by the allowlist")
+	if out, err := openSSHSFTP(t, "127.0.0.10", f.sftpAddr, "acme", acmeKey, knownHosts, "ls /inbox\n").CombinedOutput(); err != nil {
+		t.Fatalf("sftp from the allowlist: %v\n%s", err, out)
+	}
+}
+
 // fleetLockout: eight failed logins from 127.0.0.4 through the balancer
 // (SFTP with a key nobody registered, and the reviewer console with a wrong
 // password) do not slow or refuse the right logins from 127.0.0.5: the
@@ -539,6 +582,27 @@ func fleetLockout(t *testing.T, f *fleet, acmeKey, knownHosts string) {
 	if code := post("127.0.0.5", "alice", "right horse battery staple"); code != http.StatusSeeOther {
 		t.Fatalf("the right password from another address answered %d, want 303", code)
 	}
+	// The replica logs the request under the client's address, the
+	// balancer's beside it.
+	logged := regexp.MustCompile(`status=303 .*client=127\.0\.0\.5 proxy=127\.0\.0\.1:\d+`)
+	eventually.True(t, 10*time.Second, func() bool { return f.logged(logged) }, "no replica logged the login from 127.0.0.5 under its address, with the balancer's as proxy")
+}
+
+// listedSize is the size `ls -ln` shows for /inbox/name in the sftp
+// client's output.
+func listedSize(t *testing.T, out []byte, name string) int64 {
+	t.Helper()
+	for line := range strings.Lines(string(out)) {
+		if f := strings.Fields(line); len(f) >= 9 && f[len(f)-1] == "/inbox/"+name {
+			n, err := strconv.ParseInt(f[4], 10, 64)
+			if err != nil {
+				t.Fatalf("ls -ln: size %q: %v", f[4], err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("ls -ln does not list /inbox/%s:\n%s", name, out)
+	return 0
 }
 
 // fleetResume uploads a file slowly through the balancer, and once its
@@ -609,23 +673,26 @@ func fleetResume(t *testing.T, f *fleet, acmeKey, knownHosts string, drain bool)
 		if err := <-done; err == nil {
 			t.Fatalf("the upload went through although its replica was killed mid-way:\n%s", out.String())
 		}
+		killed := time.Now()
 		f.waitBalancer()
 		// The partner resumes from any new connection: the balancer sends it
-		// to a replica that lives. Until the dead replica's lease on the
-		// upload lapses, the resume is refused ("Failure"), and the
-		// partner tries again.
-		killed := time.Now()
-		for try := 1; ; try++ {
-			o, err := openSSHSFTP(t, "127.0.0.6", f.sftpAddr, "acme", acmeKey, knownHosts, "reput "+local+" /inbox/"+name+"\n").CombinedOutput()
-			if err == nil {
-				t.Logf("resumed %v after the kill, at try %d", time.Since(killed).Round(100*time.Millisecond), try)
-				break
-			}
-			if time.Since(killed) > 40*time.Second {
-				t.Fatalf("the cut upload could not be resumed through the balancer: %v\n%s", err, o)
-			}
-			time.Sleep(time.Second) // the partner's client tries again a second later: each try is a login
+		// to a replica that lives, which offers the size of what the dead
+		// one stored at its last checkpoint (reput resumes from the size it
+		// is shown), and waits for the dead replica's lease on the upload
+		// to run out rather than refusing.
+		o, err := openSSHSFTP(t, "127.0.0.6", f.sftpAddr, "acme", acmeKey, knownHosts, "ls -ln /inbox/"+name+"\n").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ls of the cut upload through the balancer: %v\n%s", err, o)
 		}
+		offered := listedSize(t, o, name)
+		if offered <= 0 || offered >= int64(len(data)) {
+			t.Fatalf("after the kill, the cut upload shows %d bytes of %d: the killed replica's checkpoints were not stored\n%s", offered, len(data), o)
+		}
+		o, err = openSSHSFTP(t, "127.0.0.6", f.sftpAddr, "acme", acmeKey, knownHosts, "reput "+local+" /inbox/"+name+"\n").CombinedOutput()
+		if err != nil {
+			t.Fatalf("the cut upload could not be resumed through the balancer %v after the kill: %v\n%s", time.Since(killed).Round(100*time.Millisecond), err, o)
+		}
+		t.Logf("resumed from byte %d of %d, %v after the kill", offered, len(data), time.Since(killed).Round(100*time.Millisecond))
 	}
 
 	sum := sha256.Sum256(data)
@@ -657,4 +724,49 @@ func fleetResume(t *testing.T, f *fleet, acmeKey, knownHosts string, drain bool)
 		}
 		return fmt.Errorf("%s: %+v, not processed", name, envs)
 	})
+}
+
+// fleetNode: Node's ssh2-sftp-client (what partners' JavaScript uses, on
+// ssh2; installed in .ci/npm by .ci/run) uploads from 127.0.0.8 through the
+// balancer and downloads its result, trusting only the host keys OpenSSH
+// was shown.
+func fleetNode(t *testing.T, f *fleet, acmeKey string, hostKeys map[string]string) {
+	modules, err := filepath.Abs("../../.ci/npm/node_modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(modules, "ssh2-sftp-client")); err != nil {
+		t.Fatalf("ssh2-sftp-client is not installed (%v): run .ci/run, or `npm ci` in .ci/npm", err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is needed to run ssh2-sftp-client (apt-get install nodejs, as .ci/run does): %v", err)
+	}
+	var blobs []string
+	for _, k := range hostKeys {
+		blobs = append(blobs, strings.Fields(k)[1])
+	}
+	host, port, _ := net.SplitHostPort(f.sftpAddr)
+	dir := t.TempDir()
+	run := func(op, local, remote string) {
+		t.Helper()
+		cmd := exec.Command(node, "testdata/ssh2-sftp.js", host, port, "acme", acmeKey, "127.0.0.8",
+			strings.Join(blobs, ","), op, local, remote)
+		cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "ok "+op) {
+			t.Fatalf("ssh2-sftp-client %s %s through HAProxy: %v\n%s", op, remote, err, out)
+		}
+	}
+	local := filepath.Join(dir, "node.csv")
+	if err := os.WriteFile(local, payrollFile("N", 200), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("put", local, "/inbox/node.csv")
+	eventually.True(t, 10*time.Second, func() bool { return loggedIn(f, "127.0.0.8", "ssh2js") },
+		"no replica logged ssh2-sftp-client's login from 127.0.0.8: the balancer did not pass its address on")
+	direct := replicaResult(t, f.replicas[0], acmeKey, "node.csv", 60*time.Second)
+	got := filepath.Join(dir, "node.result.csv")
+	run("get", got, "/results/node.result.csv")
+	checkDownload(t, got, direct, "node.csv")
 }

@@ -61,6 +61,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	idleTimeout := fs.Duration("sftp-idle-timeout", sftpd.DefaultIdleTimeout, "an SFTP connection with no SFTP request or data for this long is closed, SSH keepalives notwithstanding (uploads left open can be resumed)")
 	maxSessions := fs.Int("sftp-max-sessions", sftpd.DefaultMaxSessions, "SFTP connections one partner may have logged in to this process at once")
 	resumeWindow := fs.Duration("sftp-resume-window", sftpd.DefaultResumeWindow, "an SFTP upload cut off (or temp-named, never renamed) can be resumed this long after its last write")
+	checkpoint := fs.Duration("sftp-checkpoint", sftpd.DefaultCheckpoint, "an SFTP upload in progress stores what it has received this often, so that if this process dies the partner's resume on another loses at most about this much of the transfer (each checkpoint writes its bytes to the database once more)")
 	jobTimeout := fs.Duration("job-timeout", intake.DefaultJobTimeout, "longest processing of one file; then it is cancelled and retried")
 	orphanAfter := fs.Duration("orphan-after", intake.DefaultOrphanAfter, "a received file left unprocessed by a stopped process is queued again after this long")
 	readTimeout := fs.Duration("http-read-timeout", 5*time.Minute, "longest time to read one HTTP request, body included (a 64 MiB submission needs about 220 KB/s)")
@@ -209,6 +210,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Store: e.store, HostKeys: hostKeys, HostKeyRefresh: hostKeyRefresh, LegacyAlgorithms: *legacyAlgorithms, HostKeyTypes: servedTypes, SpoolDir: spool, MaxFileSize: maxFileSize,
 		Intake: e.intake, Auth: creds, Enqueue: queue.Enqueue, Metrics: sftpd.NewMetrics(reg), Log: log.With("component", "sftp"),
 		IdleTimeout: *idleTimeout, MaxSessions: *maxSessions, ResumeWindow: *resumeWindow,
+		Checkpoint: *checkpoint,
 	})
 	if err != nil {
 		return err

@@ -45,7 +45,8 @@ const (
 )
 
 // bannerConn is a connection whose server version line was already sent (the
-// SSH library's own is swallowed) and whose first client bytes are buffered.
+// SSH library's own is swallowed) and whose first client bytes are buffered
+// (the version line and key exchange offer read ahead, peekKexInit).
 type bannerConn struct {
 	net.Conn
 	r    *bufio.Reader
@@ -53,7 +54,7 @@ type bannerConn struct {
 }
 
 func newBannerConn(c net.Conn) *bannerConn {
-	return &bannerConn{Conn: c, r: bufio.NewReaderSize(c, 512), skip: []byte(serverVersion + "\r\n")}
+	return &bannerConn{Conn: c, r: bufio.NewReaderSize(c, maxKexInit), skip: []byte(serverVersion + "\r\n")}
 }
 
 func (c *bannerConn) Read(p []byte) (int, error) { return c.r.Read(p) }

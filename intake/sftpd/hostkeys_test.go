@@ -251,6 +251,21 @@ func sftpLs(z *dropZone, key, kh string, opts ...string) ([]byte, error) {
 	return cmd.CombinedOutput()
 }
 
+// knownHosts writes dir/known_hosts naming the zone's active host keys
+// (testHostKeys) and returns its path.
+func (z *dropZone) knownHosts(dir string) string {
+	z.t.Helper()
+	var kh strings.Builder
+	for _, k := range testHostKeys(z.t).Active {
+		kh.WriteString(knownhosts.Line([]string{knownhosts.Normalize(z.addr)}, k.PublicKey()) + "\n")
+	}
+	path := filepath.Join(dir, "known_hosts")
+	if err := os.WriteFile(path, []byte(kh.String()), 0o600); err != nil {
+		z.t.Fatal(err)
+	}
+	return path
+}
+
 // knows reports whether known_hosts file kh holds key k.
 func knows(t *testing.T, kh string, k ssh.PublicKey) bool {
 	t.Helper()
@@ -364,14 +379,7 @@ func TestLegacyAlgorithmsOnlyWithTheFlag(t *testing.T) {
 		z.partner("acme")
 		dir := t.TempDir()
 		key := z.keyFile("acme", dir)
-		var kh strings.Builder
-		for _, k := range testHostKeys(t).Active {
-			kh.WriteString(knownhosts.Line([]string{knownhosts.Normalize(z.addr)}, k.PublicKey()) + "\n")
-		}
-		khFile := filepath.Join(dir, "known_hosts")
-		if err := os.WriteFile(khFile, []byte(kh.String()), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		khFile := z.knownHosts(dir)
 		for _, opts := range [][]string{
 			{"HostKeyAlgorithms=ssh-rsa", "PubkeyAcceptedAlgorithms=+ssh-rsa"},
 			{"KexAlgorithms=diffie-hellman-group14-sha1"},

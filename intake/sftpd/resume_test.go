@@ -444,3 +444,56 @@ func TestHostileSFTPSilentSocketsNATNeighbour(t *testing.T) {
 		t.Fatalf("only %v silent sockets evicted", evicted)
 	}
 }
+
+// While a handle writes, what it has received is stored every
+// Config.Checkpoint, its lease kept: a resume after its server died goes on
+// from there. The file received at the close is the whole file, once.
+func TestSFTPUploadCheckpointedWhileWriting(t *testing.T) {
+	t.Parallel()
+	z := newDropZone(t, zoneOpts{workers: -1, checkpoint: 50 * time.Millisecond})
+	key := z.partner("acme")
+	c := z.login("acme", key)
+	f, err := c.OpenFile("/inbox/C.csv", os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	stored := func() (size int64, leased bool) {
+		err := z.store.Pool().QueryRow(z.ctx, `SELECT size, writer IS NOT NULL FROM sftp_uploads
+			WHERE partner_id = 'acme' AND name = 'C.csv'`).Scan(&size, &leased)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return size, leased
+	}
+	// Write on until a checkpoint holds some of it (a write after the
+	// interval starts one), the handle open all along.
+	eventually.NoError(t, 20*time.Second, func() error {
+		if sent < len(bigPayroll)/2 {
+			k := min(16<<10, len(bigPayroll)/2-sent)
+			if _, err := f.Write(bigPayroll[sent : sent+k]); err != nil {
+				t.Fatal(err)
+			}
+			sent += k
+		}
+		if size, leased := stored(); size == 0 || !leased {
+			return fmt.Errorf("%d bytes stored (lease held: %v) of %d sent", size, leased, sent)
+		}
+		return nil
+	})
+	if size, _ := stored(); size > int64(sent) {
+		t.Fatalf("%d bytes stored, only %d sent", size, sent)
+	}
+	if _, err := f.Write(bigPayroll[sent:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := z.envelopeOf("acme", "C.csv"); !bytes.Equal(got, bigPayroll) {
+		t.Fatalf("received %d bytes, want the %d sent", len(got), len(bigPayroll))
+	}
+	if n := z.count(`SELECT count(*) FROM sftp_uploads`); n != 0 {
+		t.Fatalf("%d unfinished uploads left after the file was received", n)
+	}
+}

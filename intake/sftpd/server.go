@@ -1,6 +1,7 @@
 package sftpd
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -80,6 +81,12 @@ type Config struct {
 	// partner can resume or rename it from any connection to any server on
 	// the database; then it is discarded. 0 means DefaultResumeWindow.
 	ResumeWindow time.Duration
+	// Checkpoint is how often an upload being written stores what it has
+	// received so far, so that a resume after this server dies (killed, or
+	// its machine lost) on any other loses at most about this much of the
+	// transfer; an upload shorter than it is stored only when it ends. 0
+	// means DefaultCheckpoint; negative: never (only when the handle ends).
+	Checkpoint time.Duration
 	// InboxWindow is how long a received file stays visible in /inbox (stat,
 	// listing) after it arrived. 0 means DefaultInboxWindow.
 	InboxWindow time.Duration
@@ -162,6 +169,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ResumeWindow <= 0 {
 		cfg.ResumeWindow = DefaultResumeWindow
+	}
+	if cfg.Checkpoint == 0 {
+		cfg.Checkpoint = DefaultCheckpoint
 	}
 	if cfg.InboxWindow <= 0 {
 		cfg.InboxWindow = DefaultInboxWindow
@@ -593,8 +603,11 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 	}()
 	ic := &idleConn{}
 	ic.touch()
+	kex := bc.peekKexInit()
 	_ = c.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	sconn, chans, reqs, err := ssh.NewServerConn(bc, s.serverConfig(ctx, st))
+	cfg := s.serverConfig(ctx, st)
+	cfg.Ciphers = ciphersFor(kex)
+	sconn, chans, reqs, err := ssh.NewServerConn(bc, cfg)
 	if err != nil {
 		st.mu.Lock()
 		failed, offered, last, user, unavailable, capped := st.failures, st.offered, st.lastErr, st.user, st.unavailable, st.capped
@@ -758,8 +771,23 @@ type idleConn struct {
 
 func (c *idleConn) touch() { c.last.Store(time.Now().UnixNano()) }
 
-// channel is ch, noting its data as activity.
-func (c *idleConn) channel(ch ssh.Channel) io.ReadWriteCloser { return activeChannel{ch, c} }
+// channelReadBuffer is how much of an SFTP channel's data one read takes.
+// x/crypto/ssh grants the client more window at every Read once more than
+// three packets wait unread (as they do while an upload streams), so the
+// SFTP server's reads, two a packet (its length, then its body), cost two
+// SSH packets back each, encrypted and written one by one; a read of all
+// that waits, up to this much, costs one.
+const channelReadBuffer = 64 << 10
+
+// channel is ch, noting its data as activity, its reads buffered.
+func (c *idleConn) channel(ch ssh.Channel) io.ReadWriteCloser {
+	a := activeChannel{ch, c}
+	return struct {
+		io.Reader
+		io.Writer
+		io.Closer
+	}{bufio.NewReaderSize(a, channelReadBuffer), a, a}
+}
 
 type activeChannel struct {
 	ssh.Channel

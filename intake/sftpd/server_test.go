@@ -119,6 +119,7 @@ type zoneOpts struct {
 	maxFileSize int64
 	loginDelay  time.Duration
 	resume      time.Duration // Config.ResumeWindow
+	checkpoint  time.Duration // Config.Checkpoint
 	idle        time.Duration // Config.IdleTimeout
 	maxSessions int           // Config.MaxSessions
 	tracing     trace.TracerProvider
@@ -201,6 +202,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	srv, err := sftpd.New(sftpd.Config{
 		Store: st, HostKeys: hks, HostKeyRefresh: refresh, LegacyAlgorithms: o.legacy, HostKeyTypes: o.keyTypes, SpoolDir: spool, MaxFileSize: o.maxFileSize,
 		Intake: in, Auth: partnerauth.New(st, partnerauth.WithMetrics(reg)), Enqueue: enqueue, Log: log, LoginDelay: o.loginDelay, Metrics: sftpd.NewMetrics(reg), ResumeWindow: o.resume,
+		Checkpoint:  o.checkpoint,
 		IdleTimeout: o.idle, MaxSessions: o.maxSessions, Now: nowOf(o.clock),
 	})
 	if err != nil {
@@ -426,10 +428,9 @@ func TestSFTPUploadThenDownloadResult(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
-	// Nothing left behind in the spool.
-	if left, _ := os.ReadDir(z.spool); len(left) != 0 {
-		t.Fatalf("spool not empty: %v", left)
-	}
+	// Nothing left behind in the spool (removed once the closes are
+	// answered).
+	z.waitSpoolEmpty()
 	// A second job for the same envelope (a rescue, a sweep) finds it done
 	// and counts nothing again.
 	var envID int64
@@ -649,9 +650,19 @@ func TestSFTPUploadCutOffIsNeverProcessed(t *testing.T) {
 	if z.count(`SELECT count(*) FROM envelopes WHERE id = $1 AND status = 'incomplete'`, cutID) != 1 {
 		t.Fatal("the cut-off upload's envelope changed status")
 	}
-	if left, _ := os.ReadDir(z.spool); len(left) != 0 {
-		t.Fatalf("spool not empty: %v", left)
-	}
+	z.waitSpoolEmpty()
+}
+
+// waitSpoolEmpty waits until the zone's spool holds no file (an upload's is
+// removed once its close is answered).
+func (z *dropZone) waitSpoolEmpty() {
+	z.t.Helper()
+	eventually.NoError(z.t, 10*time.Second, func() error {
+		if left, _ := os.ReadDir(z.spool); len(left) != 0 {
+			return fmt.Errorf("spool not empty: %v", left)
+		}
+		return nil
+	})
 }
 
 func TestSFTPTempNameThenRename(t *testing.T) {

@@ -17,9 +17,10 @@ package sftpd
 // temp-named), the bytes past those already stored are stored with the
 // hash state they end at, and the lease is released; a resume, on this
 // server or another, copies the stored bytes into a new spool and goes on
-// from there. A server that dies while writing loses what that handle
-// added (the stored upload stays as it was at its last cut); its lease
-// expires after uploadLease.
+// from there. While the handle writes, the same is stored every
+// Config.Checkpoint (lease kept), in the background: a server that dies
+// while writing loses what arrived since the last checkpoint, and its lease
+// runs out after at most uploadLease, which a resume waits for.
 //
 // Open flags and offsets are honoured exactly or refused with a message:
 //
@@ -69,14 +70,19 @@ const (
 	// maxPendingPerPartner bounds the files of one partner not received yet
 	// (open, cut off, or temp-named waiting for a rename).
 	maxPendingPerPartner = 64
-	// resumeWait is how long an open for resume waits for the file's previous
-	// handle to be released (a connection that has just dropped, on this
-	// server or another).
-	resumeWait = 3 * time.Second
 	// uploadLease is how long a server's claim on an upload it writes lasts
 	// unless renewed (every uploadLease/3 while it runs): after a server
-	// dies, its uploads can be resumed elsewhere within this time.
-	uploadLease = 15 * time.Second
+	// dies, its uploads can be resumed elsewhere once this has passed.
+	uploadLease = 6 * time.Second
+	// resumeWait is how long an open for resume waits for the file's previous
+	// handle to be released (a connection that has just dropped, on this
+	// server or another): longer than uploadLease, so that a resume right
+	// after a server died waits for its lease to run out instead of failing.
+	resumeWait = uploadLease + 2*time.Second
+	// DefaultCheckpoint is how often an upload being written is stored
+	// (Config.Checkpoint): a few seconds of a transfer are lost when its
+	// server dies, and an upload shorter than this is stored only once.
+	DefaultCheckpoint = 10 * time.Second
 	// DefaultResumeWindow is how long a file not received yet can be resumed.
 	DefaultResumeWindow = 24 * time.Hour
 )
@@ -100,6 +106,12 @@ type pending struct {
 	done    chan struct{} // closed once the handle's end is stored
 	touched time.Time
 	mtime   time.Time // set by the client, zero if never
+	// saving is closed when the running checkpoint ends (nil: none runs);
+	// saved is how many bytes are stored, savedAt when the last checkpoint
+	// began (or the handle opened).
+	saving  chan struct{}
+	saved   int64
+	savedAt time.Time
 	// stream copies the hashed bytes into the database as they arrive, so
 	// that a clean close only records the envelope; nil when the upload did
 	// not start from byte 0 in this handle, or the stream failed (the
@@ -113,7 +125,7 @@ func (p *pending) startStream(fs *partnerFS) {
 	if p.stream != nil || p.hashed != 0 || isTempName(p.name) {
 		return
 	}
-	st, err := fs.srv.cfg.Store.StartStream(context.WithoutCancel(fs.ctx))
+	st, err := fs.srv.cfg.Store.StartStream(context.WithoutCancel(fs.ctx), fs.partner)
 	if err != nil {
 		if !errors.Is(err, records.ErrNoStream) {
 			fs.log.Warn("upload stored at its close instead of while it arrives", "file", p.name, "err", err)
@@ -227,7 +239,7 @@ func (fs *partnerFS) newPending(name string, u *upload) (*pending, error) {
 	}
 	now := time.Now()
 	p := &pending{id: up.ID, spool: f.Name(), partner: fs.partner, started: now, name: name, f: f,
-		h: sha256.New(), held: map[int64]heldWrite{}, touched: now, writer: u, done: make(chan struct{})}
+		h: sha256.New(), held: map[int64]heldWrite{}, touched: now, savedAt: now, writer: u, done: make(chan struct{})}
 	srv.imu.Lock()
 	files := srv.inbox[fs.partner]
 	if files == nil {
@@ -322,7 +334,7 @@ func (fs *partnerFS) loadPending(up records.Upload, u *upload, replace bool) (*p
 	}
 	p := &pending{id: up.ID, spool: f.Name(), partner: fs.partner, started: up.Started, name: up.Name, f: f,
 		size: up.Size, hashed: up.Size, h: h, held: map[int64]heldWrite{}, touched: time.Now(), mtime: up.ModTime,
-		writer: u, done: make(chan struct{})}
+		saved: up.Size, savedAt: time.Now(), writer: u, done: make(chan struct{})}
 	srv.imu.Lock()
 	files := srv.inbox[fs.partner]
 	if files == nil {
@@ -357,8 +369,10 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 }
 
 // end drops p from this server (its spool too) once what its handle leaves
-// is stored or received, and wakes a resume waiting for it.
+// is stored or received, and wakes a resume waiting for it. Called on p's
+// connection, whose goroutine s.wg counts.
 func (s *Server) end(p *pending) {
+	p.awaitCheckpoint()
 	s.imu.Lock()
 	if files := s.inbox[p.partner]; files[p.name] == p {
 		delete(files, p.name)
@@ -367,14 +381,17 @@ func (s *Server) end(p *pending) {
 		}
 	}
 	s.imu.Unlock()
-	_ = os.Remove(p.spool)
 	close(p.done)
+	// Unlinking a spool of tens of megabytes takes tens of milliseconds
+	// (the kernel frees its pages): not before the close is answered.
+	s.wg.Go(func() { _ = os.Remove(p.spool) })
 }
 
 // keep stores what p's handle added, to be resumed or renamed on any server,
 // and ends p.
 func (fs *partnerFS) keep(p *pending) {
 	defer fs.srv.end(p)
+	p.awaitCheckpoint()
 	p.mu.Lock()
 	st := records.UploadState{ID: p.id, Writer: fs.srv.id, Path: p.spool, Size: p.hashed,
 		HashState: hashState(p.h), ModTime: p.mtime, Release: true}
@@ -388,6 +405,50 @@ func (fs *partnerFS) keep(p *pending) {
 		fs.log.Info("unfinished upload dropped: a newer upload of the same name replaced it", "file", name, "bytes", st.Size)
 	case err != nil:
 		fs.log.Error("store unfinished upload: a resume starts from what was stored before", "file", name, "bytes", st.Size, "err", err)
+	}
+}
+
+// checkpoint stores in the background what p holds past what is stored,
+// its lease kept, when Config.Checkpoint has passed since the last one.
+// Called with p.mu held, by its writer.
+func (p *pending) checkpoint(fs *partnerFS) {
+	every := fs.srv.cfg.Checkpoint
+	if every < 0 || p.saving != nil || p.hashed <= p.saved || time.Since(p.savedAt) < every {
+		return
+	}
+	st := records.UploadState{ID: p.id, Writer: fs.srv.id, Path: p.spool, Size: p.hashed,
+		HashState: hashState(p.h), ModTime: p.mtime}
+	name, done := p.name, make(chan struct{})
+	p.saving, p.savedAt = done, time.Now()
+	go func() {
+		defer close(done)
+		ctx, cancel := fs.bgCtx(5 * time.Minute)
+		defer cancel()
+		err := fs.srv.cfg.Store.SaveUpload(ctx, st)
+		p.mu.Lock()
+		p.saving = nil
+		if err == nil {
+			p.saved = st.Size
+		}
+		p.mu.Unlock()
+		switch {
+		case errors.Is(err, records.ErrNotFound):
+			fs.log.Info("upload checkpoint not stored: the upload was replaced or taken over", "file", name, "bytes", st.Size)
+		case err != nil:
+			fs.log.Warn("store upload checkpoint: a resume elsewhere would start from the one before", "file", name, "bytes", st.Size, "err", err)
+		default:
+			fs.log.Debug("upload checkpoint stored", "file", name, "bytes", st.Size)
+		}
+	}()
+}
+
+// awaitCheckpoint waits for p's running checkpoint, if any, to end.
+func (p *pending) awaitCheckpoint() {
+	p.mu.Lock()
+	c := p.saving
+	p.mu.Unlock()
+	if c != nil {
+		<-c
 	}
 }
 
@@ -644,6 +705,7 @@ func (p *pending) write(u *upload, b []byte, off int64) *failReason {
 	}
 	p.size = max(p.size, end)
 	p.touched = time.Now()
+	p.checkpoint(u.fs)
 	return nil
 }
 
@@ -767,6 +829,7 @@ func (u *upload) Close() error {
 			reason = fr.reason
 		}
 		if reason == "too_large" || reason == "failed" {
+			p.awaitCheckpoint()
 			fs.dropStored(p.id, name)
 			fs.srv.end(p)
 			fs.log.Info("unfinished upload discarded", "file", name, "bytes", size, "why", reason)
@@ -805,6 +868,7 @@ func (u *upload) Close() error {
 // to be resumed.
 func (fs *partnerFS) receive(p *pending) error {
 	defer fs.conn.working()()
+	p.awaitCheckpoint()
 	p.mu.Lock()
 	name, size, mtime, stream := p.name, p.hashed, p.mtime, p.stream
 	sum := p.h.Sum(nil)
