@@ -137,9 +137,7 @@ func numberText(v string) (string, bool) {
 // on each side of it and at most 15 significant digits (Excel's own output
 // for nearly every number), which is already what numberText would give.
 func plainDecimal(v string) bool {
-	if strings.HasPrefix(v, "-") {
-		v = v[1:]
-	}
+	v = strings.TrimPrefix(v, "-")
 	if v == "" {
 		return false
 	}
