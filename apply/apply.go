@@ -87,7 +87,7 @@ func analyzeStageSQL(rows int) string {
 // pay periods and either no record in them (a probe of the natural key's
 // index, whose first columns are partner and pay period, per period) or
 // no mapping for any of the file's employees: every record's employee has
-// a mapping, and mappings are never deleted (migration 00030), so an
+// a mapping, and mappings are never deleted (the schema guarantees it), so an
 // unmapped employee has no record. The latter is a new employee's first
 // rows in a period the partner already sends, e.g. a new site's staff
 // (emp holds every distinct reference of the file). The database still

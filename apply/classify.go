@@ -84,7 +84,7 @@ const employeeRejectsSQL = `SELECT EXISTS (SELECT 1 FROM emp WHERE kind IN ('emp
 // employee unknown and held, new key (created, or held if the period is
 // closed), identical content (unchanged), older sequence (stale), locked
 // record or closed period (held), else updated. A record's employee_ref
-// always has a mapping (migration 00030), so the employee checks only ever
+// always has a mapping (the schema guarantees it), so the employee checks only ever
 // meet new keys. It writes into classified every row, or with
 // @skip_unchanged every row but the unchanged ones (skipUnchanged).
 //

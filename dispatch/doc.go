@@ -5,7 +5,8 @@
 // guard, a resume record per run, chunking, the response table, a token
 // bucket and a pause on sustained 429s.
 //
-// It reads records, writes its own tables (migrations 0004x) and speaks HTTP
-// to the vendor; records knows nothing of it: the work of a run is queued by
-// triggers in the transaction that locks the period or approves an exception.
+// It reads records, writes its own tables (migrations/00001_baseline.sql,
+// "Dispatch") and speaks HTTP to the vendor; records knows nothing of it:
+// the work of a run is queued by triggers in the transaction that locks the
+// period or approves an exception.
 package dispatch

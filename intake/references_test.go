@@ -11,7 +11,7 @@ import (
 )
 
 // records' references to partners and envelopes are checked per statement
-// (migration 00005) exactly as the foreign keys they replace did.
+// (records_check_insert and records_check_references) exactly as the foreign keys they replace did.
 func TestRecordReferencesAreEnforced(t *testing.T) {
 	f := newFixture(t, records.Partner{})
 	_, out := f.ingest("a.csv", "employee_ref,pay_period,component,amount,currency\nE1,2026-11,BASE,100.00,USD\n")

@@ -128,7 +128,7 @@ func csvField(ctx context.Context, t *testing.T, db *pgxpool.Pool, v, collate st
 
 // TestResultHeaderMatches: the result file's header is written by Go
 // (normalize.ResultHeader, passed to the processing SQL) and, in review
-// reports, by the database (review_report_csv, migration 00004, which has
+// reports, by the database (review_report_csv, which has
 // no exception to report for envelope 0: the header alone).
 func TestResultHeaderMatches(t *testing.T) {
 	ctx := context.Background()

@@ -4,11 +4,12 @@
 // Each event is POSTed, signed as Standard Webhooks says, to the partner's
 // notify URL (`payintake partner set ID --notify-url URL`).
 //
-// The events are written by triggers (migrations/00090_notify.sql) in the
-// very transaction that stores the result or the report, keyed by the
-// business event (its type and the envelope or replay it is about) under a
-// unique constraint: a result can never commit without its event, and a
-// repeat never makes a second one. notify_events is the outbox.
+// The events are written by triggers (migrations/00001_baseline.sql,
+// "Notifications") in the very transaction that stores the result or the
+// report, keyed by the business event (its type and the envelope or replay
+// it is about) under a unique constraint: a result can never commit without
+// its event, and a repeat never makes a second one. notify_events is the
+// outbox.
 //
 // A Notifier (run by `payintake serve`) claims due events with SKIP LOCKED,
 // so several processes share the work, and POSTs each with a bounded

@@ -32,7 +32,7 @@ var (
 // effect (approve: a new version of the record, the old one in history),
 // the reviewer, time and note, and an audit row in one transaction. The
 // review report of the exception's envelope is written by a trigger
-// (migrations/00004_review.sql) in that same transaction when its last open
+// (the exceptions_review_report trigger) in that same transaction when its last open
 // exception closes.
 //
 // Stale exceptions: if the record changed after the exception was raised

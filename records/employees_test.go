@@ -52,7 +52,7 @@ func TestEmployeeReferencesAreEnforced(t *testing.T) {
 	}
 }
 
-// Every record's employee has a mapping (migration 00030, checked per
+// Every record's employee has a mapping (the schema's records_check_insert, checked per
 // statement; 00192, 00235): a statement of many records, one of whose
 // employees has none, is refused whole, whatever plan the check takes —
 // also on a connection whose first records were a single one (the check is
@@ -101,10 +101,9 @@ func TestRecordsOfManyEmployeesNeedMappings(t *testing.T) {
 
 // The employee check of a statement of few employees, against many
 // mappings, probes the mappings' primary key once per distinct employee
-// instead of hashing every partner's mappings (migrations 00250, 00260,
-// 00270), however many records each employee has; a statement of about as
+// instead of hashing every partner's mappings, however many records each employee has; a statement of about as
 // many employees as there are mappings (a first file of new employees)
-// still hashes them, its partner's alone (00270). The plans are the
+// still hashes them, its partner's alone. The plans are the
 // trigger's own, read from auto_explain's nested statements.
 func TestEmployeeCheckProbesForFewRecords(t *testing.T) {
 	ctx := context.Background()
@@ -172,7 +171,7 @@ func TestEmployeeCheckProbesForFewRecords(t *testing.T) {
 		SELECT 'acme', 'E' || i, 'A-' || i, 'import' FROM generate_series(2001, 62000) i`); err != nil {
 		t.Fatal(err)
 	}
-	// Only acme's mappings are read (migration 00270), not big's too.
+	// Only acme's mappings are read , not big's too.
 	if p := checkPlan("2026-11", 62000, 2); !strings.Contains(p, "Hash Anti Join") || !strings.Contains(p, "partner_id = ANY ('{acme}'") {
 		t.Errorf("the check of 124,000 records, as many as there are mappings, does not hash acme's mappings alone:\n%s", p)
 	}
@@ -182,10 +181,10 @@ func TestEmployeeCheckProbesForFewRecords(t *testing.T) {
 // name without a mapping only when the transaction asks for it
 // (payintake.onboard, as a first file read once does), only for that
 // partner as the statement's only one, and only if the partner creates
-// mappings: under the derived id (migration 00008's rule), with the
+// mappings: under the derived id (derived_employee_id), with the
 // mappings there were left as they are, for a few employees (probed) and
 // for many (hashed). Any other insert of a record without a mapping is
-// refused, as before (migration 00280).
+// refused, as before.
 func TestInsertTriggerOnboardsWhenAsked(t *testing.T) {
 	ctx := context.Background()
 	st := pgtest.Store(t)

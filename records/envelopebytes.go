@@ -19,7 +19,7 @@ var (
 )
 
 // An envelope's bytes are the rows of envelope_chunks numbered 0, 1, 2, …
-// in order. Since migration 00245 a row holds chunkSize bytes (the last one
+// in order. A row holds chunkSize bytes (the last one
 // fewer), in the table's own pages: STORAGE MAIN compresses a chunk in its
 // row (lz4) when that makes it smaller and never moves it out of line, so a
 // chunk is one heap tuple and one primary-key entry. A chunk of a payroll

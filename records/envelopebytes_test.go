@@ -11,21 +11,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
 	"github.com/payintake/payintake/apply"
-	"github.com/payintake/payintake/migrations"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
 
 // An envelope's bytes read back the same, by the download reader
-// (EnvelopeBytes) and by processing (the Planner's body), whether they were
-// stored in the layout of migration 00245 (rows of ChunkSize bytes in the
-// table's pages, compressed in the row when that helps) or before it (1 MiB
-// chunks, TOASTed); a missing chunk is an error, never a shorter file.
-func TestEnvelopeBytesOfBothLayouts(t *testing.T) {
+// (EnvelopeBytes) and by processing (the job's body), stored as rows of
+// ChunkSize bytes in the table's pages, compressed in the row when that
+// helps; a missing chunk is an error, never a shorter file.
+func TestEnvelopeBytes(t *testing.T) {
 	st := pgtest.Store(t)
 	ctx := t.Context()
 	if err := st.AddPartner(ctx, records.Partner{ID: "acme"}); err != nil {
@@ -98,7 +93,7 @@ func TestEnvelopeBytesOfBothLayouts(t *testing.T) {
 		}
 	}
 
-	// The layout of 00245: a row a chunk, nothing TOASTed, the CSV chunks
+	// The layout: a row a chunk, nothing TOASTed, the CSV chunks
 	// compressed in their rows (two a page).
 	a := receive("a.csv")
 	if got, want := count(`SELECT count(*) FROM envelope_chunks WHERE envelope_id = $1`, a.ID), (len(data)+records.ChunkSize-1)/records.ChunkSize; got != want {
@@ -119,33 +114,7 @@ func TestEnvelopeBytesOfBothLayouts(t *testing.T) {
 	if pages > (compressed+1)/2 {
 		t.Fatalf("%d compressed chunks take %d pages, want two a page", compressed, pages)
 	}
-	check("00245 layout", a)
-
-	// The layout before 00245: the same bytes in 1 MiB chunks, TOASTed.
-	old := receive("old.csv")
-	p, err := goose.NewProvider(goose.DialectPostgres, stdlib.OpenDBFromPool(st.Pool()), migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.DownTo(ctx, 244); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Pool().Exec(ctx, `DELETE FROM envelope_chunks WHERE envelope_id = $1`, old.ID); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i*(1<<20) < len(data); i++ {
-		if _, err := st.Pool().Exec(ctx, `INSERT INTO envelope_chunks (envelope_id, n, data) VALUES ($1, $2, $3)`,
-			old.ID, i, data[i<<20:min(len(data), (i+1)<<20)]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := p.Up(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := count(`SELECT count(*) FROM ` + toast); got == 0 {
-		t.Fatal("no TOAST rows: the old layout was not made")
-	}
-	check("layout before 00245", old)
+	check("the chunks' layout", a)
 
 	// A chunk missing in the middle: both readers say so.
 	gap := receive("gap.csv")

@@ -40,7 +40,7 @@ var (
 // nor an answer without its key (principle 3). The columns keep their
 // names (response_status, response_type, response_body): answers stored
 // before this type existed are replayed unchanged (replays, which kept no
-// format, got theirs, JSON, from migration 00220).
+// format, got theirs, JSON).
 type StoredAnswer struct {
 	Code   int    // the door's code for the answer (HTTP: the status)
 	Format string // what Body is (HTTP: the media type)

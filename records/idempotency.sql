@@ -3,8 +3,8 @@
 -- crashed), or whose submission is processed (whoever gives the answer, it
 -- is the envelope's), is taken over; one under another's live lease is
 -- left alone: no row.
-INSERT INTO idempotency_keys AS k (partner_id, idem_key, status, lease_owner, lease_until)
-VALUES ($1, $2, 'in_progress', $3, now() + $4::interval)
+INSERT INTO idempotency_keys AS k (partner_id, idem_key, lease_owner, lease_until)
+VALUES ($1, $2, $3, now() + $4::interval)
 ON CONFLICT (partner_id, idem_key) DO UPDATE
 SET lease_owner = excluded.lease_owner, lease_until = excluded.lease_until, created_at = now()
 WHERE k.lease_until < now() OR EXISTS (SELECT 1 FROM submissions s JOIN envelopes e ON e.id = s.envelope_id

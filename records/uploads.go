@@ -13,7 +13,7 @@ import (
 
 // Unfinished uploads (SFTP files not received yet) are stored here, so that
 // any server on the database lists them and resumes them: an upload row per
-// partner and name, its bytes in sftp_upload_chunks (migration 00340). A
+// partner and name, its bytes in sftp_upload_chunks. A
 // server keeps the bytes of a handle open on it in its own spool and stores
 // them (SaveUpload) every so often while the handle writes, and when it
 // ends without the file being received (cut off, refused, or temp-named
