@@ -77,7 +77,8 @@ type ResultFile struct {
 // resultFilesSQL picks, per result name (case-folded like submission keys;
 // NAME.result.csv, or NAME.result.xlsx for a result served as a workbook,
 // ServedResultName),
-// the partner's latest envelope that was received whole, and shows it only
+// the partner's latest envelope that was received whole (listed in the
+// order of their .result.csv names, whatever the format), and shows it only
 // when its outcome is stored: a result appears when the transaction that
 // writes it commits, never half-written. Two servers on one database list
 // the same files.
@@ -99,7 +100,7 @@ const resultFilesSQL = `
 	JOIN envelopes o ON o.id = coalesce(l.replay_of, l.id)
 	LEFT JOIN sealed_results sr ON sr.envelope_id = o.id AND sr.kind = 'result'
 	WHERE o.status <> 'received'
-	ORDER BY lower(l.stem)`
+	ORDER BY lower(l.stem || '` + ResultSuffix + `')`
 
 // ResultFiles lists the result files partner can download, by name.
 func (s *Store) ResultFiles(ctx context.Context, partner string) ([]ResultFile, error) {
