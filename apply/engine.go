@@ -314,7 +314,11 @@ func (e *Engine) stageWhole(ctx context.Context, tx pgx.Tx, env *records.Envelop
 		records.EndSpan(stage, err)
 		return fmt.Errorf("create stage: %w", err)
 	}
-	lines := newResultLines(e.spoolDir) // nil: the result is built in SQL
+	lines, err := newResultLines(e.spoolDir)
+	if err != nil {
+		records.EndSpan(stage, err)
+		return err
+	}
 	defer lines.close()
 	src := newStageSource(sctx, rows, lines, nil, e.blocks)
 	err = copyText(sctx, sp.Conn(), "stage", stageColumns, src)

@@ -168,10 +168,22 @@ func ClaimReplayLegs(ctx context.Context, tx pgx.Tx, partner string, of, id int6
 	return claimed, nil
 }
 
+// SettledLeg is what classify decided for a leg of a replay: its row, its
+// outcome and code, and its line of a result file without the line break.
+type SettledLeg struct {
+	Row           int
+	Outcome, Code string
+	Line          string
+}
+
 // SettleReplayLegs records the classified legs' outcomes and lines; a leg
 // is settled unless it was rejected.
-func SettleReplayLegs(ctx context.Context, tx pgx.Tx, of int64) error {
-	if _, err := tx.Exec(ctx, sqlSettleReplayLegs, of); err != nil {
+func SettleReplayLegs(ctx context.Context, tx pgx.Tx, of int64, legs []SettledLeg) error {
+	rows, outcomes, codes, lines := make([]int32, len(legs)), make([]string, len(legs)), make([]string, len(legs)), make([]string, len(legs))
+	for i, l := range legs {
+		rows[i], outcomes[i], codes[i], lines[i] = int32(l.Row), l.Outcome, l.Code, l.Line
+	}
+	if _, err := tx.Exec(ctx, sqlSettleReplayLegs, of, rows, outcomes, codes, lines); err != nil {
 		return fmt.Errorf("record leg outcomes: %w", err)
 	}
 	return nil
