@@ -349,9 +349,12 @@ func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts 
 			continue
 		}
 		sql := st.sql
-		if st.probes {
+		switch {
+		case st.closes:
+			err = closeExceptions(actx, tx, args, sql)
+		case st.probes:
 			err = probeRecords(actx, tx, args, sql)
-		} else {
+		default:
 			_, err = tx.Exec(actx, sql, args)
 		}
 		if err != nil {
@@ -359,6 +362,21 @@ func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts 
 		}
 	}
 	return counts, nil
+}
+
+// closeExceptions runs sql, a statement that closes exceptions and returns
+// their envelope ids, and writes the review report of each envelope whose
+// last open exception it closed.
+func closeExceptions(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, sql string) error {
+	rows, err := tx.Query(ctx, sql, args)
+	if err != nil {
+		return err
+	}
+	envs, err := pgx.CollectRows(rows, pgx.RowTo[*int64])
+	if err != nil {
+		return err
+	}
+	return records.WriteReviewReports(ctx, tx, envs)
 }
 
 // probeRecords runs sql, a statement that joins classified's rows with

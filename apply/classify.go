@@ -272,6 +272,10 @@ type applyStatement struct {
 	sql    string
 	needs  func(counts map[string]int, seq bool) bool
 	result bool // builds the result file: only for envelopes
+	// closes returns the envelope_id of each exception it closes, whose
+	// review report is then written if it was its envelope's last open one
+	// (records.WriteReviewReports).
+	closes bool
 	probes bool // joins classified with records by an index: probeRecords
 }
 
@@ -347,13 +351,14 @@ var applySQL = []applyStatement{
 	{needs: created, sql: insertRecordsSQL(`classified WHERE outcome = 'created'`)},
 
 	// One open exception per record: a different proposal supersedes the open one ...
-	{needs: held, sql: `UPDATE exceptions e SET status = 'superseded', decided_at = now(),
+	{needs: held, closes: true, sql: `UPDATE exceptions e SET status = 'superseded', decided_at = now(),
 		note = format('superseded by a different change in %s', @by::text)
 			|| CASE WHEN c.line > 0 THEN format(', line %s', c.line) ELSE '' END
 	FROM classified c
 	WHERE c.outcome = 'held' AND e.status = 'open' AND e.partner_id = @partner
 		AND e.employee_ref = c.employee_ref AND e.pay_period = c.pay_period AND e.component = c.component
-		AND e.proposed_hash <> c.content_hash`},
+		AND e.proposed_hash <> c.content_hash
+	RETURNING e.envelope_id`},
 
 	// ... and an identical re-proposal does not open a second one.
 	{needs: held, sql: `INSERT INTO exceptions (partner_id, employee_ref, pay_period, component, record_id, code,

@@ -27,7 +27,6 @@ var (
 	sqlResultChunksAt        = query("ResultChunksAt")
 	sqlLatestLegs            = query("LatestLegs")
 	sqlStoreReplayCounts     = query("StoreReplayCounts")
-	sqlStoreReplayFileResult = query("StoreReplayFileResult")
 	sqlCloseReplayFile       = query("CloseReplayFile")
 )
 
@@ -229,7 +228,7 @@ func CloseReplayFile(ctx context.Context, tx pgx.Tx, env *Envelope, res ReplayRe
 	if _, err := tx.Exec(ctx, sqlStoreReplayCounts, res.ID, res.Counts, res.Result); err != nil {
 		return fmt.Errorf("store replay result: %w", err)
 	}
-	if _, err := tx.Exec(ctx, sqlStoreReplayFileResult, env.ID, res.Result); err != nil {
+	if _, err := tx.Exec(ctx, sqlStoreOneChunkResult, env.ID, res.Result); err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
 	env.Status, env.Counts, env.ResultSize = StatusProcessed, res.Counts, int64(len(res.Result))

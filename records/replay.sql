@@ -36,9 +36,6 @@ WHERE of_envelope = $1 AND result_line IS NOT NULL;
 -- name: StoreReplayCounts
 UPDATE replays SET counts = $2, result = $3 WHERE id = $1;
 
--- name: StoreReplayFileResult
-INSERT INTO envelope_results (envelope_id, n, data) VALUES ($1, 0, $2);
-
 -- name: CloseReplayFile
 UPDATE envelopes SET status = 'processed', counts = $2, result_size = $3, processed_at = now() WHERE id = $1;
 
