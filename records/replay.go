@@ -18,16 +18,16 @@ import (
 
 // Statements of replay.sql.
 var (
-	sqlReplayAnswer          = query("ReplayAnswer")
-	sqlCompleteReplay        = query("CompleteReplay")
-	sqlInsertReplay          = query("InsertReplay")
-	sqlClaimReplayLegs       = query("ClaimReplayLegs")
-	sqlSettleReplayLegs      = query("SettleReplayLegs")
-	sqlReplayLegLines        = query("ReplayLegLines")
-	sqlResultChunksAt        = query("ResultChunksAt")
-	sqlLatestLegs            = query("LatestLegs")
-	sqlStoreReplayCounts     = query("StoreReplayCounts")
-	sqlCloseReplayFile       = query("CloseReplayFile")
+	sqlReplayAnswer      = query("ReplayAnswer")
+	sqlCompleteReplay    = query("CompleteReplay")
+	sqlInsertReplay      = query("InsertReplay")
+	sqlClaimReplayLegs   = query("ClaimReplayLegs")
+	sqlSettleReplayLegs  = query("SettleReplayLegs")
+	sqlReplayLegLines    = query("ReplayLegLines")
+	sqlResultChunksAt    = query("ResultChunksAt")
+	sqlLatestLegs        = query("LatestLegs")
+	sqlStoreReplayCounts = query("StoreReplayCounts")
+	sqlCloseReplayFile   = query("CloseReplayFile")
 )
 
 // Leg replays: corrected rows of a submission sent again one by one.
