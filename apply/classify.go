@@ -10,7 +10,7 @@ import (
 // goes through the same statements (applyWebhook). Named arguments:
 // @partner, @seq (bigint, may be NULL), @env (envelope id; NULL for a
 // webhook), @by (what writes: "envelope N" or "webhook ID"), @file_rejected,
-// @header, @held (how a held row's message names it: NULL "this row", a
+// @held (how a held row's message names it: NULL "this row", a
 // webhook's "the change"). A webhook's row has line and row_no 0, stored as
 // NULL. The messages of every outcome are written here, for files and
 // webhooks alike.

@@ -115,7 +115,7 @@ func replay(ctx context.Context, tx pgx.Tx, req records.ReplayRequest, sum []byt
 			return res, fmt.Errorf("stage legs: %w", err)
 		}
 		args := pgx.NamedArgs{"partner": req.PartnerID, "seq": req.Of.Seq, "env": req.Of.ID,
-			"by": fmt.Sprintf("replay %d of envelope %d", res.ID, req.Of.ID), "file_rejected": false, "header": records.ResultHeader}
+			"by": fmt.Sprintf("replay %d of envelope %d", res.ID, req.Of.ID), "file_rejected": false}
 		if _, err := classifyAndApply(ctx, tx, args, req.Of.Seq != nil, false); err != nil {
 			return res, err
 		}

@@ -32,7 +32,8 @@ import (
 //     unchanged (resultLines; a rejected row's line as it is);
 //  2. compare: one join of stage_keys with records finds the rows whose
 //     key has no record or whose content hash differs (changedRowsSQL);
-//  3. the changed rows are read again from the file (the others are read as CSV only) and staged whole,
+//  3. the changed rows are read again from the file (the others are read
+//     as CSV only) and staged whole,
 //     classified and applied as any staged file's rows are (classifySQL,
 //     applySQL), and the result file is the lines of step 1 with
 //     classify's decisions in place of theirs (storeMerged, mergeCompared).
@@ -112,8 +113,7 @@ func (e *Engine) compared(ctx context.Context, tx pgx.Tx, env *records.Envelope,
 	}
 	defer lines.close()
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID,
-		"by": fmt.Sprintf("envelope %d", env.ID), "file_rejected": false, "all_or_nothing": pl.AllOrNothing,
-		"header": records.ResultHeader}
+		"by": fmt.Sprintf("envelope %d", env.ID), "file_rejected": false, "all_or_nothing": pl.AllOrNothing}
 
 	if env.Size >= sampleMinBytes {
 		sctx, span := records.StartSpan(ctx, "sample")
@@ -139,7 +139,7 @@ func (e *Engine) compared(ctx context.Context, tx pgx.Tx, env *records.Envelope,
 	}
 
 	cctx, span := records.StartSpan(ctx, "compare")
-	again, err := changedRows(cctx, tx, env.PartnerID, k)
+	again, err := changedRows(cctx, tx, env.PartnerID)
 	if again != nil {
 		span.SetAttributes(attribute.Int("payintake.rows_read_again", again.n))
 	}
@@ -353,7 +353,7 @@ WHERE r.partner_id = @partner
 	AND r.content_hash = s.content_hash AND (r.last_seq IS NULL OR r.last_seq < @seq::bigint)`
 
 // changedRows is step 2: the rows to read again, the changed ones.
-func changedRows(ctx context.Context, tx pgx.Tx, partner string, k *keyRows) (*rowSet, error) {
+func changedRows(ctx context.Context, tx pgx.Tx, partner string) (*rowSet, error) {
 	again := &rowSet{}
 	rows, err := tx.Query(ctx, changedRowsSQL, partner)
 	if err != nil {
