@@ -112,7 +112,7 @@ type firstFile struct {
 	valid, rejected int
 	repeats         repeats
 	refs            int64        // the file's distinct employee references (empRefs), -1 if not counted
-	lines           *resultLines // the result lines staging composed; used when ok
+	lines           *resultLines // the result lines staging composed
 	stats           *stageStats
 }
 

@@ -318,7 +318,7 @@ func (d *directSecond) copy(ctx context.Context, tx pgx.Tx) error {
 // storeResult stores the result lines the read composed as envelope env's
 // result file.
 func (d *directSecond) storeResult(ctx context.Context, tx pgx.Tx, env int64) error {
-	ctx, span := records.StartSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
+	ctx, span := records.StartSpan(ctx, "result")
 	err := d.lines.store(ctx, tx, env)
 	records.EndSpan(span, err)
 	return err

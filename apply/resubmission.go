@@ -172,7 +172,7 @@ func (e *Engine) compared(ctx context.Context, tx pgx.Tx, env *records.Envelope,
 	if n := k.rejected - rejectedAgain; n > 0 {
 		counts[string(records.OutcomeRejected)] += n
 	}
-	rctx, span := records.StartSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
+	rctx, span := records.StartSpan(ctx, "result")
 	mode := mergeCompared
 	if again.n == 0 {
 		mode = mergeUnchanged
