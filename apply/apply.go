@@ -22,11 +22,23 @@ import (
 
 // appendEchoedCells appends the five cells a valid row's result line
 // echoes (employee_ref .. currency: the value as sent where it differs from
-// the normalised one), quoted as the result file quotes them; false when
-// Go cannot decide a cell's quoting alone (normalize.AppendResultCells).
-func appendEchoedCells(b []byte, r *records.StagedRow) ([]byte, bool) {
+// the normalised one), quoted as the result file quotes them.
+func appendEchoedCells(b []byte, r *records.StagedRow) []byte {
 	return normalize.AppendResultCells(b, or(r.DEmployeeRef, r.EmployeeRef), or(r.DPayPeriod, r.PayPeriod),
 		or(r.DComponent, r.Component), or(r.DAmount, r.Amount), or(r.DCurrency, r.Currency))
+}
+
+// appendRowLine appends row r's line of a result file with the outcome,
+// code, field and message classify decided: it echoes the values as sent
+// (an invalid row has only those), else as appendEchoedCells does.
+func appendRowLine(b []byte, r *records.StagedRow, outcome, code, field, message string) []byte {
+	if r.Code != "" {
+		return normalize.AppendResultLine(b, r.Line, r.Row, outcome,
+			[8]string{r.DEmployeeRef, r.DPayPeriod, r.DComponent, r.DAmount, r.DCurrency, code, field, message})
+	}
+	return normalize.AppendResultLine(b, r.Line, r.Row, outcome,
+		[8]string{or(r.DEmployeeRef, r.EmployeeRef), or(r.DPayPeriod, r.PayPeriod),
+			or(r.DComponent, r.Component), or(r.DAmount, r.Amount), or(r.DCurrency, r.Currency), code, field, message})
 }
 
 // processSettingsSQL gives the processing transaction room for its temporary
@@ -76,7 +88,7 @@ func analyzeStageSQL(rows int) string {
 // known (invalid rows rejected with their own code, field and message,
 // valid rows created), so the rows are applied straight from stage, and
 // the result file stored from the lines Go composed while staging them
-// (resultLines; in SQL from stage when Go could not), without writing
+// (resultLines), without writing
 // every row into classified and counting it (classify and its counts cost
 // ~3.5 s of a 1,000,000-row first file). Any doubt runs classify as usual.
 // What makes every valid row created, in the order of classifySQL's CASE:
@@ -100,7 +112,7 @@ type firstFile struct {
 	valid, rejected int
 	repeats         repeats
 	refs            int64        // the file's distinct employee references (empRefs), -1 if not counted
-	lines           *resultLines // the result lines staging composed; used when ok
+	lines           *resultLines // the result lines staging composed
 	stats           *stageStats
 }
 
@@ -191,13 +203,6 @@ const periodsTakenSQL = `SELECT EXISTS (SELECT 1 FROM records WHERE partner_id =
 // other than created (rejected, taken or held).
 const employeeKindsSQL = `SELECT EXISTS (SELECT 1 FROM emp WHERE kind IS NOT NULL)`
 
-// firstFileResultSQL builds the result file of a pure first file from
-// stage: an invalid row rejected with its own code, field and message,
-// every other row created; the same lines as classifySQL writes. It is
-// used when staging could not compose the lines (resultLines).
-var firstFileResultSQL = resultFileSQL(stagedResultLine(
-	"CASE WHEN code IS NULL THEN 'created' ELSE 'rejected' END", "code", "field", "message"), "stage")
-
 // applyStaged classifies and applies an envelope's staged rows: as a pure
 // first file when it is one, else through classify. It returns the count
 // of rows per outcome.
@@ -233,7 +238,7 @@ func applyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFil
 
 // applyFirstFile writes a pure first file's records and onboards its
 // unknown employees from stage, and stores its result file: the lines
-// staging composed, else built from stage (firstFileResultSQL).
+// staging composed.
 func applyFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFile) (_ map[string]int, err error) {
 	actx, span := records.StartSpan(ctx, "apply")
 	defer func() { records.EndSpan(span, err) }()
@@ -253,15 +258,8 @@ func applyFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff first
 	}
 	span.End()
 	actx, span = records.StartSpan(ctx, "result")
-	if ff.lines.ok() {
-		env, _ := args["env"].(int64)
-		span.SetAttributes(attribute.Bool("payintake.result_from_go", true))
-		return counts, ff.lines.store(actx, tx, env)
-	}
-	if _, err := tx.Exec(actx, firstFileResultSQL, args); err != nil {
-		return nil, fmt.Errorf("apply rows: %w", err)
-	}
-	return counts, nil
+	env, _ := args["env"].(int64)
+	return counts, ff.lines.store(actx, tx, env)
 }
 
 // pureFirstFile tells whether the staged file is a pure first file (see
@@ -324,7 +322,8 @@ func classifyAndApply(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, hasSeq
 
 // applyClassified runs the statements of applySQL that the classified
 // rows' outcome counts need (the result file's too when withResult). lines
-// are the result lines staging composed, if any (see storeMerged).
+// are the result lines staging composed (see storeMerged), needed
+// withResult.
 func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts map[string]int, hasSeq, withResult bool, lines *resultLines) (_ map[string]int, err error) {
 	// Every row created (a partner's first file): onboarding needs not
 	// look in classified for which unmapped references have a created row.
@@ -340,34 +339,22 @@ func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts 
 		if (st.needs != nil && !st.needs(counts, hasSeq)) || (st.result && !withResult) {
 			continue // no row has the outcome this statement writes
 		}
-		sql := st.sql
 		if st.result {
 			span.End()
-			actx, span = records.StartSpan(ctx, "result") // the result statements come last
-			if skipped && counts[string(records.OutcomeUnchanged)] > 0 {
-				// The unchanged rows are not in classified: their lines
-				// are staging's, the others classify's (storeMerged).
-				if lines.ok() {
-					span.SetAttributes(attribute.Bool("payintake.result_from_go", true))
-					env, _ := args["env"].(int64)
-					if err := lines.storeMerged(actx, tx, env, mergeSkipped); err != nil {
-						return nil, err
-					}
-					continue
-				}
-				// Else the database joins them from stage; if classified
-				// has rows, resultWithUnchangedSQL's join needs their count.
-				sql = resultWithUnchangedSQL
-				if len(counts) > 1 {
-					if _, err := tx.Exec(actx, `ANALYZE classified (row_no)`); err != nil {
-						return nil, fmt.Errorf("analyze classified: %w", err)
-					}
-				}
+			actx, span = records.StartSpan(ctx, "result") // the result file comes last
+			env, _ := args["env"].(int64)
+			if err := lines.storeMerged(actx, tx, env, mergeClassified); err != nil {
+				return nil, err
 			}
+			continue
 		}
-		if st.probes {
+		sql := st.sql
+		switch {
+		case st.closes:
+			err = closeExceptions(actx, tx, args, sql)
+		case st.probes:
 			err = probeRecords(actx, tx, args, sql)
-		} else {
+		default:
 			_, err = tx.Exec(actx, sql, args)
 		}
 		if err != nil {
@@ -375,6 +362,21 @@ func applyClassified(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, counts 
 		}
 	}
 	return counts, nil
+}
+
+// closeExceptions runs sql, a statement that closes exceptions and returns
+// their envelope ids, and writes the review report of each envelope whose
+// last open exception it closed.
+func closeExceptions(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, sql string) error {
+	rows, err := tx.Query(ctx, sql, args)
+	if err != nil {
+		return err
+	}
+	envs, err := pgx.CollectRows(rows, pgx.RowTo[*int64])
+	if err != nil {
+		return err
+	}
+	return records.WriteReviewReports(ctx, tx, envs)
 }
 
 // probeRecords runs sql, a statement that joins classified's rows with
@@ -555,7 +557,7 @@ func copyBinary(ctx context.Context, conn *pgx.Conn, table, columns string, r io
 }
 
 const stageColumns = `row_no, line, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
-	content_hash, key_hash, out_csv, d_employee_ref, d_pay_period, d_component, d_amount, d_currency, code, field, message`
+	content_hash, key_hash, d_employee_ref, d_pay_period, d_component, d_amount, d_currency, code, field, message`
 
 // stageSource turns a RowSource into COPY text format. A goroutine reads,
 // normalises and encodes rows into blocks while COPY sends the previous
@@ -713,7 +715,7 @@ func appendStageRow(b []byte, r *records.StagedRow, kh uint64, res *resultLines)
 		if res != nil {
 			res.addRejected(r)
 		}
-		b = append(b, "\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N"...)
+		b = append(b, "\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N"...)
 		for _, v := range [...]string{r.DEmployeeRef, r.DPayPeriod, r.DComponent, r.DAmount, r.DCurrency, r.Code, r.Field, r.Message} {
 			b = appendCopyText(append(b, '\t'), v)
 		}
@@ -726,21 +728,12 @@ func appendStageRow(b []byte, r *records.StagedRow, kh uint64, res *resultLines)
 	b = hex.AppendEncode(b, r.Hash)
 	b = append(b, '\t')
 	b = strconv.AppendInt(b, int64(kh), 10)
-	b = append(b, '\t')
-	// The cells as the result file quotes them (normalize owns that rule),
-	// escaped for COPY; NULL when SQL's csv_field must decide.
-	mark := len(b)
-	var ok bool
-	if b, ok = appendEchoedCells(b, r); ok {
-		if res != nil {
-			res.addCreated(r, b[mark:])
-		}
-		b = escapeCopyTail(b, mark)
-	} else {
-		if res != nil {
-			res.fail()
-		}
-		b = append(b, "\\N"...)
+	if res != nil {
+		// The cells as the result file quotes them, composed after the
+		// row's COPY text so as to reuse its buffer, then cut off.
+		mark := len(b)
+		res.addCreated(r, appendEchoedCells(b, r)[mark:])
+		b = b[:mark]
 	}
 	for _, v := range [...]string{r.DEmployeeRef, r.DPayPeriod, r.DComponent, r.DAmount, r.DCurrency} {
 		b = appendCopyText(append(b, '\t'), v)
@@ -979,19 +972,6 @@ func appendCopyText(b []byte, v string) []byte {
 			b = append(b, '\\', 'r')
 		default:
 			b = append(b, c)
-		}
-	}
-	return b
-}
-
-// escapeCopyTail escapes b[mark:] in place for COPY text format, as
-// appendCopyText would have written it.
-func escapeCopyTail(b []byte, mark int) []byte {
-	for i := mark; i < len(b); i++ {
-		switch b[i] {
-		case '\\', '\t', '\n', '\r':
-			tail := string(b[mark:])
-			return appendCopyText(b[:mark], tail)
 		}
 	}
 	return b

@@ -1,8 +1,6 @@
 package apply
 
 import (
-	"strconv"
-
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
@@ -12,7 +10,7 @@ import (
 // goes through the same statements (applyWebhook). Named arguments:
 // @partner, @seq (bigint, may be NULL), @env (envelope id; NULL for a
 // webhook), @by (what writes: "envelope N" or "webhook ID"), @file_rejected,
-// @header, @held (how a held row's message names it: NULL "this row", a
+// @held (how a held row's message names it: NULL "this row", a
 // webhook's "the change"). A webhook's row has line and row_no 0, stored as
 // NULL. The messages of every outcome are written here, for files and
 // webhooks alike.
@@ -250,60 +248,21 @@ WITH ` + dup + `k AS (
 	OFFSET 0
 )
 SELECT row_no, line, employee_ref, pay_period, component, amount, currency, hours, rate, pay_date,
-	content_hash, record_id, outcome, out_code, out_message,
-	-- The row's line of the result file (migrations/00180).
-	` + stagedResultLine("outcome", "out_code", "out_field", "out_message") + `
+	content_hash, record_id, outcome, out_code, out_message, out_field
 FROM m`
 }
 
 // skipUnchanged leaves the unchanged rows out of classified when
 // @skip_unchanged is true (classifyStaged says when), before m composes
-// their outcome and line: nothing reads them afterwards but the outcome
-// counts, which take them as the staged rows not in classified, and the
-// result file, which takes their lines from staging's (storeMerged) or,
-// failing that, composes them from stage (resultWithUnchangedSQL). An
+// their outcome: nothing reads them afterwards but the outcome counts,
+// which take them as the staged rows not in classified, and the result
+// file, which takes their lines from staging's (storeMerged). An
 // unchanged row is ~99% of a payroll resubmission, and classify wrote each
 // into classified (1,000,000 wide rows, more than temp_buffers holds with
 // stage) for the counts and the result file to read it back. A NULL
 // @skip_unchanged (a webhook, a replay) keeps every row.
 const skipUnchanged = `
 	WHERE @skip_unchanged::boolean IS NOT TRUE OR kind <> 'unchanged'`
-
-// resultWithUnchangedSQL stores the result file of an envelope whose
-// unchanged rows classify left out of classified (skipUnchanged): the lines
-// of classified, in row order with the lines of the staged rows not in
-// it, which are unchanged (an unchanged row has no code, field or message).
-// Each line is composed before the sort by block (OFFSET 0), so the sort
-// carries the row number and the line rather than every column of stage
-// the line is made of (about a third less CPU). applyClassified analyses
-// classified's row_no first: without statistics the planner expects
-// millions of rows from the join and merge-joins two sorts.
-var resultWithUnchangedSQL = resultFileSQL("text_line", `(SELECT stage.row_no, coalesce(c.result_line, `+
-	stagedResultLine(`'unchanged'`, "NULL", "NULL", "NULL")+`) AS text_line
-	FROM stage LEFT JOIN (SELECT row_no AS classified_row, result_line FROM classified) c ON c.classified_row = stage.row_no
-	OFFSET 0) lines`)
-
-// stagedResultLine is the SQL of a staged row's line of the result file
-// (result_line, migrations/00180) with the given outcome, code, field and
-// message expressions: the cells staging quoted (out_csv), else the values
-// as the partner sent them (d_*), else the normalised ones.
-func stagedResultLine(outcome, code, field, message string) string {
-	return `result_line(line, row_no, ` + outcome + `, out_csv, coalesce(d_employee_ref, employee_ref),
-		coalesce(d_pay_period, pay_period), coalesce(d_component, component),
-		coalesce(d_amount, amount::text), coalesce(d_currency, currency), ` + code + `, ` + field + `, ` + message + `)`
-}
-
-// resultFileSQL stores the result file of the envelope @env: the header
-// @header, then the lines (the SQL expression line) of the rows of from in
-// their order, a block of records.ResultRowsPerChunk rows a chunk.
-func resultFileSQL(line, from string) string {
-	chunk := strconv.Itoa(records.ResultRowsPerChunk)
-	return `INSERT INTO envelope_results (envelope_id, n, data)
-	SELECT @env::bigint, -1, convert_to(@header::text, 'UTF8')
-	UNION ALL
-	SELECT @env::bigint, row_no / ` + chunk + `, convert_to(string_agg(` + line + ` || E'\n', '' ORDER BY row_no), 'UTF8')
-	FROM ` + from + ` GROUP BY row_no / ` + chunk
-}
 
 // applyStatement is one statement of applySQL. needs, if set, tells from the
 // outcome counts (and whether the file has a sequence number) whether the
@@ -313,6 +272,10 @@ type applyStatement struct {
 	sql    string
 	needs  func(counts map[string]int, seq bool) bool
 	result bool // builds the result file: only for envelopes
+	// closes returns the envelope_id of each exception it closes, whose
+	// review report is then written if it was its envelope's last open one
+	// (records.WriteReviewReports).
+	closes bool
 	probes bool // joins classified with records by an index: probeRecords
 }
 
@@ -388,13 +351,14 @@ var applySQL = []applyStatement{
 	{needs: created, sql: insertRecordsSQL(`classified WHERE outcome = 'created'`)},
 
 	// One open exception per record: a different proposal supersedes the open one ...
-	{needs: held, sql: `UPDATE exceptions e SET status = 'superseded', decided_at = now(),
+	{needs: held, closes: true, sql: `UPDATE exceptions e SET status = 'superseded', decided_at = now(),
 		note = format('superseded by a different change in %s', @by::text)
 			|| CASE WHEN c.line > 0 THEN format(', line %s', c.line) ELSE '' END
 	FROM classified c
 	WHERE c.outcome = 'held' AND e.status = 'open' AND e.partner_id = @partner
 		AND e.employee_ref = c.employee_ref AND e.pay_period = c.pay_period AND e.component = c.component
-		AND e.proposed_hash <> c.content_hash`},
+		AND e.proposed_hash <> c.content_hash
+	RETURNING e.envelope_id`},
 
 	// ... and an identical re-proposal does not open a second one.
 	{needs: held, sql: `INSERT INTO exceptions (partner_id, employee_ref, pay_period, component, record_id, code,
@@ -422,9 +386,7 @@ var applySQL = []applyStatement{
 		AND o.superseded_by IS NULL AND o.employee_ref = n.employee_ref AND o.pay_period = n.pay_period
 		AND o.component = n.component`},
 
-	// The result file, built in the database a block of rows at a time from
-	// the lines classify composed (applyClassified takes
-	// resultWithUnchangedSQL instead when classify left the unchanged rows
-	// out of classified).
-	{result: true, sql: resultFileSQL("result_line", "classified")},
+	// The result file: staging's lines with classify's decisions
+	// (resultLines.storeMerged).
+	{result: true},
 }

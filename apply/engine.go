@@ -314,7 +314,11 @@ func (e *Engine) stageWhole(ctx context.Context, tx pgx.Tx, env *records.Envelop
 		records.EndSpan(stage, err)
 		return fmt.Errorf("create stage: %w", err)
 	}
-	lines := newResultLines(e.spoolDir) // nil: the result is built in SQL
+	lines, err := newResultLines(e.spoolDir)
+	if err != nil {
+		records.EndSpan(stage, err)
+		return err
+	}
 	defer lines.close()
 	src := newStageSource(sctx, rows, lines, nil, e.blocks)
 	err = copyText(sctx, sp.Conn(), "stage", stageColumns, src)
@@ -384,7 +388,7 @@ func (e *Engine) stageWhole(ctx context.Context, tx pgx.Tx, env *records.Envelop
 	}
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID,
 		"by": fmt.Sprintf("envelope %d", env.ID), "file_rejected": fileRejected, "all_or_nothing": allOrNothing,
-		"header": records.ResultHeader, "dup_candidates": cands, "emp_refs": useRefs}
+		"dup_candidates": cands, "emp_refs": useRefs}
 	counts, err := applyStaged(ctx, tx, args, ff, env.Seq != nil)
 	if err != nil {
 		return err

@@ -252,9 +252,9 @@ type directSecond struct {
 // startDirectApply starts the read of the file whose rows go into
 // records, composing the result lines; release frees what it holds.
 func (e *Engine) startDirectApply(ctx context.Context, env *records.Envelope, pl Plan) (*directSecond, error) {
-	lines := newResultLines(e.spoolDir)
-	if lines == nil {
-		return nil, errNotDirect("no result lines")
+	lines, err := newResultLines(e.spoolDir)
+	if err != nil {
+		return nil, errNotDirect(err.Error())
 	}
 	rows, err := pl.Reread(ReadOptions{})
 	if err != nil {
@@ -318,7 +318,7 @@ func (d *directSecond) copy(ctx context.Context, tx pgx.Tx) error {
 // storeResult stores the result lines the read composed as envelope env's
 // result file.
 func (d *directSecond) storeResult(ctx context.Context, tx pgx.Tx, env int64) error {
-	ctx, span := records.StartSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
+	ctx, span := records.StartSpan(ctx, "result")
 	err := d.lines.store(ctx, tx, env)
 	records.EndSpan(span, err)
 	return err
@@ -549,16 +549,12 @@ func (d *directRows) encode(b []byte, r *records.StagedRow) ([]byte, error) {
 		}
 		d.lines.addRejected(r)
 		if !d.lines.ok() {
-			return b, errNotDirect("a result line Go cannot compose")
+			return b, errNotDirect("a result line Go cannot write")
 		}
 		return b, nil
 	}
-	cells, ok := appendEchoedCells(d.cells[:0], r)
-	d.cells = cells
-	if !ok {
-		return b, errNotDirect("a result cell Go cannot quote")
-	}
-	d.lines.addCreated(r, cells)
+	d.cells = appendEchoedCells(d.cells[:0], r)
+	d.lines.addCreated(r, d.cells)
 	if !d.lines.ok() {
 		return b, errNotDirect("a result line Go cannot write")
 	}

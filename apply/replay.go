@@ -102,22 +102,28 @@ func replay(ctx context.Context, tx pgx.Tx, req records.ReplayRequest, sum []byt
 			return res, fmt.Errorf("create stage: %w", err)
 		}
 		var buf []byte
+		staged := map[int]*records.StagedRow{}
 		for _, l := range req.Legs {
 			if claimed[l.Row] {
 				st := l.Staged
 				st.Row, st.Line = l.Row, orig[l.Row].Line
 				buf = appendStageRow(buf, &st, keyHash(&st), nil)
+				staged[l.Row] = &st
 			}
 		}
 		if err := copyText(ctx, tx.Conn(), "stage", stageColumns, bytes.NewReader(buf)); err != nil {
 			return res, fmt.Errorf("stage legs: %w", err)
 		}
 		args := pgx.NamedArgs{"partner": req.PartnerID, "seq": req.Of.Seq, "env": req.Of.ID,
-			"by": fmt.Sprintf("replay %d of envelope %d", res.ID, req.Of.ID), "file_rejected": false, "header": records.ResultHeader}
+			"by": fmt.Sprintf("replay %d of envelope %d", res.ID, req.Of.ID), "file_rejected": false}
 		if _, err := classifyAndApply(ctx, tx, args, req.Of.Seq != nil, false); err != nil {
 			return res, err
 		}
-		if err := records.SettleReplayLegs(ctx, tx, req.Of.ID); err != nil {
+		settled, err := settledLegs(ctx, tx, staged)
+		if err != nil {
+			return res, err
+		}
+		if err := records.SettleReplayLegs(ctx, tx, req.Of.ID, settled); err != nil {
 			return res, err
 		}
 	}
@@ -168,4 +174,33 @@ func (e *Engine) applyReplayFile(ctx context.Context, tx pgx.Tx, env *records.En
 		return fmt.Errorf("release savepoint: %w", err)
 	}
 	return records.CloseReplayFile(ctx, tx, env, res)
+}
+
+// settledLegs reads classify's decision for each staged leg and composes
+// its line of the result file.
+func settledLegs(ctx context.Context, tx pgx.Tx, staged map[int]*records.StagedRow) ([]records.SettledLeg, error) {
+	rows, err := tx.Query(ctx, `SELECT row_no, outcome, coalesce(code, ''), coalesce(field, ''), coalesce(message, '')
+	FROM classified ORDER BY row_no`)
+	if err != nil {
+		return nil, fmt.Errorf("read leg outcomes: %w", err)
+	}
+	defer rows.Close()
+	var out []records.SettledLeg
+	for rows.Next() {
+		var row int32
+		var outcome, code, field, message string
+		if err := rows.Scan(&row, &outcome, &code, &field, &message); err != nil {
+			return nil, fmt.Errorf("read leg outcomes: %w", err)
+		}
+		st := staged[int(row)]
+		if st == nil {
+			return nil, fmt.Errorf("read leg outcomes: row %d was not staged", row)
+		}
+		line := appendRowLine(nil, st, outcome, code, field, message)
+		out = append(out, records.SettledLeg{Row: int(row), Outcome: outcome, Code: code, Line: string(line)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read leg outcomes: %w", err)
+	}
+	return out, nil
 }

@@ -29,15 +29,14 @@ import (
 //     natural key, content hash and key hash are copied by binary COPY into
 //     stage_keys (a third of a stage row, nothing for the backend to
 //     parse), and each row's result line is composed in Go as if it were
-//     unchanged (resultLines; a rejected row's line as it is, a line Go
-//     cannot compose left as a hole);
+//     unchanged (resultLines; a rejected row's line as it is);
 //  2. compare: one join of stage_keys with records finds the rows whose
 //     key has no record or whose content hash differs (changedRowsSQL);
-//  3. the changed rows, and the rows whose line is a hole, are read again
-//     from the file (the others are read as CSV only) and staged whole,
+//  3. the changed rows are read again from the file (the others are read
+//     as CSV only) and staged whole,
 //     classified and applied as any staged file's rows are (classifySQL,
 //     applySQL), and the result file is the lines of step 1 with
-//     classify's lines in place of theirs (storeMerged, mergeCompared).
+//     classify's decisions in place of theirs (storeMerged, mergeCompared).
 //
 // A row that is not read again is valid, has a record of its key with its
 // content hash, and repeats no key of the file (step 1 confirms the key
@@ -108,15 +107,13 @@ func (e *Engine) attempt(ctx context.Context, tx pgx.Tx, env *records.Envelope, 
 }
 
 func (e *Engine) compared(ctx context.Context, tx pgx.Tx, env *records.Envelope, pl Plan) (map[string]int, error) {
-	lines := newResultLines(e.spoolDir)
-	if lines == nil {
-		return nil, errNotCompared("no result lines")
+	lines, err := newResultLines(e.spoolDir)
+	if err != nil {
+		return nil, errNotCompared(err.Error())
 	}
 	defer lines.close()
-	lines.holes = true
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID,
-		"by": fmt.Sprintf("envelope %d", env.ID), "file_rejected": false, "all_or_nothing": pl.AllOrNothing,
-		"header": records.ResultHeader}
+		"by": fmt.Sprintf("envelope %d", env.ID), "file_rejected": false, "all_or_nothing": pl.AllOrNothing}
 
 	if env.Size >= sampleMinBytes {
 		sctx, span := records.StartSpan(ctx, "sample")
@@ -142,7 +139,7 @@ func (e *Engine) compared(ctx context.Context, tx pgx.Tx, env *records.Envelope,
 	}
 
 	cctx, span := records.StartSpan(ctx, "compare")
-	again, err := changedRows(cctx, tx, env.PartnerID, k)
+	again, err := changedRows(cctx, tx, env.PartnerID)
 	if again != nil {
 		span.SetAttributes(attribute.Int("payintake.rows_read_again", again.n))
 	}
@@ -175,7 +172,7 @@ func (e *Engine) compared(ctx context.Context, tx pgx.Tx, env *records.Envelope,
 	if n := k.rejected - rejectedAgain; n > 0 {
 		counts[string(records.OutcomeRejected)] += n
 	}
-	rctx, span := records.StartSpan(ctx, "result", attribute.Bool("payintake.result_from_go", true))
+	rctx, span := records.StartSpan(ctx, "result")
 	mode := mergeCompared
 	if again.n == 0 {
 		mode = mergeUnchanged
@@ -268,7 +265,6 @@ type keyRows struct {
 	aon      bool // all-or-nothing: a rejected row rejects the file, which is staged whole
 	lines    *resultLines
 	keys     keyFilter
-	holes    rowSet // the rows whose line is a hole: read again, whatever their outcome
 	cells    []byte
 	count    int
 	rejected int
@@ -279,21 +275,13 @@ func (k *keyRows) encode(b []byte, r *records.StagedRow) ([]byte, error) {
 		if k.aon {
 			return b, errNotCompared("a rejected row in an all-or-nothing file")
 		}
-		if !k.lines.addRejected(r) {
-			k.holes.add(r.Row)
-		}
+		k.lines.addRejected(r)
 		return b, nil
 	}
 	kh := keyHash(r)
 	k.keys.add(kh)
-	cells, ok := appendEchoedCells(k.cells[:0], r)
-	k.cells = cells
-	if ok {
-		k.lines.addCreated(r, cells)
-	} else {
-		k.lines.addHole(r)
-		k.holes.add(r.Row)
-	}
+	k.cells = appendEchoedCells(k.cells[:0], r)
+	k.lines.addCreated(r, k.cells)
 	b = appendInt16(b, stageKeysColumnCount)
 	b = appendBinaryInt4(b, int32(r.Row))
 	b = appendBinaryText(b, r.EmployeeRef)
@@ -364,10 +352,9 @@ WHERE r.partner_id = @partner
 	AND r.employee_ref = s.employee_ref AND r.pay_period = s.pay_period AND r.component = s.component
 	AND r.content_hash = s.content_hash AND (r.last_seq IS NULL OR r.last_seq < @seq::bigint)`
 
-// changedRows is step 2: the rows to read again, the changed ones and the
-// holes.
-func changedRows(ctx context.Context, tx pgx.Tx, partner string, k *keyRows) (*rowSet, error) {
-	again := &k.holes
+// changedRows is step 2: the rows to read again, the changed ones.
+func changedRows(ctx context.Context, tx pgx.Tx, partner string) (*rowSet, error) {
+	again := &rowSet{}
 	rows, err := tx.Query(ctx, changedRowsSQL, partner)
 	if err != nil {
 		return nil, fmt.Errorf("compare keys: %w", err)

@@ -17,26 +17,18 @@ import (
 	"github.com/payintake/payintake/records"
 )
 
-// A pure first file's result lines, composed in Go while the rows are
-// staged. In a pure first file every row's outcome is known as it is
-// staged (a valid row is created, an invalid one rejected with its own
-// code, field and message), so the goroutine that encodes the COPY text
-// also writes each row's line of the result file (normalize.AppendResultLine,
-// the Go twin of SQL's result_line) to an unlinked temporary file in the
-// spool folder, and notes where each block of records.ResultRowsPerChunk rows ends.
-// When the file turns out pure, the blocks go into envelope_results by one
-// COPY, as resultFileSQL would have written them (the header as chunk -1,
-// rows row_no/records.ResultRowsPerChunk as that chunk), instead of the backend composing,
-// sorting and aggregating every line from stage (firstFileResultSQL, ~1.7 s
-// of backend CPU at 1,000,000 rows, while Go's core was idle). Where Go
-// cannot decide a cell's quoting alone (a cell with a non-ASCII first or
-// last character: csv_field's \s follows the database's locale), or the
-// rows do not come in increasing row order, or the temporary file cannot be
-// written, the lines are dropped and firstFileResultSQL builds the result
-// as before: the stored bytes are the same either way
-// (intake.TestPureFirstFileMatchesClassify compares them). A file that is
-// not pure uses them only when classify left its unchanged rows out of
-// classified (storeMerged, below); otherwise they are dropped too.
+// The result file, composed in Go. Every row's line is written as the row
+// is staged (normalize.AppendResultLine, normalize's one writer of result
+// lines): an invalid row rejected with its own code, field and message, a
+// valid row as if it were created. The goroutine that encodes the COPY
+// writes them to an unlinked temporary file in the spool folder and notes
+// where each block of records.ResultRowsPerChunk rows ends. A pure first
+// file's lines are its result as they are (store); any other file's are
+// rewritten with classify's decisions as they go into envelope_results
+// (storeMerged, below). Either way the blocks go in by one COPY (the header
+// as chunk -1, rows row_no/records.ResultRowsPerChunk as that chunk), while
+// the rows stream, rather than the backend composing, sorting and
+// aggregating every line.
 
 // resultLines is a file's result lines as staging composed them.
 type resultLines struct {
@@ -45,11 +37,8 @@ type resultLines struct {
 	w       *bufio.Writer
 	blocks  []resultBlock
 	lastRow int
-	failed  bool // a line Go cannot compose, or a write failed: the lines are not used
+	err     error // why the lines could not be written; they are not used
 	line    []byte
-	// holes: a line Go cannot compose is written as a hole (addHole), which
-	// the merge fills with classify's line, instead of dropping the lines.
-	holes bool
 }
 
 // resultBlock is one stored chunk: its number and its length in the file.
@@ -58,33 +47,34 @@ type resultBlock struct {
 	size int
 }
 
-// newResultLines opens the temporary file in dir; nil (no lines composed)
-// when it cannot be created.
-func newResultLines(dir string) *resultLines {
+// newResultLines opens the temporary file in dir.
+func newResultLines(dir string) (*resultLines, error) {
 	f, err := os.CreateTemp(dir, "payintake-result-*")
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("result lines: %w", err)
 	}
 	_ = os.Remove(f.Name()) // unlinked: the space is freed whatever happens
-	return &resultLines{dir: dir, f: f, w: bufio.NewWriterSize(f, records.FileBuffer)}
+	return &resultLines{dir: dir, f: f, w: bufio.NewWriterSize(f, records.FileBuffer)}, nil
 }
 
 // ok tells whether every line was composed and written.
-func (l *resultLines) ok() bool { return l != nil && !l.failed }
+func (l *resultLines) ok() bool { return l != nil && l.err == nil }
 
-// fail drops the lines: the result is built in SQL.
-func (l *resultLines) fail() {
-	l.failed, l.blocks = true, nil
+// fail drops the lines, for err.
+func (l *resultLines) fail(err error) {
+	if l.err == nil {
+		l.err, l.blocks = err, nil
+	}
 }
 
 // start checks that row comes after the previous row and opens its
 // block; false when the lines are dropped.
 func (l *resultLines) start(row int) bool {
-	if l.failed {
+	if l.err != nil {
 		return false
 	}
 	if row <= l.lastRow {
-		l.fail()
+		l.fail(fmt.Errorf("result lines: row %d after row %d", row, l.lastRow))
 		return false
 	}
 	l.lastRow = row
@@ -98,14 +88,14 @@ func (l *resultLines) start(row int) bool {
 func (l *resultLines) write() {
 	l.line = append(l.line, '\n')
 	if _, err := l.w.Write(l.line); err != nil {
-		l.fail()
+		l.fail(fmt.Errorf("result lines: %w", err))
 		return
 	}
 	l.blocks[len(l.blocks)-1].size += len(l.line)
 }
 
 // addCreated writes the line of a valid row, created, whose five echoed
-// cells are cells, already quoted (normalize.AppendResultCells).
+// cells are cells, already quoted (appendEchoedCells).
 func (l *resultLines) addCreated(r *records.StagedRow, cells []byte) {
 	if !l.start(r.Row) {
 		return
@@ -120,56 +110,22 @@ func (l *resultLines) addCreated(r *records.StagedRow, cells []byte) {
 }
 
 // addRejected writes the line of an invalid row: the values as the
-// partner sent them, its code, field and message. It returns false when Go
-// cannot compose the line: the lines are then dropped, or with holes the
-// row's line is a hole.
-func (l *resultLines) addRejected(r *records.StagedRow) bool {
+// partner sent them, its code, field and message.
+func (l *resultLines) addRejected(r *records.StagedRow) {
 	if !l.start(r.Row) {
-		return true
-	}
-	b, ok := normalize.AppendResultLine(l.line[:0], r.Line, r.Row, string(records.OutcomeRejected),
-		[8]string{r.DEmployeeRef, r.DPayPeriod, r.DComponent, r.DAmount, r.DCurrency, r.Code, r.Field, r.Message})
-	if !ok {
-		l.hole(r)
-		return false
-	}
-	l.line = b
-	l.write()
-	return true
-}
-
-// holeOutcome is the outcome cell of a hole: a row whose line the database
-// composes (its row is in classified when the lines are merged).
-const holeOutcome = "?"
-
-// addHole writes the hole of a valid row whose echoed cells Go cannot
-// quote (with holes; otherwise the lines are dropped).
-func (l *resultLines) addHole(r *records.StagedRow) {
-	if l.start(r.Row) {
-		l.hole(r)
-	}
-}
-
-// hole writes row r's hole, once start has opened its block.
-func (l *resultLines) hole(r *records.StagedRow) {
-	if !l.holes {
-		l.fail()
 		return
 	}
-	b := strconv.AppendInt(l.line[:0], int64(r.Line), 10)
-	b = append(b, ',')
-	b = strconv.AppendInt(b, int64(r.Row), 10)
-	l.line = append(append(b, ','), holeOutcome...)
+	l.line = appendRowLine(l.line[:0], r, string(records.OutcomeRejected), r.Code, r.Field, r.Message)
 	l.write()
 }
 
 // finish flushes the lines once staging is done.
 func (l *resultLines) finish() {
-	if l == nil || l.failed || l.w == nil {
+	if l == nil || l.err != nil || l.w == nil {
 		return
 	}
 	if err := l.w.Flush(); err != nil {
-		l.fail()
+		l.fail(fmt.Errorf("result lines: %w", err))
 	}
 	l.w = nil // its buffer is garbage now
 }
@@ -184,6 +140,9 @@ func (l *resultLines) close() {
 // store writes the result file of envelope env, its header then the
 // blocks, into envelope_results by one COPY.
 func (l *resultLines) store(ctx context.Context, tx pgx.Tx, env int64) error {
+	if l.err != nil {
+		return fmt.Errorf("store result: %w", l.err)
+	}
 	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
@@ -253,34 +212,27 @@ func (s *resultSource) Values() ([]any, error) {
 
 func (s *resultSource) Err() error { return s.err }
 
-// A resubmission's result lines, merged. When classify leaves a file's
-// unchanged rows out of classified (skipUnchanged), or a compared
-// resubmission stages only the rows that changed (applyCompared), its
-// result file is staging's lines (resultLines, composed as if every valid
-// row were created) with each row's outcome as classify decided: a row
-// that is in classified takes the line classify composed, any other is
-// unchanged, which changes only its outcome cell ("created" becomes
-// "unchanged": an unchanged row has no code, field or message).
-// classified's rows (the 1% of a payroll resubmission that changed) are
-// spooled in row order to a temporary file, and each block of staging's
-// lines is rewritten as it goes into the COPY, so the backend neither
-// joins stage with classified nor composes, sorts and aggregates a line
-// per staged row (resultWithUnchangedSQL, ~0.9-1.1 s of CPU at 1,000,000
-// rows). When staging could not compose every line, the database builds
-// the result as before. The bytes are the same either way:
-// intake.TestResubmissionWithoutUnchangedRowsMatchesClassify compares them
-// with the full classify's.
-//
-// A compared resubmission (mergeCompared) stages neither its rejected
-// rows nor its unchanged ones: a rejected line staging composed that is
-// not in classified is kept as it is, and a hole (a line Go could not
-// compose, whose row was staged) must be filled by classified. Otherwise
-// every rejected row is in classified, and a hole is an error.
+// Any other file's result lines, merged with classify's decisions. The
+// rows classify wrote into classified (every row, or with skipUnchanged
+// the 1% of a payroll resubmission that changed; for a compared
+// resubmission the rows read again) are spooled in row order to a
+// temporary file, each with its outcome and its code, field and message
+// as cells (classifiedLine), and each block of staging's lines is
+// rewritten as it goes into the COPY: a created line of a row classified
+// holds takes classify's outcome, code, field and message after its own
+// echoed cells; a created line of a row it does not hold is unchanged,
+// which changes only its outcome cell (an unchanged row has no code, field
+// or message); a rejected line (an invalid row, which classify rejects
+// with the row's own code, field and message) is kept as it is. So the
+// backend neither joins stage with classified nor composes, sorts and
+// aggregates a line per staged row.
 
-// classifiedLine is one row of classified: its row number and line.
+// classifiedLine is one row of classified: its row number, outcome, and
+// its code, field and message as cells of a result line.
 type classifiedLine struct {
-	row  int
-	line []byte
+	row     int
+	outcome []byte
+	tail    []byte
 }
 
 // merger rewrites staging's lines with classify's outcomes: cur is the
@@ -298,15 +250,18 @@ type merger struct {
 type mergeMode int
 
 const (
-	mergeSkipped   mergeMode = iota // classify left out the unchanged rows only
-	mergeCompared                   // a compared resubmission: rejected rows kept, holes filled
-	mergeUnchanged                  // a compared resubmission with no row classified (no classified)
+	mergeClassified mergeMode = iota // every row staged was classified, but classify may have left out the unchanged ones
+	mergeCompared                    // a compared resubmission: the rejected rows not read again are not in classified
+	mergeUnchanged                   // a compared resubmission with no row classified (no classified)
 )
 
 // storeMerged writes the result file of envelope env from staging's lines
-// and classified's (see merger), by one COPY; classified's lines are first
-// spooled to a temporary file beside staging's.
+// and classified's decisions (see merger), by one COPY; classified's rows
+// are first spooled to a temporary file beside staging's.
 func (l *resultLines) storeMerged(ctx context.Context, tx pgx.Tx, env int64, mode mergeMode) error {
+	if l.err != nil {
+		return fmt.Errorf("store result: %w", l.err)
+	}
 	spool, err := os.CreateTemp(l.dir, "payintake-classified-*")
 	if err != nil {
 		return fmt.Errorf("store result: %w", err)
@@ -321,7 +276,7 @@ func (l *resultLines) storeMerged(ctx context.Context, tx pgx.Tx, env int64, mod
 	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
-	m := &merger{r: bufio.NewReaderSize(spool, records.FileBuffer), compared: mode != mergeSkipped}
+	m := &merger{r: bufio.NewReaderSize(spool, records.FileBuffer), compared: mode != mergeClassified}
 	if m.advance(); m.err != nil {
 		return m.err
 	}
@@ -332,33 +287,40 @@ func (l *resultLines) storeMerged(ctx context.Context, tx pgx.Tx, env int64, mod
 	return nil
 }
 
-// spoolClassified writes classified's rows to w in row order: each its
-// row number and the length of its line (uvarints), then the line.
+// spoolClassified writes classified's rows but the unchanged ones (the
+// merge's answer for a created line classified does not hold: most rows of
+// a resubmission with a sequence number, which classify keeps) to w in row
+// order: each its row number, the length of its outcome and of its code,
+// field and message as cells (uvarints), then those two.
 func spoolClassified(ctx context.Context, tx pgx.Tx, w io.WriteSeeker) error {
-	rows, err := tx.Query(ctx, `SELECT row_no, result_line FROM classified ORDER BY row_no`)
+	rows, err := tx.Query(ctx, `SELECT row_no, outcome, coalesce(code, ''), coalesce(field, ''), coalesce(message, '')
+	FROM classified WHERE outcome <> 'unchanged' ORDER BY row_no`)
 	if err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
 	defer rows.Close()
 	bw := bufio.NewWriterSize(w, records.FileBuffer)
-	var buf []byte
+	var buf, tail []byte
 	for rows.Next() {
 		var row int32
-		var line []byte
-		if err := rows.Scan(&row, &line); err != nil {
+		var outcome, code, field, message string
+		if err := rows.Scan(&row, &outcome, &code, &field, &message); err != nil {
 			return fmt.Errorf("store result: %w", err)
 		}
+		tail = normalize.AppendResultCells(tail[:0], code, field, message)
 		buf = binary.AppendUvarint(buf[:0], uint64(row))
-		buf = binary.AppendUvarint(buf, uint64(len(line)))
-		if _, err := bw.Write(append(buf, line...)); err != nil {
-			return fmt.Errorf("store result: spool classified lines: %w", err)
+		buf = binary.AppendUvarint(buf, uint64(len(outcome)))
+		buf = binary.AppendUvarint(buf, uint64(len(tail)))
+		buf = append(append(buf, outcome...), tail...)
+		if _, err := bw.Write(buf); err != nil {
+			return fmt.Errorf("store result: spool classified rows: %w", err)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("store result: spool classified lines: %w", err)
+		return fmt.Errorf("store result: spool classified rows: %w", err)
 	}
 	if _, err := w.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("store result: %w", err)
@@ -373,33 +335,45 @@ func (m *merger) advance() {
 		m.have = false
 		return
 	}
-	var n uint64
+	var no, nt uint64
 	if err == nil {
-		n, err = binary.ReadUvarint(m.r)
+		no, err = binary.ReadUvarint(m.r)
 	}
 	if err == nil {
-		if uint64(cap(m.cur.line)) < n {
-			m.cur.line = make([]byte, n)
-		}
-		m.cur.line = m.cur.line[:n]
-		_, err = io.ReadFull(m.r, m.cur.line)
+		nt, err = binary.ReadUvarint(m.r)
+	}
+	if err == nil {
+		m.cur.outcome, err = readN(m.r, m.cur.outcome, no)
+	}
+	if err == nil {
+		m.cur.tail, err = readN(m.r, m.cur.tail, nt)
 	}
 	if err != nil {
-		m.err, m.have = fmt.Errorf("store result: read spooled classified lines: %w", err), false
+		m.err, m.have = fmt.Errorf("store result: read spooled classified rows: %w", err), false
 		return
 	}
 	m.cur.row, m.have = int(row), true
 }
 
+// readN reads n bytes from r into buf's space.
+func readN(r io.Reader, buf []byte, n uint64) ([]byte, error) {
+	if uint64(cap(buf)) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	_, err := io.ReadFull(r, buf)
+	return buf, err
+}
+
 // block appends to dst the lines of src, one block of staging's lines,
-// each as classify decided it. A line staging wrote as other than created
-// that classified does not hold is an error (but a rejected one of a
-// compared resubmission): every such row is in classified.
+// each as classify decided it. A rejected line classified does not hold
+// is an error but in a compared resubmission: every other invalid row is
+// in classified.
 func (m *merger) block(dst, src []byte) ([]byte, error) {
 	const created = "created,"
 	const rejected = "rejected,"
 	for len(src) > 0 {
-		end := bytes.IndexByte(src, '\n')
+		end := lineEnd(src)
 		if end < 0 {
 			return nil, errors.New("store result: a result line without its line break")
 		}
@@ -420,28 +394,48 @@ func (m *merger) block(dst, src []byte) ([]byte, error) {
 		for _, c := range line[c1+1 : c2] {
 			row = row*10 + int(c-'0')
 		}
-		if m.have && m.cur.row == row {
-			dst = append(append(dst, m.cur.line...), '\n')
-			if m.advance(); m.err != nil {
-				return nil, m.err
-			}
-			continue
-		}
 		if m.have && m.cur.row < row {
 			return nil, fmt.Errorf("store result: classified row %d has no staged line", m.cur.row)
 		}
+		classified := m.have && m.cur.row == row
 		rest := line[c2+1:]
 		switch {
+		case bytes.HasPrefix(rest, []byte(created)) && classified:
+			// created,ECHOED,,,: ECHOED with classify's outcome and tail.
+			dst = append(dst, line[:c2+1]...)
+			dst = append(append(dst, m.cur.outcome...), ',')
+			dst = append(dst, rest[len(created):len(rest)-3]...)
+			dst = append(append(dst, ','), m.cur.tail...)
 		case bytes.HasPrefix(rest, []byte(created)):
 			dst = append(dst, line[:c2+1]...)
 			dst = append(dst, string(records.OutcomeUnchanged)...)
 			dst = append(dst, rest[len(created)-1:]...)
-		case m.compared && bytes.HasPrefix(rest, []byte(rejected)):
+		case bytes.HasPrefix(rest, []byte(rejected)) && (classified || m.compared):
 			dst = append(dst, line...)
 		default:
 			return nil, fmt.Errorf("store result: row %d is neither in classified nor created as staged", row)
 		}
 		dst = append(dst, '\n')
+		if classified {
+			if m.advance(); m.err != nil {
+				return nil, m.err
+			}
+		}
 	}
 	return dst, nil
+}
+
+// lineEnd is the index of the line break that ends src's first line, -1
+// if none: a line break inside a quoted cell is the cell's.
+func lineEnd(src []byte) int {
+	quoted := false
+	for i, c := range src {
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case c == '\n' && !quoted:
+			return i
+		}
+	}
+	return -1
 }

@@ -43,7 +43,10 @@ func BenchmarkStageSource(b *testing.B) {
 		b.Run("lines="+strconv.FormatBool(composeLines), func(b *testing.B) {
 			var lines *resultLines
 			if composeLines {
-				lines = newResultLines(b.TempDir())
+				var err error
+				if lines, err = newResultLines(b.TempDir()); err != nil {
+					b.Fatal(err)
+				}
 				defer lines.close()
 			}
 			c0 := cpuNanos(b)

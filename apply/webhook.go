@@ -82,7 +82,7 @@ func applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID string, ch 
 		return res, fmt.Errorf("stage change: %w", err)
 	}
 	args := pgx.NamedArgs{"partner": partner, "seq": nil, "env": nil, "by": "webhook " + webhookID,
-		"file_rejected": false, "header": records.ResultHeader, "held": "the change"}
+		"file_rejected": false, "held": "the change"}
 	if _, err := classifyAndApply(ctx, tx, args, false, false); err != nil {
 		return res, err
 	}

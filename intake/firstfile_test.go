@@ -164,10 +164,6 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		// period: the file is pure only because its employees are new.
 		unmappedInPeriod bool
 		pure             bool // whether database a takes the pure first file path
-		// sqlResult: a's pure first file has a cell whose quoting Go
-		// leaves to SQL (a non-ASCII first or last character), so its
-		// result lines are composed in SQL, not while staging.
-		sqlResult bool
 		// once: database a applies the file read once although it is not
 		// a pure first file for classify (b) or the staged path (s): a
 		// mapped employee in a period with records, which the natural
@@ -185,13 +181,13 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		// trigger onboards.
 		lookups int64
 	}{
-		"invalid rows, CRLF, non-ASCII, formula cells":              {file: firstFileHeader + messyRows("2026-11"), pure: true, sqlResult: true},
+		"invalid rows, CRLF, non-ASCII, formula cells":              {file: firstFileHeader + messyRows("2026-11"), pure: true},
 		"invalid rows, CRLF, non-ASCII inside cells, formula cells": {file: firstFileHeader + asciiEdgeRows("2026-11"), pure: true},
 		"a valid cell ending in a non-ASCII character": {
-			file: firstFileHeader + cleanRows("2026-11") + "Zoé,2026-11,BASE,1.00,USD,,,\r\n", pure: true, sqlResult: true,
+			file: firstFileHeader + cleanRows("2026-11") + "Zoé,2026-11,BASE,1.00,USD,,,\r\n", pure: true,
 		},
 		"an invalid row's cell starting with a non-ASCII character": {
-			file: firstFileHeader + cleanRows("2026-11") + "E1,2026-11,ÉTÉ,1.00,USD,,,\r\nE1,2026-13,BASE,1.00,USD,,,\r\n", pure: true, sqlResult: true,
+			file: firstFileHeader + cleanRows("2026-11") + "E1,2026-11,ÉTÉ,1.00,USD,,,\r\nE1,2026-13,BASE,1.00,USD,,,\r\n", pure: true,
 		},
 		"a sequence number": {
 			partner: records.Partner{FilePattern: `^pay-(?P<seq>[0-9]+)\.csv$`},
@@ -202,7 +198,7 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		},
 		"a generated export of 20,000 rows": {file: generated(20000), period: "2026-03", pivot: "E00000001", pure: true},
 		"new employees in a period with records": {
-			file: firstFileHeader + messyRows("2026-11"), unmappedInPeriod: true, pure: true, sqlResult: true,
+			file: firstFileHeader + messyRows("2026-11"), unmappedInPeriod: true, pure: true,
 		},
 		"new employees in a period with records, all-or-nothing": {
 			partner: records.Partner{Mode: records.ModeAllOrNothing},
@@ -320,7 +316,7 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			// a reads the file twice without staging exactly when it is a
 			// pure first file whose result lines Go composes; else it
 			// stages it, as s does.
-			direct := (tc.pure || tc.once) && !tc.sqlResult
+			direct := tc.pure || tc.once
 			if n := ca.stages.Load(); (n == 0) != direct {
 				t.Errorf("database a staged the file %d time(s); want it read without staging %v", n, direct)
 			}
@@ -361,14 +357,15 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			if n := cb.analyzes.Load(); n != 1 {
 				t.Errorf("database b analysed stage %d time(s); want 1", n)
 			}
-			// Database a's result: composed in Go while staging (one COPY)
-			// exactly when the file is pure and Go can quote every cell.
-			goResult := tc.pure && !tc.sqlResult
-			if g, s := ca.goResults.Load(), ca.sqlResults.Load(); goResult && (g != 1 || s != 0) || !goResult && (g != 0 || s != 1) {
-				t.Errorf("database a stored its result by %d COPY and %d statement(s); want the lines composed in Go %v", g, s, goResult)
-			}
-			if g, s := cb.goResults.Load(), cb.sqlResults.Load(); g != 0 || s != 1 {
-				t.Errorf("database b stored its result by %d COPY and %d statement(s); want one statement", g, s)
+			// Every result is composed in Go while staging (one COPY), by
+			// classify's path too.
+			for _, c := range []struct {
+				name string
+				c    *classifyCounter
+			}{{"a", ca}, {"b", cb}} {
+				if g, s := c.c.goResults.Load(), c.c.sqlResults.Load(); g != 1 || s != 0 {
+					t.Errorf("database %s stored its result by %d COPY and %d statement(s); want one COPY", c.name, g, s)
+				}
 			}
 			ra, rb := a.result(outs[0]), b.result(outs[1])
 			if ra != rb {

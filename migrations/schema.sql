@@ -3,35 +3,6 @@
 --
 
 --
--- Name: csv_field(text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.csv_field(v text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $_$
-    SELECT CASE
-        WHEN v IS NULL THEN ''
-        WHEN v ~ E'[",\r\n]' OR v ~ '^\s' OR v ~ '\s$' THEN '"' || replace(v, '"', '""') || '"'
-        ELSE v
-    END
-$_$;
-
---
--- Name: csv_safe(text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.csv_safe(v text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $_$
-    SELECT CASE
-        WHEN v ~ '^[\t\r]' THEN '''' || v
-        WHEN r ~ '^[=+\-@]' AND r !~ '^[+-]?[0-9]+([.,][0-9]+)?$' THEN '''' || v
-        ELSE v
-    END
-    FROM (SELECT regexp_replace(v, '^[\u0001-\u0020\u007F-\u00A0\u00AD\u0600-\u0605\u061C\u06DD\u070F\u0890-\u0891\u08E2\u1680\u180E\u2000-\u200F\u2028-\u202F\u205F-\u2064\u2066-\u206F\u3000\uFEFF\uFFF9-\uFFFB\U000110BD\U000110CD\U00013430-\U0001343F\U0001BCA0-\U0001BCA3\U0001D173-\U0001D17A\U000E0001\U000E0020-\U000E007F]+', '') AS r) s
-$_$;
-
---
 -- Name: derived_employee_id(text, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -207,23 +178,6 @@ BEGIN
         RAISE EXCEPTION 'update or delete on table "partners" violates the reference from table "employees"'
             USING ERRCODE = 'foreign_key_violation', DETAIL = format('Key (id)=(%s) is still referenced from table "employees".', OLD.id);
     END IF;
-    RETURN NULL;
-END
-$$;
-
---
--- Name: exceptions_review_report(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.exceptions_review_report() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-    INSERT INTO envelope_reviews (envelope_id, data)
-    SELECT c.envelope_id, review_report_csv(c.envelope_id)
-    FROM (SELECT DISTINCT envelope_id FROM changed WHERE envelope_id IS NOT NULL AND status <> 'open') c
-    WHERE NOT EXISTS (SELECT 1 FROM exceptions x WHERE x.envelope_id = c.envelope_id AND x.status = 'open')
-    ON CONFLICT (envelope_id) DO NOTHING;
     RETURN NULL;
 END
 $$;
@@ -472,45 +426,6 @@ BEGIN
     END IF;
     RETURN NULL;
 END
-$$;
-
---
--- Name: result_line(integer, integer, text, text, text, text, text, text, text, text, text, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.result_line(line integer, row_no integer, outcome text, echoed text, employee_ref text, pay_period text, component text, amount text, currency text, code text, field text, message text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$
-    SELECT line::text || ',' || row_no::text || ',' || outcome || ',' ||
-        coalesce(echoed, csv_field(employee_ref) || ',' || csv_field(pay_period) || ',' ||
-            csv_field(component) || ',' || csv_field(amount) || ',' || csv_field(currency)) || ',' ||
-        CASE WHEN code IS NULL AND field IS NULL AND message IS NULL THEN ',,'
-            ELSE csv_field(code) || ',' || csv_field(field) || ',' || csv_field(message) END
-$$;
-
---
--- Name: review_report_csv(bigint); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.review_report_csv(env bigint) RETURNS bytea
-    LANGUAGE sql STABLE
-    AS $$
-    SELECT convert_to('line,row,outcome,employee_ref,pay_period,component,amount,currency,code,field,message' || E'\n' ||
-        coalesce(string_agg(result_line(
-            coalesce(x.line, 0), coalesce(x.row_no, 0),
-            CASE x.status WHEN 'approved' THEN 'approved' ELSE 'rejected' END, NULL,
-            csv_safe(x.employee_ref), csv_safe(x.pay_period), csv_safe(x.component),
-            x.proposed ->> 'amount', x.proposed ->> 'currency',
-            CASE x.status WHEN 'approved' THEN NULL WHEN 'rejected' THEN 'rejected_by_reviewer' ELSE 'superseded' END,
-            NULL,
-            csv_safe(CASE x.status
-                WHEN 'approved' THEN 'a reviewer approved this change and it was applied; the record stays locked'
-                WHEN 'rejected' THEN 'a reviewer rejected this change, so the record keeps its locked values'
-                ELSE 'this change was not applied: a later file proposed a different change for the same record, which is reviewed instead'
-            END || CASE WHEN coalesce(x.note, '') <> '' AND x.status <> 'superseded'
-                THEN '; reviewer''s note: ' || x.note ELSE '' END)
-        ) || E'\n', '' ORDER BY x.line, x.id), ''), 'UTF8')
-    FROM exceptions x WHERE x.envelope_id = env
 $$;
 
 --
@@ -2349,12 +2264,6 @@ CREATE TRIGGER envelopes_notify AFTER UPDATE OF status ON public.envelopes FOR E
 --
 
 CREATE TRIGGER envelopes_referenced_by_records AFTER DELETE OR UPDATE OF id ON public.envelopes FOR EACH ROW EXECUTE FUNCTION public.records_referenced_guard();
-
---
--- Name: exceptions exceptions_review_report; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER exceptions_review_report AFTER UPDATE ON public.exceptions REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.exceptions_review_report();
 
 --
 -- Name: partners partners_referenced_by_employees; Type: TRIGGER; Schema: public; Owner: -

@@ -89,7 +89,8 @@ const (
 	CodeUnknownEmployee    Code = "unknown_employee"      // rejected or held: employee_ref has no mapping
 	CodeFileRejected       Code = "file_rejected"         // rejected: valid, but its all-or-nothing file was not applied
 	CodeDuplicateKeyInFile Code = "duplicate_key_in_file" // rejected: its key is on another line of the file too
-	CodeSuperseded         Code = "superseded"            // stale: a later version was applied already
+	CodeSuperseded         Code = "superseded"            // stale: a later version was applied already; in a review report, a change a later file replaced
+	CodeRejectedByReviewer Code = "rejected_by_reviewer"  // in a review report: a reviewer rejected the held change
 )
 
 // ExceptionCodes are the codes a held row (an exception for a reviewer) can

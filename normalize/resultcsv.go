@@ -12,9 +12,7 @@ import (
 
 // ResultHeader is the first line of every result file (NAME.result.csv) and
 // review report (NAME.review.csv): where the row is, its outcome, the five
-// fields a partner recognises it by, and why. The review report is written
-// by the database (review_report_csv, migrations/00004), which repeats the
-// line; migrations.TestResultHeaderMatches compares the two.
+// fields a partner recognises it by, and why.
 const ResultHeader = "line,row,outcome," + FieldEmployeeRef + "," + FieldPayPeriod + "," + FieldComponent + "," +
 	FieldAmount + "," + FieldCurrency + ",code,field,message\n"
 
@@ -23,69 +21,57 @@ const ResultHeader = "line,row,outcome," + FieldEmployeeRef + "," + FieldPayPeri
 // numbers, outcome as given (one of the outcome words), then cells — the
 // five echoed values employee_ref .. currency, code, field and message —
 // each quoted by AppendResultCells ("" is an empty cell). Formula escaping
-// (SafeCell) is the caller's: a value is written as given.
-//
-// The SQL function result_line (migrations/00180) is the same rule for the
-// lines the database writes: every line of a result file but those of a
-// pure first file, which records composes with this function as the rows
-// are staged; migrations.TestResultLineMatchesAppendResultLine runs both. Like
-// AppendResultCells, it returns b unchanged and false when a cell's quoting
-// depends on the database's locale.
-func AppendResultLine(b []byte, line, row int, outcome string, cells [8]string) ([]byte, bool) {
-	mark := len(b)
+// (SafeCell) is the caller's: a value is written as given. It is the one
+// writer of result lines: every line of a result file and review report
+// is composed by it or, for the five echoed cells composed once while the
+// rows are staged, by AppendResultCells.
+func AppendResultLine(b []byte, line, row int, outcome string, cells [8]string) []byte {
 	b = strconv.AppendInt(b, int64(line), 10)
 	b = append(b, ',')
 	b = strconv.AppendInt(b, int64(row), 10)
 	b = append(b, ',')
 	b = append(b, outcome...)
 	b = append(b, ',')
-	b, ok := AppendResultCells(b, cells[:]...)
-	if !ok {
-		return b[:mark], false
-	}
-	return b, true
+	return AppendResultCells(b, cells[:]...)
 }
 
 // AppendResultCells appends cells to b as consecutive cells of a result
 // file line, separated by commas, each quoted by the result file's one CSV
 // rule: RFC 4180 quoting (the cell in double quotes, inner quotes doubled)
 // when the cell holds a double quote, comma, CR or LF, or starts or ends
-// with white space; otherwise the cell as is. The SQL function csv_field
-// (migrations/00001) is the same rule for the cells the database writes;
-// migrations.TestCSVFieldMatchesAppendResultCells runs both.
-//
-// Whether a non-ASCII character is white space depends, in SQL, on the
-// database's locale, so when a cell starts or ends with one Go does not
-// decide: AppendResultCells then returns b unchanged and false, and the
-// caller leaves the quoting to csv_field.
-func AppendResultCells(b []byte, cells ...string) ([]byte, bool) {
-	mark := len(b)
+// with white space (IsResultSpace); otherwise the cell as is.
+func AppendResultCells(b []byte, cells ...string) []byte {
 	for i, v := range cells {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		var ok bool
-		if b, ok = appendResultCell(b, v); !ok {
-			return b[:mark], false
-		}
+		b = appendResultCell(b, v)
 	}
-	return b, true
+	return b
 }
 
-func appendResultCell(b []byte, v string) ([]byte, bool) {
+func appendResultCell(b []byte, v string) []byte {
 	if v == "" {
-		return b, true
+		return b
 	}
-	first, last := v[0], v[len(v)-1]
-	if first >= utf8.RuneSelf || last >= utf8.RuneSelf {
-		return b, false
+	quote := false
+	if first := v[0]; first < utf8.RuneSelf {
+		quote = isSpaceASCII(first)
+	} else {
+		r, _ := utf8.DecodeRuneInString(v)
+		quote = IsResultSpace(r)
 	}
-	quote := isSpaceASCII(first) || isSpaceASCII(last)
+	if last := v[len(v)-1]; !quote && last < utf8.RuneSelf {
+		quote = isSpaceASCII(last)
+	} else if !quote {
+		r, _ := utf8.DecodeLastRuneInString(v)
+		quote = IsResultSpace(r)
+	}
 	for i := 0; i < len(v) && !quote; i++ {
 		quote = v[i] == '"' || v[i] == ',' || v[i] == '\r' || v[i] == '\n'
 	}
 	if !quote {
-		return append(b, v...), true
+		return append(b, v...)
 	}
 	b = append(b, '"')
 	for i := 0; i < len(v); i++ {
@@ -94,10 +80,29 @@ func appendResultCell(b []byte, v string) ([]byte, bool) {
 		}
 		b = append(b, v[i])
 	}
-	return append(b, '"'), true
+	return append(b, '"')
 }
 
-// isSpaceASCII is the regular expression class \s for ASCII characters.
+// IsResultSpace tells whether r is white space at a cell's edge, which
+// the result file quotes: ASCII space, \t \n \v \f \r, U+1680,
+// U+2000–U+2006, U+2008–U+200A, U+2028, U+2029, U+205F and U+3000 — not
+// the no-break spaces U+00A0, U+2007 and U+202F, nor U+0085. It is not
+// unicode.IsSpace because it is what every result file written so far
+// used: result lines were composed by the database, whose regular
+// expression class \s is glibc's iswspace under the embedded cluster's
+// C.UTF-8 locale, and a repeat must be answered with the same bytes.
+func IsResultSpace(r rune) bool {
+	switch {
+	case r < utf8.RuneSelf:
+		return isSpaceASCII(byte(r))
+	case r == 0x1680, r >= 0x2000 && r <= 0x2006, r >= 0x2008 && r <= 0x200A,
+		r == 0x2028, r == 0x2029, r == 0x205F, r == 0x3000:
+		return true
+	}
+	return false
+}
+
+// isSpaceASCII is IsResultSpace for ASCII characters.
 func isSpaceASCII(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }

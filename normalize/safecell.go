@@ -5,9 +5,9 @@ import (
 	"unicode/utf8"
 )
 
-// SafeCell prefixes with ' a value a spreadsheet would run as a formula.
-// The rule, the same in SQL (csv_safe, migrations/00080) and documented for
-// partners in docs/contract.md:
+// SafeCell prefixes with ' a value a spreadsheet would run as a formula,
+// in result files and review reports. The rule, documented for partners in
+// docs/contract.md:
 //
 //   - a value that starts with a tab or a carriage return is escaped;
 //   - otherwise the leading run of blank and invisible characters
@@ -51,10 +51,8 @@ func SafeCell(s string) string {
 // formula's first character: Unicode White_Space, Cc (controls) and Cf
 // (format characters: soft hyphen, zero-width space and joiners, bidi marks,
 // embeddings and isolates, byte order mark, tags). The list is explicit, not
-// unicode.White_Space and friends, because csv_safe in SQL repeats it code
-// point for code point and PostgreSQL's [[:space:]] depends on the
-// database's locale; migrations.TestCSVSafeMatchesSafeCell runs both on every
-// code point.
+// unicode.White_Space and friends, so that a newer Unicode in Go changes no
+// result file silently: TestFormulaLeadCoversBlanks fails instead.
 var FormulaLead = &unicode.RangeTable{
 	R16: []unicode.Range16{
 		{Lo: 0x0000, Hi: 0x0020, Stride: 1},

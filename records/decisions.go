@@ -31,9 +31,8 @@ var (
 // and changes the status with UPDATE ... WHERE status = 'open', writing the
 // effect (approve: a new version of the record, the old one in history),
 // the reviewer, time and note, and an audit row in one transaction. The
-// review report of the exception's envelope is written by a trigger
-// (the exceptions_review_report trigger) in that same transaction when its last open
-// exception closes.
+// review report of the exception's envelope is written in that same
+// transaction when its last open exception closes (WriteReviewReports).
 //
 // Stale exceptions: if the record changed after the exception was raised
 // (its values differ from the exception's "current" snapshot, or a record
@@ -161,8 +160,8 @@ func (d Decision) normal() (Decision, error) {
 // Exceptions that cannot be decided (no longer open: *DecidedError; an
 // approval whose record moved on: *StaleError) are returned in refused,
 // before anything is written for them; every other one is decided, its
-// effect applied and audited. The review report of a submission whose last
-// open exception closes is written by a trigger on the UPDATE.
+// effect applied and audited, and the review report of a submission whose
+// last open exception it closes written (WriteReviewReports).
 func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, ids []int64) (decided []int64, refused map[int64]error, err error) {
 	action, status := "reject", ExceptionRejected
 	if d.Approve {
@@ -214,12 +213,19 @@ func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, id
 	if len(open) == 0 {
 		return nil, refused, nil
 	}
-	tag, err := tx.Exec(ctx, sqlDecideExceptions, open, status, d.Reviewer, strings.TrimSpace(d.Note))
+	envRows, err := tx.Query(ctx, sqlDecideExceptions, open, status, d.Reviewer, strings.TrimSpace(d.Note))
 	if err != nil {
 		return nil, nil, fmt.Errorf("decide exceptions: %w", err)
 	}
-	if tag.RowsAffected() != int64(len(open)) { // cannot happen under the partner lock; kept as the last word
-		return nil, nil, fmt.Errorf("decide exceptions: %d of %d were still open; another reviewer decided at the same time, try again", tag.RowsAffected(), len(open))
+	envs, err := pgx.CollectRows(envRows, pgx.RowTo[*int64])
+	if err != nil {
+		return nil, nil, fmt.Errorf("decide exceptions: %w", err)
+	}
+	if len(envs) != len(open) { // cannot happen under the partner lock; kept as the last word
+		return nil, nil, fmt.Errorf("decide exceptions: %d of %d were still open; another reviewer decided at the same time, try again", len(envs), len(open))
+	}
+	if err := WriteReviewReports(ctx, tx, envs); err != nil {
+		return nil, nil, err
 	}
 	if d.Approve {
 		if err := applyApproval(ctx, tx, open, newKey, d.Reviewer); err != nil {

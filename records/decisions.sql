@@ -7,7 +7,8 @@ FROM exceptions WHERE id = ANY($1) ORDER BY id;
 
 -- name: DecideExceptions
 UPDATE exceptions SET status = $2, decided_by = $3, decided_at = now(), note = nullif($4, '')
-WHERE id = ANY($1) AND status = 'open';
+WHERE id = ANY($1) AND status = 'open'
+RETURNING envelope_id;
 
 -- name: AuditDecisions
 INSERT INTO review_audit (actor, via, action, exception_id, partner_id, detail)

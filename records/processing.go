@@ -13,7 +13,7 @@ import (
 
 // Statements of processing.sql.
 var (
-	sqlStoreFileRejectResult = query("StoreFileRejectResult")
+	sqlStoreOneChunkResult   = query("StoreOneChunkResult")
 	sqlCloseRejectedEnvelope = query("CloseRejectedEnvelope")
 	sqlRecordFailure         = query("RecordFailure")
 
@@ -33,18 +33,20 @@ var (
 // TempTables are processing's temporary tables, in the order it creates them.
 var TempTables = []string{StageDDL, ClassifiedDDL, EmpRefsDDL, EmpDDL}
 
-// fileResult stores a one-row result for a file rejected as a whole and
-// closes the envelope with status. Its line is written by result_line, as
-// every line of a result file.
+// RejectFile stores a one-row result for a file rejected as a whole (row 0,
+// rejected, at the line the refusal names) and closes the envelope with
+// status.
 func (s *Store) RejectFile(ctx context.Context, tx pgx.Tx, env *Envelope, fr normalize.ParseError, status string) error {
 	env.Status = status
 	env.Counts = map[string]int{string(OutcomeRejected): 1}
-	err := tx.QueryRow(ctx, sqlStoreFileRejectResult, env.ID, ResultHeader, fr.StartLine, string(fr.Code()), fr.Field,
-		strings.ToValidUTF8(fr.Message, "\uFFFD"), OutcomeRejected).Scan(&env.ResultSize)
-	if err != nil {
+	data := normalize.AppendResultLine([]byte(ResultHeader), fr.StartLine, 0, string(OutcomeRejected),
+		[8]string{5: string(fr.Code()), 6: fr.Field, 7: strings.ToValidUTF8(fr.Message, "\uFFFD")})
+	data = append(data, '\n')
+	env.ResultSize = int64(len(data))
+	if _, err := tx.Exec(ctx, sqlStoreOneChunkResult, env.ID, data); err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
-	_, err = tx.Exec(ctx, sqlCloseRejectedEnvelope,
+	_, err := tx.Exec(ctx, sqlCloseRejectedEnvelope,
 		env.ID, status, env.Counts, env.ResultSize, env.Seq)
 	if err != nil {
 		return fmt.Errorf("close envelope: %w", err)

@@ -1,10 +1,7 @@
--- name: StoreFileRejectResult
--- A whole-file rejection's result: the header ($2), then row 0 rejected
--- ($7) at line $3 with code, field and message ($4..$6), by result_line as
--- every line of a result file. Returns its size.
-INSERT INTO envelope_results (envelope_id, n, data)
-SELECT $1, 0, convert_to($2::text || result_line($3, 0, $7, NULL, NULL, NULL, NULL, NULL, NULL, $4, $5, $6) || E'\n', 'UTF8')
-RETURNING length(data);
+-- name: StoreOneChunkResult
+-- A result file of one chunk: a whole file's rejection, a replay file's
+-- result.
+INSERT INTO envelope_results (envelope_id, n, data) VALUES ($1, 0, $2);
 
 -- name: CloseRejectedEnvelope
 UPDATE envelopes SET status = $2, counts = $3, result_size = $4, seq = $5, processed_at = clock_timestamp() WHERE id = $1;
@@ -29,30 +26,28 @@ WHERE id = $1 RETURNING result_size;
 
 -- name: CreateStage
 -- stage holds the file's rows as normalised in Go, already typed (numbers
--- and dates are parsed by COPY, while Go prepares the next rows). out_csv is
--- the five echoed cells of the result line (employee_ref .. currency),
--- quoted as the result file does, when Go can decide that alone; otherwise the
--- d_* values (set where they differ from the normalised ones) are quoted in
--- SQL. key_hash is a 64-bit hash of the natural key, so finding the keys
+-- and dates are parsed by COPY, while Go prepares the next rows); the d_*
+-- values are the values as sent where they differ from the normalised ones
+-- (an invalid row has only those). key_hash is a 64-bit hash of the natural key, so finding the keys
 -- that repeat in a file is a cheap aggregate over one integer (the few
 -- candidates are then compared on the real key).
 CREATE TEMP TABLE stage (
 	row_no integer NOT NULL, line integer NOT NULL,
 	employee_ref text, pay_period text, component text, amount numeric, currency text,
-	hours numeric, rate numeric, pay_date date, content_hash bytea, key_hash bigint, out_csv text,
+	hours numeric, rate numeric, pay_date date, content_hash bytea, key_hash bigint,
 	d_employee_ref text, d_pay_period text, d_component text, d_amount text, d_currency text,
 	code text, field text, message text
 ) ON COMMIT DROP;
 
 -- name: CreateClassified
 -- classify's decision for each staged row: its outcome, code, message and
--- result line.
+-- field (its line of the result file is composed in Go from them).
 CREATE TEMP TABLE classified (
 	row_no integer NOT NULL, line integer NOT NULL,
 	employee_ref text, pay_period text, component text,
 	amount numeric, currency text, hours numeric, rate numeric, pay_date date,
 	content_hash bytea, record_id bigint,
-	outcome text NOT NULL, code text, message text, result_line text NOT NULL
+	outcome text NOT NULL, code text, message text, field text
 ) ON COMMIT DROP;
 
 -- name: CreateEmpRefs

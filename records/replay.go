@@ -18,17 +18,16 @@ import (
 
 // Statements of replay.sql.
 var (
-	sqlReplayAnswer          = query("ReplayAnswer")
-	sqlCompleteReplay        = query("CompleteReplay")
-	sqlInsertReplay          = query("InsertReplay")
-	sqlClaimReplayLegs       = query("ClaimReplayLegs")
-	sqlSettleReplayLegs      = query("SettleReplayLegs")
-	sqlReplayLegLines        = query("ReplayLegLines")
-	sqlResultChunksAt        = query("ResultChunksAt")
-	sqlLatestLegs            = query("LatestLegs")
-	sqlStoreReplayCounts     = query("StoreReplayCounts")
-	sqlStoreReplayFileResult = query("StoreReplayFileResult")
-	sqlCloseReplayFile       = query("CloseReplayFile")
+	sqlReplayAnswer      = query("ReplayAnswer")
+	sqlCompleteReplay    = query("CompleteReplay")
+	sqlInsertReplay      = query("InsertReplay")
+	sqlClaimReplayLegs   = query("ClaimReplayLegs")
+	sqlSettleReplayLegs  = query("SettleReplayLegs")
+	sqlReplayLegLines    = query("ReplayLegLines")
+	sqlResultChunksAt    = query("ResultChunksAt")
+	sqlLatestLegs        = query("LatestLegs")
+	sqlStoreReplayCounts = query("StoreReplayCounts")
+	sqlCloseReplayFile   = query("CloseReplayFile")
 )
 
 // Leg replays: corrected rows of a submission sent again one by one.
@@ -168,10 +167,22 @@ func ClaimReplayLegs(ctx context.Context, tx pgx.Tx, partner string, of, id int6
 	return claimed, nil
 }
 
+// SettledLeg is what classify decided for a leg of a replay: its row, its
+// outcome and code, and its line of a result file without the line break.
+type SettledLeg struct {
+	Row           int
+	Outcome, Code string
+	Line          string
+}
+
 // SettleReplayLegs records the classified legs' outcomes and lines; a leg
 // is settled unless it was rejected.
-func SettleReplayLegs(ctx context.Context, tx pgx.Tx, of int64) error {
-	if _, err := tx.Exec(ctx, sqlSettleReplayLegs, of); err != nil {
+func SettleReplayLegs(ctx context.Context, tx pgx.Tx, of int64, legs []SettledLeg) error {
+	rows, outcomes, codes, lines := make([]int32, len(legs)), make([]string, len(legs)), make([]string, len(legs)), make([]string, len(legs))
+	for i, l := range legs {
+		rows[i], outcomes[i], codes[i], lines[i] = int32(l.Row), l.Outcome, l.Code, l.Line
+	}
+	if _, err := tx.Exec(ctx, sqlSettleReplayLegs, of, rows, outcomes, codes, lines); err != nil {
 		return fmt.Errorf("record leg outcomes: %w", err)
 	}
 	return nil
@@ -217,7 +228,7 @@ func CloseReplayFile(ctx context.Context, tx pgx.Tx, env *Envelope, res ReplayRe
 	if _, err := tx.Exec(ctx, sqlStoreReplayCounts, res.ID, res.Counts, res.Result); err != nil {
 		return fmt.Errorf("store replay result: %w", err)
 	}
-	if _, err := tx.Exec(ctx, sqlStoreReplayFileResult, env.ID, res.Result); err != nil {
+	if _, err := tx.Exec(ctx, sqlStoreOneChunkResult, env.ID, res.Result); err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}
 	env.Status, env.Counts, env.ResultSize = StatusProcessed, res.Counts, int64(len(res.Result))

@@ -18,9 +18,10 @@ ON CONFLICT (partner_id, leg_key) DO UPDATE SET replay_id = EXCLUDED.replay_id W
 RETURNING row_no;
 
 -- name: SettleReplayLegs
-UPDATE replay_legs l SET outcome = c.outcome, code = c.code, result_line = c.result_line,
-	settled = c.outcome <> 'rejected'
-FROM classified c WHERE l.of_envelope = $1 AND l.row_no = c.row_no;
+UPDATE replay_legs l SET outcome = u.outcome, code = nullif(u.code, ''), result_line = u.line,
+	settled = u.outcome <> 'rejected'
+FROM unnest($2::int[], $3::text[], $4::text[], $5::text[]) AS u(row_no, outcome, code, line)
+WHERE l.of_envelope = $1 AND l.row_no = u.row_no;
 
 -- name: ReplayLegLines
 SELECT row_no, result_line, replay_id FROM replay_legs WHERE of_envelope = $1 AND row_no = ANY($2);
@@ -34,9 +35,6 @@ WHERE of_envelope = $1 AND result_line IS NOT NULL;
 
 -- name: StoreReplayCounts
 UPDATE replays SET counts = $2, result = $3 WHERE id = $1;
-
--- name: StoreReplayFileResult
-INSERT INTO envelope_results (envelope_id, n, data) VALUES ($1, 0, $2);
 
 -- name: CloseReplayFile
 UPDATE envelopes SET status = 'processed', counts = $2, result_size = $3, processed_at = now() WHERE id = $1;

@@ -8,13 +8,91 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/payintake/payintake/normalize"
 )
 
 // Statements of reviewreports.sql.
 var (
-	sqlReviewReports = query("ReviewReports")
-	sqlReviewReport  = query("ReviewReport")
+	sqlReviewReports         = query("ReviewReports")
+	sqlReviewReport          = query("ReviewReport")
+	sqlClosedReviewEnvelopes = query("ClosedReviewEnvelopes")
+	sqlReviewReportRows      = query("ReviewReportRows")
+	sqlStoreReviewReport     = query("StoreReviewReport")
 )
+
+// WriteReviewReports writes the review report of each of the envelopes
+// envs (of the exceptions a statement just closed: repeated, or nil for a
+// webhook's) that has no open
+// exception left and no report yet: the result header, then a line per
+// exception in the file's order, approved or rejected (by a reviewer, or
+// superseded by a later file), with the reviewer's note. The report is
+// written once, when the last open exception closes, right after the
+// statement that closed it.
+func WriteReviewReports(ctx context.Context, tx pgx.Tx, envs []*int64) error {
+	if len(envs) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, sqlClosedReviewEnvelopes, envs)
+	if err != nil {
+		return fmt.Errorf("find closed reviews: %w", err)
+	}
+	closed, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("find closed reviews: %w", err)
+	}
+	for _, env := range closed {
+		data, err := reviewReport(ctx, tx, env)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, sqlStoreReviewReport, env, data); err != nil {
+			return fmt.Errorf("store the review report of envelope %d: %w", env, err)
+		}
+	}
+	return nil
+}
+
+// The messages of a review report's lines, by the exception's status.
+const (
+	reviewApproved   = "a reviewer approved this change and it was applied; the record stays locked"
+	reviewRejected   = "a reviewer rejected this change, so the record keeps its locked values"
+	reviewSuperseded = "this change was not applied: a later file proposed a different change for the same record, which is reviewed instead"
+)
+
+// reviewReport composes envelope env's review report.
+func reviewReport(ctx context.Context, tx pgx.Tx, env int64) ([]byte, error) {
+	rows, err := tx.Query(ctx, sqlReviewReportRows, env)
+	if err != nil {
+		return nil, fmt.Errorf("read the exceptions of envelope %d: %w", env, err)
+	}
+	defer rows.Close()
+	b := []byte(ResultHeader)
+	for rows.Next() {
+		var line, row int
+		var status, ref, period, component, amount, currency, note string
+		if err := rows.Scan(&line, &row, &status, &ref, &period, &component, &amount, &currency, &note); err != nil {
+			return nil, fmt.Errorf("read the exceptions of envelope %d: %w", env, err)
+		}
+		outcome, code, message := string(OutcomeRejected), string(normalize.CodeSuperseded), reviewSuperseded
+		switch status {
+		case ExceptionApproved:
+			outcome, code, message = ExceptionApproved, "", reviewApproved
+		case ExceptionRejected:
+			code, message = string(normalize.CodeRejectedByReviewer), reviewRejected
+		}
+		if note != "" && status != ExceptionSuperseded {
+			message += "; reviewer's note: " + note
+		}
+		b = normalize.AppendResultLine(b, line, row, outcome, [8]string{normalize.SafeCell(ref), normalize.SafeCell(period),
+			normalize.SafeCell(component), amount, currency, code, "", normalize.SafeCell(message)})
+		b = append(b, '\n')
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the exceptions of envelope %d: %w", env, err)
+	}
+	return b, nil
+}
 
 // ReviewReportInfo describes a stored review report.
 type ReviewReportInfo struct {

@@ -20,7 +20,7 @@ var formulaPrefixes = []string{"", " ", "   ", "\t", "\r", "\n", "\u00a0", "\u20
 // A partner sends formulas behind leading whitespace and invisible
 // characters, in fields echoed raw by the result file (invalid amounts: Go's
 // SafeCell) and in valid identifiers that a reviewer then decides (echoed by
-// the review report: SQL's csv_safe). No cell of either file may start, after
+// the review report: SafeCell too). No cell of either file may start, after
 // its blanks, with = + - or @ unless it is escaped or a plain number.
 func TestHostileFormulaAfterBlanks(t *testing.T) {
 	f := newFixture(t) // acme's 2024-01 is locked: every row below is held
