@@ -458,7 +458,7 @@ CREATE TABLE employees (
     name text DEFAULT ''::text NOT NULL,
     source text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT employees_employee_id_check CHECK ((((length(employee_id) >= 1) AND (length(employee_id) <= 128)) AND ((employee_id COLLATE "default") !~ '[[:cntrl:]]'::text))),
+    CONSTRAINT employees_employee_id_check CHECK (((length(employee_id) >= 1) AND (length(employee_id) <= 128) AND ((employee_id COLLATE "default") !~ '[[:cntrl:]]'::text))),
     CONSTRAINT employees_source_check CHECK ((source = ANY (ARRAY['import'::text, 'derived'::text]))),
     CONSTRAINT employees_employee_id_key UNIQUE (employee_id),
     CONSTRAINT employees_pkey PRIMARY KEY (partner_id, employee_ref)
@@ -799,60 +799,6 @@ CREATE TABLE sealed_result_chunks (
     CONSTRAINT sealed_result_chunks_envelope_id_kind_fkey FOREIGN KEY (envelope_id, kind) REFERENCES sealed_results(envelope_id, kind) ON DELETE CASCADE
 );
 
--- csv_field quotes one CSV cell when it needs quoting (RFC 4180).
--- +goose StatementBegin
-CREATE FUNCTION csv_field(v text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $_$
-    SELECT CASE
-        WHEN v IS NULL THEN ''
-        WHEN v ~ E'[",\r\n]' OR v ~ '^\s' OR v ~ '\s$' THEN '"' || replace(v, '"', '""') || '"'
-        ELSE v
-    END
-$_$;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE FUNCTION csv_safe(v text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $_$
-    SELECT CASE
-        WHEN v ~ '^[\t\r]' THEN '''' || v
-        WHEN r ~ '^[=+\-@]' AND r !~ '^[+-]?[0-9]+([.,][0-9]+)?$' THEN '''' || v
-        ELSE v
-    END
-    FROM (SELECT regexp_replace(v, '^[\u0001-\u0020\u007F-\u00A0\u00AD\u0600-\u0605\u061C\u06DD\u070F\u0890-\u0891\u08E2\u1680\u180E\u2000-\u200F\u2028-\u202F\u205F-\u2064\u2066-\u206F\u3000\uFEFF\uFFF9-\uFFFB\U000110BD\U000110CD\U00013430-\U0001343F\U0001BCA0-\U0001BCA3\U0001D173-\U0001D17A\U000E0001\U000E0020-\U000E007F]+', '') AS r) s
-$_$;
--- +goose StatementEnd
-
--- result_line is one line of a result file (NAME.result.csv) or review
--- report (NAME.review.csv), without its line break, in the columns of
--- normalize.ResultHeader: line and row as numbers, the outcome as given
--- (one of the outcome words), the five echoed cells employee_ref ..
--- currency, then code, field and message. Every cell is quoted by
--- csv_field (NULL and '' are an empty cell). echoed, when not NULL, is
--- the five echoed cells already quoted by the same rule and joined by
--- commas (normalize.AppendResultCells does that while rows are staged),
--- and the five values after it are then not read. Formula escaping
--- (csv_safe) is the caller's: a value is written as given.
---
--- normalize.AppendResultLine is the same rule in Go;
--- migrations.TestResultLineMatchesAppendResultLine runs both. Written with
--- || rather than concat/concat_ws (which are only STABLE), so the function
--- is truly IMMUTABLE and PostgreSQL inlines it, csv_field too, into the
--- statement that calls it: it costs what the expression written out did.
--- +goose StatementBegin
-CREATE FUNCTION result_line(line integer, row_no integer, outcome text, echoed text, employee_ref text, pay_period text, component text, amount text, currency text, code text, field text, message text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$
-    SELECT line::text || ',' || row_no::text || ',' || outcome || ',' ||
-        coalesce(echoed, csv_field(employee_ref) || ',' || csv_field(pay_period) || ',' ||
-            csv_field(component) || ',' || csv_field(amount) || ',' || csv_field(currency)) || ',' ||
-        CASE WHEN code IS NULL AND field IS NULL AND message IS NULL THEN ',,'
-            ELSE csv_field(code) || ',' || csv_field(field) || ',' || csv_field(message) END
-$$;
--- +goose StatementEnd
-
 -- ================================================================================================
 -- Review: closed periods, held exceptions and who decided
 -- ================================================================================================
@@ -983,8 +929,9 @@ CREATE TABLE login_failures (
 );
 
 -- The review report of a submission: what reviewers decided about its held
--- rows, as the CSV bytes the partner downloads as NAME.review.csv. Written once,
--- in the transaction that closes the envelope's last open exception.
+-- rows, as the CSV bytes the partner downloads as NAME.review.csv. Written once
+-- (records.WriteReviewReports), in the transaction that closes the envelope's
+-- last open exception.
 CREATE TABLE envelope_reviews (
     envelope_id bigint NOT NULL,
     data bytea NOT NULL,
@@ -1006,49 +953,6 @@ $$;
 -- +goose StatementEnd
 
 CREATE TRIGGER period_locks_event AFTER INSERT OR UPDATE ON period_locks FOR EACH ROW EXECUTE FUNCTION period_locks_event();
-
--- +goose StatementBegin
-CREATE FUNCTION review_report_csv(env bigint) RETURNS bytea
-    LANGUAGE sql STABLE
-    AS $$
-    SELECT convert_to('line,row,outcome,employee_ref,pay_period,component,amount,currency,code,field,message' || E'\n' ||
-        coalesce(string_agg(result_line(
-            coalesce(x.line, 0), coalesce(x.row_no, 0),
-            CASE x.status WHEN 'approved' THEN 'approved' ELSE 'rejected' END, NULL,
-            csv_safe(x.employee_ref), csv_safe(x.pay_period), csv_safe(x.component),
-            x.proposed ->> 'amount', x.proposed ->> 'currency',
-            CASE x.status WHEN 'approved' THEN NULL WHEN 'rejected' THEN 'rejected_by_reviewer' ELSE 'superseded' END,
-            NULL,
-            csv_safe(CASE x.status
-                WHEN 'approved' THEN 'a reviewer approved this change and it was applied; the record stays locked'
-                WHEN 'rejected' THEN 'a reviewer rejected this change, so the record keeps its locked values'
-                ELSE 'this change was not applied: a later file proposed a different change for the same record, which is reviewed instead'
-            END || CASE WHEN coalesce(x.note, '') <> '' AND x.status <> 'superseded'
-                THEN '; reviewer''s note: ' || x.note ELSE '' END)
-        ) || E'\n', '' ORDER BY x.line, x.id), ''), 'UTF8')
-    FROM exceptions x WHERE x.envelope_id = env
-$$;
--- +goose StatementEnd
-
--- When a statement closes the last open exception of an envelope (a decision,
--- or a supersession while a later file is applied), the envelope's review
--- report is written in that same transaction.
--- +goose StatementBegin
-CREATE FUNCTION exceptions_review_report() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-    INSERT INTO envelope_reviews (envelope_id, data)
-    SELECT c.envelope_id, review_report_csv(c.envelope_id)
-    FROM (SELECT DISTINCT envelope_id FROM changed WHERE envelope_id IS NOT NULL AND status <> 'open') c
-    WHERE NOT EXISTS (SELECT 1 FROM exceptions x WHERE x.envelope_id = c.envelope_id AND x.status = 'open')
-    ON CONFLICT (envelope_id) DO NOTHING;
-    RETURN NULL;
-END
-$$;
--- +goose StatementEnd
-
-CREATE TRIGGER exceptions_review_report AFTER UPDATE ON exceptions REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION exceptions_review_report();
 
 -- ================================================================================================
 -- Corrected legs: rows of a submission sent again one by one
