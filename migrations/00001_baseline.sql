@@ -8,8 +8,10 @@
 -- Rules that hold throughout:
 -- - uniqueness is a constraint here, never a check in Go;
 -- - money is numeric, never float;
--- - triggers only guard invariants or write outbox rows in the same transaction —
---   they never create business data;
+-- - triggers guard invariants or write audit and outbox rows in the same transaction;
+--   one still creates business data: records_check_insert maps the unknown employees
+--   of a first file read once (asked for by the payintake.onboard setting), because
+--   that file's records arrive in one COPY whose check runs before any later statement;
 -- - River's own tables are created by River's migrations, not here.
 
 -- ================================================================================================
