@@ -130,22 +130,22 @@ func (e *Engine) direct(ctx context.Context, tx pgx.Tx, env *records.Envelope, p
 	return counts, nil
 }
 
-// directOnce applies a first file of a partner that creates mappings
-// for unknown employees, read once: its valid rows are copied into
-// records as they are read, and the insert trigger onboards the employees
-// they name without a mapping, at the end of the same statement (migration
-// 00280; asked for by payintake.onboard). The file's first pass, which
-// collected those employees for statements run before the records, is
-// not needed: what it tested is found while the rows are copied or right
-// after. A key that repeats or already has a record is refused by the
-// natural key's unique index (errKeyTaken: the file is then compared on
+// directOnce applies a first file of a partner that creates mappings for
+// unknown employees, read once: its valid rows are copied into records as
+// they are read, and the insert trigger onboards the employees they name
+// without a mapping, at the end of the same statement
+// (records_check_insert, asked for by payintake.onboard). The file's first
+// pass, which collected those employees for statements run before the
+// records, is not needed: what it tested is found while the rows are copied
+// or right after. A key that repeats or already has a record is refused by
+// the natural key's unique index (errKeyTaken: the file is then compared on
 // its keys), a taken derived id or a mapping stored meanwhile by the
-// employees' (the file is staged), a rejected row of an all-or-nothing
-// file or too many pay periods by the encoder, and a closed pay period
-// by the statement after the copy. Reading the file once spares a first
-// pass that normalises every row again and keeps the backend idle until
-// it ends: on a machine of two cores, the Go side's CPU is what the
-// backend would otherwise have had.
+// employees' (the file is staged), a rejected row of an all-or-nothing file
+// or too many pay periods by the encoder, and a closed pay period by the
+// statement after the copy. Reading the file once spares a first pass that
+// normalises every row again and keeps the backend idle until it ends: on a
+// machine of two cores, the Go side's CPU is what the backend would
+// otherwise have had.
 func (e *Engine) directOnce(ctx context.Context, tx pgx.Tx, env *records.Envelope, pl Plan) (map[string]int, error) {
 	second, err := e.startDirectApply(ctx, env, pl)
 	if err != nil {
