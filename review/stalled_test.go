@@ -8,43 +8,52 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/payintake/payintake/internal/httpbody"
+	"github.com/payintake/payintake/internal/openapicheck"
 )
 
 // Stalled bodies on the review API: refused before the body is needed (no
-// credentials, a wrong content type) they are answered at once and their
-// connection closed; a reviewer's body that stalls is cut off after the
-// body deadline with 408. Nothing is decided.
+// credentials, a wrong content type, a declared size over the limit) they
+// are answered at once and their connection closed; a reviewer's body that
+// stalls is cut off after the body deadline with 408. Nothing is decided,
+// and every answer is one the OpenAPI document declares.
 func TestHostileStalledReviewBodies(t *testing.T) {
 	f := newFixture(t)
 	serve(t, f).Close() // adds the reviewers
 	s := New(f.store, nil)
 	s.Body = httpbody.Limits{Timeout: 700 * time.Millisecond, MinRate: 1 << 10}
-	ts := httptest.NewServer(s)
+	doc, err := os.ReadFile("../intake/httpapi/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(openapicheck.Handler(t, openapicheck.MustParse(t, doc), s))
 	t.Cleanup(ts.Close)
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	alice := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:"+testPassword))
 	var report []string
 	for _, c := range []struct {
 		what, auth, ctype string
+		length            int
 		status            int
 		within            time.Duration
 	}{
-		{"no credentials", "", "application/json", 401, time.Second},
-		{"wrong password", "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:nope")), "application/json", 401, 2 * time.Second},
-		{"not JSON", alice, "text/plain", 415, 2 * time.Second},
-		{"reviewer, stalled", alice, "application/json", 408, s.Body.Timeout + 2*time.Second},
+		{"no credentials", "", "application/json", 1000, 401, time.Second},
+		{"wrong password", "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:nope")), "application/json", 1000, 401, 2 * time.Second},
+		{"not JSON", alice, "text/plain", 1000, 415, 2 * time.Second},
+		{"reviewer, over 64 KiB", alice, "application/json", 64<<10 + 1, 413, 2 * time.Second},
+		{"reviewer, stalled", alice, "application/json", 1000, 408, s.Body.Timeout + 2*time.Second},
 	} {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		fmt.Fprintf(conn, "POST /v1/review/bulk/approve HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: 1000\r\n", addr, c.ctype)
+		fmt.Fprintf(conn, "POST /v1/review/bulk/approve HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n", addr, c.ctype, c.length)
 		if c.auth != "" {
 			fmt.Fprintf(conn, "Authorization: %s\r\n", c.auth)
 		}
