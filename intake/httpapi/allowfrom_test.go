@@ -13,6 +13,7 @@ import (
 
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/internal/clientaddr"
+	"github.com/payintake/payintake/internal/openapicheck"
 	"github.com/payintake/payintake/partnerauth"
 	"github.com/payintake/payintake/records"
 )
@@ -30,7 +31,8 @@ func TestAllowFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.srv = httptest.NewServer(proxies.Middleware(e.api.Handler()))
+	// Behind the trusted proxy, every answer still held against the document.
+	e.srv = httptest.NewServer(openapicheck.Handler(t, openapicheck.MustParse(t, openAPI), proxies.Middleware(e.api.Handler())))
 	t.Cleanup(e.srv.Close)
 	nets := []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}
 	if err := e.st.UpdatePartner(e.ctx, "acme", records.PartnerUpdate{AllowFrom: &nets}); err != nil {
