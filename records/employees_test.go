@@ -16,8 +16,9 @@ import (
 	"github.com/payintake/payintake/records"
 )
 
-// employees' reference to partners is checked per statement (migration
-// 00190) exactly as the foreign key it replaces did.
+// employees' reference to partners is checked per statement (the schema's
+// employees_check_partner and employees_referenced_guard) exactly as a
+// foreign key would be.
 func TestEmployeeReferencesAreEnforced(t *testing.T) {
 	ctx := context.Background()
 	st := pgtest.Store(t)
@@ -53,10 +54,10 @@ func TestEmployeeReferencesAreEnforced(t *testing.T) {
 }
 
 // Every record's employee has a mapping (the schema's records_check_insert, checked per
-// statement; 00192, 00235): a statement of many records, one of whose
-// employees has none, is refused whole, whatever plan the check takes —
-// also on a connection whose first records were a single one (the check is
-// planned for each statement's size, 00235).
+// statement): a statement of many records, one of whose employees has
+// none, is refused whole, whatever plan the check takes — also on a
+// connection whose first records were a single one (the check is planned
+// for each statement's size).
 func TestRecordsOfManyEmployeesNeedMappings(t *testing.T) {
 	ctx := context.Background()
 	st := pgtest.Store(t)
