@@ -11,8 +11,8 @@ import (
 // A reviewer scoped to globex probes acme's exceptions and acme's name
 // through every door of the review API and console. Nothing it gets back
 // names acme, and an acme exception answers exactly as an exception that
-// does not exist (the issue: 403 messages named the other partner, and 403
-// vs 404 told which ids exist). Every refusal is still audited.
+// does not exist (a 403 naming the other partner, or a 403 where another id
+// gets 404, would tell which ids exist). Every refusal is still audited.
 func TestHostileScopedReviewerLearnsNothing(t *testing.T) {
 	f := newFixture(t)
 	ts := serve(t, f)
