@@ -8,7 +8,7 @@
 //	mid-apply      inside the processing transaction, once records are
 //	               written: after the rows are staged and the statement
 //	               that inserts records has run, or after a first file's
-//	               COPY into records (records.applyDirect)
+//	               COPY into records (apply's applyDirect)
 //	before-commit  the processing transaction has done all its work
 //	               (records, history, result file) and is about to COMMIT
 //	after-commit   processing committed; the job is not yet marked done
