@@ -148,7 +148,7 @@ func TestLoadManyPartners(t *testing.T) {
 	watch.Go(func() {
 		for {
 			var conns, running int
-			// Files being applied hold their partner's lock (records.partnerLock);
+			// Files being applied hold their partner's lock (records.PartnerLock);
 			// advisory locks are cluster-wide, other tests' databases share it.
 			_ = st.Pool().QueryRow(context.Background(), `SELECT
 				(SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
