@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/payintake/payintake/normalize"
 )
 
 // Statements of decisions.sql.
@@ -22,6 +24,10 @@ var (
 	sqlApplyApprovedChanges     = query("ApplyApprovedChanges")
 	sqlOnboardApprovedEmployees = query("OnboardApprovedEmployees")
 	sqlCreateApprovedRecords    = query("CreateApprovedRecords")
+	sqlComponentApprovals       = query("ComponentApprovals")
+	sqlRekeyException           = query("RekeyException")
+	sqlExceptionDiffering       = query("ExceptionDiffering")
+	sqlKeepComponentCode        = query("KeepComponentCode")
 )
 
 // Reviewers' decisions on held exceptions.
@@ -47,7 +53,24 @@ var (
 	ErrStale = errors.New("record changed since the exception was raised")
 	// ErrForbidden is returned when a reviewer acts outside their partners.
 	ErrForbidden = errors.New("not allowed for this reviewer")
+	// ErrComponent is matched by a ComponentError: an approval that lacks
+	// the component a held code means, or names one it cannot take.
+	ErrComponent = errors.New("the component of an approval")
 )
+
+// ComponentError refuses an approval over its component: a row held for
+// its component code approved without one, a component given for another
+// exception, or one the row cannot take as the ordinary rules stand.
+type ComponentError struct {
+	ID  int64
+	Msg string
+}
+
+func (e *ComponentError) Error() string {
+	return fmt.Sprintf("exception %d cannot be approved: %s", e.ID, e.Msg)
+}
+
+func (e *ComponentError) Is(target error) bool { return target == ErrComponent }
 
 // DecidedError tells the loser of a race (or a late reviewer) who decided first.
 type DecidedError struct {
@@ -98,6 +121,10 @@ type Decision struct {
 	Note        string
 	Via         string   // cli, api, console
 	Partners    []string // the reviewer's partners; empty means all
+	// Component is, for approving a row held for its component code
+	// (unknown_component), the component the code means; required there,
+	// refused elsewhere. Read as a component is (trimmed, upper-cased).
+	Component string
 }
 
 // InScope reports whether a reviewer limited to partners (empty: all) may act for partner.
@@ -152,6 +179,18 @@ func (d Decision) normal() (Decision, error) {
 	if d.Via == "" {
 		d.Via = ViaCLI
 	}
+	if strings.TrimSpace(d.Component) != "" {
+		if !d.Approve {
+			return d, errors.New("a component is given only to approve a row held for its component code; reject without one")
+		}
+		c, err := normalize.ComponentCode(d.Component)
+		if err != nil {
+			return d, fmt.Errorf("component %q: %w", d.Component, err)
+		}
+		d.Component = c
+	} else {
+		d.Component = ""
+	}
 	return d, nil
 }
 
@@ -172,15 +211,15 @@ func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, id
 	if err != nil {
 		return nil, nil, fmt.Errorf("read exceptions: %w", err)
 	}
-	var open, newKey []int64
+	var open, newKey, heldCode []int64
 	for rows.Next() {
 		var (
 			id, supersededBy int64
-			cur, by          string
+			cur, by, code    string
 			at               *time.Time
 			noRecord         bool
 		)
-		if err := rows.Scan(&id, &cur, &by, &at, &supersededBy, &noRecord); err != nil {
+		if err := rows.Scan(&id, &cur, &by, &at, &supersededBy, &noRecord, &code); err != nil {
 			return nil, nil, fmt.Errorf("read exceptions: %w", err)
 		}
 		if cur != ExceptionOpen {
@@ -191,13 +230,44 @@ func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, id
 			refused[id] = de
 			continue
 		}
+		if d.Approve && (code == string(normalize.CodeUnknownComponent)) != (d.Component != "") {
+			refused[id] = componentRefusal(id, d.Component)
+			continue
+		}
 		open = append(open, id)
-		if noRecord {
+		if code == string(normalize.CodeUnknownComponent) && d.Approve {
+			heldCode = append(heldCode, id)
+		} else if noRecord {
 			newKey = append(newKey, id)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("read exceptions: %w", err)
+	}
+	var unchanged []int64
+	if len(heldCode) > 0 {
+		// Each row held for its code becomes the row as read with the
+		// component given: applied (created, updated or unchanged), held
+		// again under the ordinary rules, or refused.
+		out, err := approveComponent(ctx, tx, d, partner, heldCode)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, id := range heldCode {
+			o := out[id]
+			switch {
+			case o.refused != nil:
+				refused[id] = o.refused
+			case o.Outcome == OutcomeHeld:
+			case o.Outcome == OutcomeCreated:
+				newKey = append(newKey, id)
+			case o.Outcome == OutcomeUnchanged:
+				unchanged = append(unchanged, id)
+			}
+			if o.refused != nil || o.Outcome == OutcomeHeld {
+				open = slices.DeleteFunc(open, func(x int64) bool { return x == id })
+			}
+		}
 	}
 	if d.Approve {
 		stale, err := staleOf(ctx, tx, open)
@@ -228,7 +298,8 @@ func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, id
 		return nil, nil, err
 	}
 	if d.Approve {
-		if err := applyApproval(ctx, tx, open, newKey, d.Reviewer); err != nil {
+		apply := slices.DeleteFunc(slices.Clone(open), func(id int64) bool { return slices.Contains(unchanged, id) })
+		if err := applyApproval(ctx, tx, apply, newKey, d.Reviewer); err != nil {
 			return nil, nil, err
 		}
 	}
