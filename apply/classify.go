@@ -375,7 +375,7 @@ var applySQL = []applyStatement{
 	// its component becomes the one a reviewer approves it with.
 	{needs: held, sql: `INSERT INTO exceptions (partner_id, employee_ref, pay_period, component, record_id, code,
 		current, proposed, proposed_hash, differing, envelope_id, line, row_no, partner_code)
-	SELECT @partner, c.employee_ref, c.pay_period, c.component, c.record_id, c.code,
+	SELECT @partner, c.employee_ref, c.pay_period, c.component, r.id, c.code,
 		cur.j, prop.j, c.content_hash,
 		ARRAY(SELECT f.name FROM unnest(ARRAY['employee_ref', 'pay_period', 'component', 'amount', 'currency',
 				'hours', 'rate', 'pay_date']) WITH ORDINALITY AS f(name, i)
@@ -383,7 +383,9 @@ var applySQL = []applyStatement{
 		@env::bigint, nullif(c.line, 0), nullif(c.row_no, 0),
 		CASE WHEN c.code = ` + sqlCode(normalize.CodeUnknownComponent) + ` THEN c.component END
 	FROM classified c
-	LEFT JOIN records r ON r.id = c.record_id
+	-- (no record for a row held for its code: its key's component is the
+	-- partner's code, compared with no record)
+	LEFT JOIN records r ON r.id = c.record_id AND c.code <> ` + sqlCode(normalize.CodeUnknownComponent) + `
 	CROSS JOIN LATERAL (SELECT CASE WHEN r.id IS NOT NULL THEN ` + records.FieldsJSON("r") + ` END) AS cur(j)
 	CROSS JOIN LATERAL (SELECT ` + records.FieldsJSON("c") + `) AS prop(j)
 	WHERE c.outcome = 'held' AND NOT EXISTS (

@@ -125,13 +125,13 @@ func TestApproveHeldCode(t *testing.T) {
 	if !errors.Is(err, records.ErrComponent) || !strings.Contains(err.Error(), "component") {
 		t.Fatalf("approve without a component = %v, want a refusal naming the component", err)
 	}
-	if _, err := f.store.Decide(f.ctx, records.Decision{ExceptionID: gift, Approve: false, Reviewer: "rita", Component: "BONUS"}); err == nil {
+	if _, err := f.store.Decide(f.ctx, records.Decision{ExceptionID: gift, Approve: false, Reviewer: "rita", AsComponent: "BONUS"}); err == nil {
 		t.Errorf("a rejection with a component was accepted")
 	}
 	if n := f.count(`SELECT count(*) FROM exceptions WHERE status = 'open'`); n != 2 {
 		t.Fatalf("%d open exceptions after the refusals, want 2", n)
 	}
-	x, err := f.store.Decide(f.ctx, records.Decision{ExceptionID: xmas, Approve: true, Reviewer: "rita", Component: " bonus ", Via: records.ViaAPI})
+	x, err := f.store.Decide(f.ctx, records.Decision{ExceptionID: xmas, Approve: true, Reviewer: "rita", AsComponent: " bonus ", Via: records.ViaAPI})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestApproveHeldCode(t *testing.T) {
 	if err != nil || len(xs) != 1 {
 		t.Fatalf("exceptions %v %v", xs, err)
 	}
-	x, err = f.store.Decide(f.ctx, records.Decision{ExceptionID: xs[0].ID, Approve: true, Reviewer: "rita", Component: "BASE"})
+	x, err = f.store.Decide(f.ctx, records.Decision{ExceptionID: xs[0].ID, Approve: true, Reviewer: "rita", AsComponent: "BASE"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -27,6 +28,37 @@ import (
 // partner's later files read the code as that component, so the row sent
 // again is unchanged. Every approval is audited with the component.
 
+// Statements of componentcodes.sql.
+var (
+	sqlComponentApprovals = query("ComponentApprovals")
+	sqlRekeyException     = query("RekeyException")
+	sqlExceptionDiffering = query("ExceptionDiffering")
+	sqlKeepComponentCode  = query("KeepComponentCode")
+	sqlComponentCodes     = query("ComponentCodes")
+)
+
+// ComponentCode is what reviewers said one of a partner's codes means.
+type ComponentCode struct {
+	Code        string    `json:"code"`
+	Component   string    `json:"component"`
+	ExceptionID int64     `json:"exception_id"`
+	DecidedBy   string    `json:"decided_by"`
+	DecidedAt   time.Time `json:"decided_at"`
+}
+
+// ComponentCodes lists what reviewers said partner's codes mean, by code.
+func (s *Store) ComponentCodes(ctx context.Context, partner string) ([]ComponentCode, error) {
+	rows, err := s.pool.Query(ctx, sqlComponentCodes, partner)
+	if err != nil {
+		return nil, fmt.Errorf("list the component codes of partner %q: %w", partner, err)
+	}
+	cs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ComponentCode])
+	if err != nil {
+		return nil, fmt.Errorf("list the component codes of partner %q: %w", partner, err)
+	}
+	return cs, nil
+}
+
 // componentOutcome is what approving one row held for its code gives it,
 // or why it is refused.
 type componentOutcome struct {
@@ -39,13 +71,13 @@ type componentOutcome struct {
 func componentRefusal(id int64, component string) error {
 	if component == "" {
 		return &ComponentError{ID: id, Msg: "its row is held because the partner's profile does not map its component code; " +
-			"approve it with the component the code means (CLI --component, API \"component\", the console's component field), or reject it"}
+			"approve it with the component the code means (CLI --as-component, API \"as_component\", the console's component field), or reject it"}
 	}
 	return &ComponentError{ID: id, Msg: fmt.Sprintf("component %s is given, but the exception is not held for its component code: approve it without a component", component)}
 }
 
 // approveComponent re-keys the rows ids (held for their component code,
-// open, of partner) with d.Component under the partner lock, keeps the
+// open, of partner) with d.AsComponent under the partner lock, keeps the
 // code's meaning and audits each, and returns what each row gets.
 func approveComponent(ctx context.Context, tx pgx.Tx, d Decision, partner string, ids []int64) (map[int64]componentOutcome, error) {
 	type approval struct {
@@ -59,7 +91,7 @@ func approveComponent(ctx context.Context, tx pgx.Tx, d Decision, partner string
 		openID, decidedBy            *int64
 		decided                      *string
 	}
-	rows, err := tx.Query(ctx, sqlComponentApprovals, ids, d.Component)
+	rows, err := tx.Query(ctx, sqlComponentApprovals, ids, d.AsComponent)
 	if err != nil {
 		return nil, fmt.Errorf("read the rows held for their component code: %w", err)
 	}
@@ -88,26 +120,26 @@ func approveComponent(ctx context.Context, tx pgx.Tx, d Decision, partner string
 		for i, f := range normalize.FieldNames {
 			v[i] = a.proposed[f]
 		}
-		v[2] = d.Component
+		v[2] = d.AsComponent
 		hash := normalize.HashOfValues(v)
 		o := componentOutcome{Preview: previewOutcome(PreviewKey{Hash: hash[:]}, false, a.hash, a.locked, a.periodLocked, a.mapped, a.policy)}
 		k := [2]string{v[0], v[1]}
 		switch {
-		case a.decided != nil && *a.decided != d.Component:
+		case a.decided != nil && *a.decided != d.AsComponent:
 			o.refused = &ComponentError{ID: a.id, Msg: fmt.Sprintf("reviewers already decided that code %s of partner %s means component %s (exception %d): approve it with %s, or reject it",
 				a.code, partner, *a.decided, *a.decidedBy, *a.decided)}
 		case a.openID != nil:
 			o.refused = &ComponentError{ID: a.id, Msg: fmt.Sprintf("exception %d is open for employee %s, period %s, component %s: decide it first, then this one",
-				*a.openID, v[0], v[1], d.Component)}
+				*a.openID, v[0], v[1], d.AsComponent)}
 		case keys[k] != 0:
 			o.refused = &ComponentError{ID: a.id, Msg: fmt.Sprintf("exception %d of this decision is for employee %s, period %s too, and would take component %s as well: decide them one by one",
-				keys[k], v[0], v[1], d.Component)}
+				keys[k], v[0], v[1], d.AsComponent)}
 		case o.Outcome == OutcomeRejected:
 			o.refused = &ComponentError{ID: a.id, Msg: fmt.Sprintf("employee %s is not onboarded and partner %s rejects unknown employees: onboard the employee (payintake employees import), then approve it",
 				v[0], partner)}
 		case o.Outcome == OutcomeUpdated && a.seq != nil && a.recordSeq != nil && *a.recordSeq > *a.seq:
 			o.refused = &ComponentError{ID: a.id, Msg: fmt.Sprintf("record %d with component %s was written by a newer file (sequence %d; this row's file has %d): reject it, and have the partner resend the row if it is still wanted",
-				*a.recordID, d.Component, *a.recordSeq, *a.seq)}
+				*a.recordID, d.AsComponent, *a.recordSeq, *a.seq)}
 		}
 		if o.refused == nil {
 			keys[k] = a.id
@@ -120,18 +152,18 @@ func approveComponent(ctx context.Context, tx pgx.Tx, d Decision, partner string
 		if o.Outcome == OutcomeHeld {
 			code = string(o.Code)
 		}
-		if _, err := tx.Exec(ctx, sqlRekeyException, a.id, d.Component, hash[:], code); err != nil {
-			return nil, fmt.Errorf("give exception %d component %s: %w", a.id, d.Component, err)
+		if _, err := tx.Exec(ctx, sqlRekeyException, a.id, d.AsComponent, hash[:], code); err != nil {
+			return nil, fmt.Errorf("give exception %d component %s: %w", a.id, d.AsComponent, err)
 		}
 		if _, err := tx.Exec(ctx, sqlExceptionDiffering, a.id); err != nil {
-			return nil, fmt.Errorf("give exception %d component %s: %w", a.id, d.Component, err)
+			return nil, fmt.Errorf("give exception %d component %s: %w", a.id, d.AsComponent, err)
 		}
-		if _, err := tx.Exec(ctx, sqlKeepComponentCode, partner, a.code, d.Component, a.id, d.Reviewer); err != nil {
+		if _, err := tx.Exec(ctx, sqlKeepComponentCode, partner, a.code, d.AsComponent, a.id, d.Reviewer); err != nil {
 			return nil, fmt.Errorf("keep the meaning of code %s: %w", a.code, err)
 		}
-		detail := fmt.Sprintf("code %s is component %s: the row is %s", a.code, d.Component, o.Outcome)
+		detail := fmt.Sprintf("code %s is component %s: the row is %s", a.code, d.AsComponent, o.Outcome)
 		if o.Outcome == OutcomeHeld {
-			detail = fmt.Sprintf("code %s is component %s: the row is held again (%s) for a reviewer", a.code, d.Component, o.Code)
+			detail = fmt.Sprintf("code %s is component %s: the row is held again (%s) for a reviewer", a.code, d.AsComponent, o.Code)
 		}
 		if err := audit(ctx, tx, AuditEntry{Actor: d.Reviewer, Via: d.Via, Action: "component", ExceptionID: a.id,
 			PartnerID: partner, Detail: detail}); err != nil {

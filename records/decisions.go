@@ -24,10 +24,6 @@ var (
 	sqlApplyApprovedChanges     = query("ApplyApprovedChanges")
 	sqlOnboardApprovedEmployees = query("OnboardApprovedEmployees")
 	sqlCreateApprovedRecords    = query("CreateApprovedRecords")
-	sqlComponentApprovals       = query("ComponentApprovals")
-	sqlRekeyException           = query("RekeyException")
-	sqlExceptionDiffering       = query("ExceptionDiffering")
-	sqlKeepComponentCode        = query("KeepComponentCode")
 )
 
 // Reviewers' decisions on held exceptions.
@@ -62,12 +58,20 @@ var (
 // its component code approved without one, a component given for another
 // exception, or one the row cannot take as the ordinary rules stand.
 type ComponentError struct {
-	ID  int64
-	Msg string
+	ID   int64
+	Verb string // "" approved
+	Msg  string
 }
 
 func (e *ComponentError) Error() string {
-	return fmt.Sprintf("exception %d cannot be approved: %s", e.ID, e.Msg)
+	verb := e.Verb
+	if verb == "" {
+		verb = "approved"
+	}
+	if e.ID == 0 {
+		return fmt.Sprintf("the exceptions cannot be %s: %s", verb, e.Msg)
+	}
+	return fmt.Sprintf("exception %d cannot be %s: %s", e.ID, verb, e.Msg)
 }
 
 func (e *ComponentError) Is(target error) bool { return target == ErrComponent }
@@ -121,10 +125,10 @@ type Decision struct {
 	Note        string
 	Via         string   // cli, api, console
 	Partners    []string // the reviewer's partners; empty means all
-	// Component is, for approving a row held for its component code
+	// AsComponent is, for approving a row held for its component code
 	// (unknown_component), the component the code means; required there,
 	// refused elsewhere. Read as a component is (trimmed, upper-cased).
-	Component string
+	AsComponent string
 }
 
 // InScope reports whether a reviewer limited to partners (empty: all) may act for partner.
@@ -179,17 +183,17 @@ func (d Decision) normal() (Decision, error) {
 	if d.Via == "" {
 		d.Via = ViaCLI
 	}
-	if strings.TrimSpace(d.Component) != "" {
+	if strings.TrimSpace(d.AsComponent) != "" {
 		if !d.Approve {
-			return d, errors.New("a component is given only to approve a row held for its component code; reject without one")
+			return d, &ComponentError{ID: d.ExceptionID, Verb: "rejected", Msg: "a component is given only to approve a row held for its component code; reject without one"}
 		}
-		c, err := normalize.ComponentCode(d.Component)
+		c, err := normalize.ComponentCode(d.AsComponent)
 		if err != nil {
-			return d, fmt.Errorf("component %q: %w", d.Component, err)
+			return d, &ComponentError{ID: d.ExceptionID, Msg: fmt.Sprintf("%q cannot be a component: %v", d.AsComponent, err)}
 		}
-		d.Component = c
+		d.AsComponent = c
 	} else {
-		d.Component = ""
+		d.AsComponent = ""
 	}
 	return d, nil
 }
@@ -230,8 +234,8 @@ func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, id
 			refused[id] = de
 			continue
 		}
-		if d.Approve && (code == string(normalize.CodeUnknownComponent)) != (d.Component != "") {
-			refused[id] = componentRefusal(id, d.Component)
+		if d.Approve && (code == string(normalize.CodeUnknownComponent)) != (d.AsComponent != "") {
+			refused[id] = componentRefusal(id, d.AsComponent)
 			continue
 		}
 		open = append(open, id)
