@@ -224,3 +224,57 @@ func TestPreviewHeldCode(t *testing.T) {
 		t.Errorf("preview of the held row: %q showing %q, processing %q", m, pv.Rows[1].Values["component"], rows[1]["message"])
 	}
 }
+
+// TestApproveHeldCodeRefusals: what approving a held code with a
+// component cannot do is refused with what to do, and decides nothing: a
+// code reviewers already said means another component, an employee the
+// partner now rejects, a record a newer file wrote, and another open
+// exception of the new key.
+func TestApproveHeldCodeRefusals(t *testing.T) {
+	f, _ := resubmissionFixture(t, records.Partner{FilePattern: `^pay-(?P<seq>[0-9]+)\.csv$`}, false)
+	setHoldProfile(f)
+	f.ingest("pay-5.csv", heldHead+"E1,2026-11,REG,100.00,USD\n"+
+		"E1,2026-11,XMAS,5.00,USD\nE2,2026-11,XMAS,6.00,USD\nE3,2026-11,GIFT,7.00,USD\nE4,2026-11,GIFT,8.00,USD\nE7,2026-11,TIP,1.00,USD\n")
+	xs, err := f.store.Exceptions(f.ctx, records.ExceptionFilter{Partner: f.partner, Code: normalize.CodeUnknownComponent})
+	if err != nil || len(xs) != 5 {
+		t.Fatalf("exceptions %v %v", xs, err)
+	}
+	a, b, c, d, tip := xs[0].ID, xs[1].ID, xs[2].ID, xs[3].ID, xs[4].ID
+	refused := func(id int64, as, want string) {
+		t.Helper()
+		_, err := f.store.Decide(f.ctx, records.Decision{ExceptionID: id, Approve: true, Reviewer: "rita", AsComponent: as})
+		if !errors.Is(err, records.ErrComponent) || !strings.Contains(err.Error(), want) {
+			t.Errorf("approve %d as %s = %v, want a refusal saying %q", id, as, err, want)
+		}
+		if x, err := f.store.Exception(f.ctx, id); err != nil || x.Status != records.ExceptionOpen || x.Code != normalize.CodeUnknownComponent {
+			t.Errorf("exception %d after the refusal: %+v %v", id, x, err)
+		}
+	}
+	if _, err := f.store.Decide(f.ctx, records.Decision{ExceptionID: c, Approve: true, Reviewer: "rita", AsComponent: "BONUS"}); err != nil {
+		t.Fatal(err)
+	}
+	refused(d, "OVERTIME", "already decided that code GIFT of partner acme means component BONUS")
+
+	reject := records.UnknownReject
+	if err := f.store.UpdatePartner(f.ctx, f.partner, records.PartnerUpdate{UnknownEmployee: &reject}); err != nil {
+		t.Fatal(err)
+	}
+	refused(tip, "BASE", "employee E7 is not onboarded and partner acme rejects unknown employees")
+
+	f.ingest("pay-7.csv", heldHead+"E2,2026-11,OT,50.00,USD\n")
+	refused(b, "OVERTIME", "was written by a newer file (sequence 7; this row's file has 5)")
+
+	// GIFT is read as BONUS now.
+	f.ingest("pay-8.csv", heldHead+"E1,2026-11,GIFT,10.00,USD\n")
+	if _, err := f.store.LockPeriod(f.ctx, f.partner, "2026-11", records.LockApproved, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	_, out := f.ingest("pay-9.csv", heldHead+"E1,2026-11,GIFT,11.00,USD\n")
+	if r := heldRow(t, f.resultRows(out), "E1"); r["outcome"] != "held" || r["code"] != "record_locked" || r["component"] != "BONUS (GIFT)" {
+		t.Fatalf("pay-9: %v", r)
+	}
+	refused(a, "BONUS", "is open for employee E1, period 2026-11, component BONUS: decide it first")
+	if n := f.count(`SELECT count(*) FROM component_codes`); n != 1 {
+		t.Errorf("%d component codes kept, want GIFT's only", n)
+	}
+}

@@ -137,7 +137,8 @@ func approveComponent(ctx context.Context, tx pgx.Tx, d Decision, partner string
 		case o.Outcome == OutcomeRejected:
 			o.refused = &ComponentError{ID: a.id, Msg: fmt.Sprintf("employee %s is not onboarded and partner %s rejects unknown employees: onboard the employee (payintake employees import), then approve it",
 				v[0], partner)}
-		case o.Outcome == OutcomeUpdated && a.seq != nil && a.recordSeq != nil && *a.recordSeq > *a.seq:
+		case a.recordID != nil && o.Outcome != OutcomeUnchanged && a.seq != nil && a.recordSeq != nil && *a.recordSeq > *a.seq:
+			// classify's stale, before a locked record or a closed period.
 			o.refused = &ComponentError{ID: a.id, Msg: fmt.Sprintf("record %d with component %s was written by a newer file (sequence %d; this row's file has %d): reject it, and have the partner resend the row if it is still wanted",
 				*a.recordID, d.AsComponent, *a.recordSeq, *a.seq)}
 		}
