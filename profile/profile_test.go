@@ -122,19 +122,10 @@ func TestParseHold(t *testing.T) {
 // given as held (not rejected), its message naming the code and the
 // profile; a row with another error is rejected for it, not held.
 func TestApplyHoldsAnUnmappedCode(t *testing.T) {
-	p, err := profile.Parse([]byte("components:\n  REG: BASE\nunknown_component: hold\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := intake.FileSettings(records.Partner{ID: "acme",
-		Profile: &records.PartnerProfile{Version: 4, Components: p.Components, UnknownComponent: p.UnknownComponent}})
-	file := "employee_ref,pay_period,component,amount,currency\n" +
-		"E1,2026-03,xmas,50.00,EUR\n" +
-		"E1,2026-03,XMAS,abc,EUR\n"
-	rd, err := normalize.NewReader(strings.NewReader(file), s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rd := readWith(t, "components:\n  REG: BASE\nunknown_component: hold\n", records.Partner{ID: "acme"}, 4,
+		"employee_ref,pay_period,component,amount,currency\n"+
+			"E1,2026-03,xmas,50.00,EUR\n"+
+			"E1,2026-03,XMAS,abc,EUR\n")
 	row, err := rd.Next()
 	if err != nil || row.Err != nil {
 		t.Fatalf("row 1: %v %v", err, row.Err)
@@ -192,20 +183,27 @@ func TestParseEmpty(t *testing.T) {
 }
 
 // TestApplyReadsTheExport reads an HR export through the profile's mapping.
+// readWith reads file as partner p's upload read with the profile yaml as
+// its version.
+func readWith(t *testing.T, yaml string, p records.Partner, version int, file string) *normalize.Reader {
+	t.Helper()
+	pr, err := profile.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Profile = &records.PartnerProfile{Version: version, Columns: pr.Columns, Components: pr.Components, UnknownComponent: pr.UnknownComponent}
+	rd, err := normalize.NewReader(strings.NewReader(file), intake.FileSettings(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rd
+}
+
 func TestApplyReadsTheExport(t *testing.T) {
-	p, err := profile.Parse([]byte(hrProfile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := intake.FileSettings(records.Partner{ID: "acme", Delimiter: ";", DecimalComma: true, DateFormat: "DD.MM.YYYY",
-		Profile: &records.PartnerProfile{Version: 1, Columns: p.Columns, Components: p.Components, UnknownComponent: p.UnknownComponent}})
-	file := "Employee Number;Name;Period;Earning Code;Gross Pay;Curr;Pay Date\n" +
-		"00042;Zoë Brandt;2026-03;REG;1.234,50;EUR;31.03.2026\n" +
-		"00042;Zoë Brandt;2026-03;XMAS;50,00;EUR;31.03.2026\n"
-	rd, err := normalize.NewReader(strings.NewReader(file), s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rd := readWith(t, hrProfile, records.Partner{ID: "acme", Delimiter: ";", DecimalComma: true, DateFormat: "DD.MM.YYYY"}, 1,
+		"Employee Number;Name;Period;Earning Code;Gross Pay;Curr;Pay Date\n"+
+			"00042;Zoë Brandt;2026-03;REG;1.234,50;EUR;31.03.2026\n"+
+			"00042;Zoë Brandt;2026-03;XMAS;50,00;EUR;31.03.2026\n")
 	row, err := rd.Next()
 	if err != nil || row.Err != nil {
 		t.Fatalf("row 1: %v %v", err, row.Err)
