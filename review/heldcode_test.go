@@ -103,3 +103,32 @@ func TestConsoleApproveHeldCode(t *testing.T) {
 		t.Fatalf("after approve: %+v", d)
 	}
 }
+
+// TestConsolePreviewHeldCode: the console's preview shows a row of a code
+// the profile does not map, under hold, as held unknown_component with
+// the message processing gives it; a code reviewers gave a component is
+// shown read as it.
+func TestConsolePreviewHeldCode(t *testing.T) {
+	f := newFixture(t)
+	xs := heldCodes(t, f)
+	if _, err := f.store.Decide(f.ctx, records.Decision{ExceptionID: xs[2].ID, Approve: true, Reviewer: "lead", AsComponent: "BONUS"}); err != nil {
+		t.Fatal(err)
+	}
+	ts := serve(t, f)
+	c := newConsole(t, ts.URL)
+	if st := c.login("alice", testPassword); st != 303 {
+		t.Fatalf("login: %d", st)
+	}
+	_, _, form := c.do("GET", "/review/preview", nil, nil)
+	st, body := c.upload("acme", "sample.csv", header+"E5,2024-03,XMAS,1.00,USD\nE5,2024-03,GIFT,2.00,USD\n", csrfRE.FindStringSubmatch(form)[1])
+	if st != 200 {
+		t.Fatalf("preview: %d\n%s", st, body)
+	}
+	for _, want := range []string{`<tr data-outcome="held">`, "<td>unknown_component</td>", "<td>XMAS</td>",
+		"component code &#34;XMAS&#34; has no mapping in partner profile acme (version 1)", "do not resend it",
+		`<tr data-outcome="created">`, "<td>BONUS (GIFT)</td>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("preview page lacks %q:\n%s", want, body)
+		}
+	}
+}
