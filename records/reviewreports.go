@@ -85,15 +85,17 @@ func reviewReport(ctx context.Context, tx pgx.Tx, env int64) ([]byte, error) {
 		case ExceptionRejected:
 			code, message = string(normalize.CodeRejectedByReviewer), reviewRejected
 		}
-		if partnerCode != "" && status == ExceptionApproved && partnerCode != component {
-			// Given a component by a reviewer: echoed as the result file
-			// echoes a mapped code (normalize's "BONUS (XMAS)").
-			if xcode == string(normalize.CodeUnknownComponent) {
-				message = fmt.Sprintf(reviewCodeApproved, partnerCode, component, partnerCode, component)
-			}
-			component = component + " (" + partnerCode + ")"
-		} else if xcode == string(normalize.CodeUnknownComponent) && status == ExceptionRejected {
+		switch {
+		case xcode != string(normalize.CodeUnknownComponent):
+		case status == ExceptionApproved:
+			message = fmt.Sprintf(reviewCodeApproved, partnerCode, component, partnerCode, component)
+		case status == ExceptionRejected:
 			message = fmt.Sprintf(reviewCodeRejected, partnerCode)
+		}
+		if partnerCode != "" && partnerCode != component {
+			// A held code a reviewer gave a component: echoed as the
+			// result file echoes a mapped code (normalize's "BONUS (XMAS)").
+			component = component + " (" + partnerCode + ")"
 		}
 		if note != "" && status != ExceptionSuperseded {
 			message += "; reviewer's note: " + note
