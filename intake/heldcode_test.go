@@ -113,7 +113,10 @@ func TestHeldCodeInEveryStrategy(t *testing.T) {
 func TestApproveHeldCode(t *testing.T) {
 	f, _ := resubmissionFixture(t, records.Partner{UnknownEmployee: records.UnknownReject}, false)
 	setHoldProfile(f)
-	file := heldHead + "E1,2026-11,REG,100.00,USD\nE2,2026-11,XMAS,50.00,USD\nE3,2026-11,GIFT,7.00,USD\n"
+	// E2's row has every field, so the hash taken again at approval is
+	// seen to be the one its resend is read with.
+	file := "employee_ref,pay_period,component,amount,currency,hours,rate,pay_date\n" +
+		"E1,2026-11,REG,100.00,USD,,,\nE2,2026-11,XMAS,50.00,USD,2.50,20.00,2026-11-30\nE3,2026-11,GIFT,7.00,USD,,,\n"
 	_, out := f.ingest("pay-1.csv", file)
 	xs, err := f.store.Exceptions(f.ctx, records.ExceptionFilter{Partner: f.partner, Code: normalize.CodeUnknownComponent})
 	if err != nil || len(xs) != 2 {
