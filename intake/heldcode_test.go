@@ -54,8 +54,10 @@ func checkHeld(t *testing.T, r map[string]string, code string) {
 // partner's code) in a first file (read directly, which gives up and
 // stages it), a resubmission (compared on its keys: the held row is read
 // again and classified) and with every file staged whole; a repeat of the
-// file gives the stored outcome and does nothing again.
+// file gives the stored outcome and does nothing again. Both engines give
+// the same result files, records and exceptions.
 func TestHeldCodeInEveryStrategy(t *testing.T) {
+	effects := map[bool][]string{}
 	for _, stageWhole := range []bool{false, true} {
 		f, c := resubmissionFixture(t, records.Partner{UnknownEmployee: records.UnknownReject}, stageWhole)
 		setHoldProfile(f)
@@ -100,6 +102,13 @@ func TestHeldCodeInEveryStrategy(t *testing.T) {
 		compared := c.keys.Load() - c.keysUndone.Load() - keysBefore
 		if want := map[bool]int64{false: 1, true: 0}[stageWhole]; compared != want {
 			t.Errorf("staged whole %v: the resubmission was compared on its keys %d time(s), want %d", stageWhole, compared, want)
+		}
+		e := resubmissionEffects(f)
+		effects[stageWhole] = []string{result, f.result(out), e["records"], e["exceptions"]}
+	}
+	for i, what := range []string{"first result", "second result", "records", "exceptions"} {
+		if a, b := effects[false][i], effects[true][i]; a != b {
+			t.Errorf("%s differ:\n%s\nstaged whole:\n%s", what, a, b)
 		}
 	}
 }
