@@ -25,7 +25,7 @@ const BulkBatchSize = 500
 // Refusal is an exception a bulk decision left as it was, and why.
 type Refusal struct {
 	ExceptionID int64  `json:"exception_id"`
-	Reason      string `json:"reason"` // stale, already_decided, component
+	Reason      string `json:"reason"` // stale, already_decided, component, held (a held code given its component, held again)
 	Detail      string `json:"detail"`
 }
 
@@ -188,9 +188,12 @@ func (s *Store) DecideAll(ctx context.Context, b BulkDecision) (BulkResult, erro
 			var de *DecidedError
 			var se *StaleError
 			var ce *ComponentError
+			var again *HeldAgain
 			switch err := refused[id]; {
 			case errors.As(err, &ce):
 				res.Refused = append(res.Refused, Refusal{ExceptionID: id, Reason: "component", Detail: ce.Error()})
+			case errors.As(err, &again):
+				res.Refused = append(res.Refused, Refusal{ExceptionID: id, Reason: "held", Detail: again.Error()})
 			case errors.As(err, &se):
 				res.Refused = append(res.Refused, Refusal{ExceptionID: id, Reason: "stale", Detail: se.Error()})
 			case errors.As(err, &de):

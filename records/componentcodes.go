@@ -63,6 +63,7 @@ func (s *Store) ComponentCodes(ctx context.Context, partner string) ([]Component
 // or why it is refused.
 type componentOutcome struct {
 	Preview
+	code    string // the partner's
 	refused error
 }
 
@@ -142,6 +143,7 @@ func approveComponent(ctx context.Context, tx pgx.Tx, d Decision, partner string
 			o.refused = &ComponentError{ID: a.id, Msg: fmt.Sprintf("record %d with component %s was written by a newer file (sequence %d; this row's file has %d): reject it, and have the partner resend the row if it is still wanted",
 				*a.recordID, d.AsComponent, *a.recordSeq, *a.seq)}
 		}
+		o.code = a.code
 		if o.refused == nil {
 			keys[k] = a.id
 		}

@@ -76,6 +76,20 @@ func (e *ComponentError) Error() string {
 
 func (e *ComponentError) Is(target error) bool { return target == ErrComponent }
 
+// HeldAgain says of a row held for its component code, given a component,
+// that the ordinary rules hold it again: its exception stays open with the
+// code they hold it for. It is not a refusal (the component was given and
+// kept); decideLocked lists it with them because the exception is not
+// decided yet.
+type HeldAgain struct {
+	ID                    int64
+	PartnerCode, As, Code string
+}
+
+func (e *HeldAgain) Error() string {
+	return fmt.Sprintf("exception %d: component code %s is %s, and the row is held again (%s) for a reviewer: decide it as such", e.ID, e.PartnerCode, e.As, e.Code)
+}
+
 // DecidedError tells the loser of a race (or a late reviewer) who decided first.
 type DecidedError struct {
 	ID           int64
@@ -160,7 +174,8 @@ func (s *Store) Decide(ctx context.Context, d Decision) (Exception, error) {
 			return err
 		}
 		_, refused, err := decideLocked(ctx, tx, d, partner, []int64{d.ExceptionID})
-		if err == nil {
+		var again *HeldAgain
+		if err == nil && !errors.As(refused[d.ExceptionID], &again) { // held again: the exception says how
 			err = refused[d.ExceptionID]
 		}
 		if err != nil {
@@ -201,8 +216,10 @@ func (d Decision) normal() (Decision, error) {
 // decideLocked decides the exceptions ids of partner inside tx, which holds
 // the partner lock, with a few set-based statements whatever their number.
 // Exceptions that cannot be decided (no longer open: *DecidedError; an
-// approval whose record moved on: *StaleError) are returned in refused,
-// before anything is written for them; every other one is decided, its
+// approval whose record moved on: *StaleError; a component that does not
+// fit: *ComponentError) are returned in refused, before anything is
+// written for them, and so is a row held for its code that its component
+// holds again (*HeldAgain: given the component, still open); every other one is decided, its
 // effect applied and audited, and the review report of a submission whose
 // last open exception it closes written (WriteReviewReports).
 func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, ids []int64) (decided []int64, refused map[int64]error, err error) {
@@ -263,6 +280,7 @@ func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, id
 			case o.refused != nil:
 				refused[id] = o.refused
 			case o.Outcome == OutcomeHeld:
+				refused[id] = &HeldAgain{ID: id, PartnerCode: o.code, As: d.AsComponent, Code: string(o.Code)}
 			case o.Outcome == OutcomeCreated:
 				newKey = append(newKey, id)
 			case o.Outcome == OutcomeUnchanged:

@@ -66,8 +66,22 @@ func TestAPIApproveHeldCode(t *testing.T) {
 	if r.status != 200 || r.body["decided"] != float64(0) || len(refused) != 1 || !strings.Contains(fmt.Sprint(refused[0]), "reason:component") {
 		t.Fatalf("bulk approve without as_component: %d %s", r.status, r.raw)
 	}
-	if n := f.count(`SELECT count(*) FROM review_audit WHERE via = 'api' AND action = 'component' AND actor = 'alice'`); n != 2 {
-		t.Fatalf("%d component decisions audited, want 2", n)
+	// In a closed period the component holds the row again: left open,
+	// reported as held, now period_locked.
+	if _, err := f.store.LockPeriod(f.ctx, "acme", "2024-02", records.LockApproved, "lead"); err != nil {
+		t.Fatal(err)
+	}
+	r = call(t, "POST", bulk, basic("alice"), `{"partner": "acme", "code": "unknown_component", "as_component": "BONUS"}`)
+	refused, _ = r.body["refused"].([]any)
+	if r.status != 200 || r.body["decided"] != float64(0) || len(refused) != 1 || !strings.Contains(fmt.Sprint(refused[0]), "reason:held") ||
+		!strings.Contains(fmt.Sprint(refused[0]), "held again (period_locked)") {
+		t.Fatalf("bulk approve into a closed period: %d %s", r.status, r.raw)
+	}
+	if d := f.exception(xs[1].ID); d.Status != "open" || d.Code != "period_locked" || d.Component != "BONUS" || d.PartnerCode != "XMAS" {
+		t.Fatalf("held again: %+v", d)
+	}
+	if n := f.count(`SELECT count(*) FROM review_audit WHERE via = 'api' AND action = 'component' AND actor = 'alice'`); n != 3 {
+		t.Fatalf("%d component decisions audited, want 3", n)
 	}
 }
 
