@@ -80,6 +80,11 @@ func TestAPIApproveHeldCode(t *testing.T) {
 	if d := f.exception(xs[1].ID); d.Status != "open" || d.Code != "period_locked" || d.Component != "BONUS" || d.PartnerCode != "XMAS" {
 		t.Fatalf("held again: %+v", d)
 	}
+	c := newConsole(t, ts.URL)
+	c.login("alice", testPassword)
+	if _, _, page := c.do("GET", fmt.Sprintf("/review/exceptions/%d", xs[1].ID), nil, nil); !strings.Contains(page, "sent as code <b>XMAS</b>") || strings.Contains(page, `name="as_component"`) {
+		t.Errorf("the page of the row held again does not show it as a closed period's, sent as XMAS:\n%s", page)
+	}
 	if n := f.count(`SELECT count(*) FROM review_audit WHERE via = 'api' AND action = 'component' AND actor = 'alice'`); n != 3 {
 		t.Fatalf("%d component decisions audited, want 3", n)
 	}
