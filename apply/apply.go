@@ -110,6 +110,7 @@ func analyzeStageSQL(rows int) string {
 type firstFile struct {
 	periods         periodSet
 	valid, rejected int
+	held            int // valid rows held for their component code (records.StagedRow.HeldCode)
 	repeats         repeats
 	refs            int64        // the file's distinct employee references (empRefs), -1 if not counted
 	lines           *resultLines // the result lines staging composed
@@ -267,7 +268,7 @@ func applyFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff first
 // that is known (emp's row count; for a file read twice, mappingLookup's
 // count, args["unmapped"]), -1 before.
 func pureFirstFile(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, ff firstFile) (pure bool, empRows int64, err error) {
-	if rej, _ := args["file_rejected"].(bool); rej || ff.periods.over {
+	if rej, _ := args["file_rejected"].(bool); rej || ff.periods.over || ff.held > 0 {
 		return false, -1, nil
 	}
 	args["periods"] = ff.periods.list
@@ -576,6 +577,7 @@ type stageSource struct {
 	err      error // the source's error, valid once done is closed
 	count    int
 	rejected int
+	held     int // valid rows held for their component code, counted by stageRow
 	// encode appends a row's COPY text: stageRow, or what the caller gave.
 	encode  func(b []byte, r *records.StagedRow) ([]byte, error)
 	keys    keyFilter    // the valid rows' natural keys seen so far, valid once done is closed
@@ -658,6 +660,9 @@ func (s *stageSource) produce(rows RowSource) {
 func (s *stageSource) stageRow(b []byte, r *records.StagedRow) ([]byte, error) {
 	var kh uint64
 	if r.Code == "" {
+		if r.HeldCode() {
+			s.held++
+		}
 		kh = keyHash(r)
 		s.keys.add(kh)
 		s.refs.add(r.EmployeeRef)
@@ -737,6 +742,13 @@ func appendStageRow(b []byte, r *records.StagedRow, kh uint64, res *resultLines)
 	}
 	for _, v := range [...]string{r.DEmployeeRef, r.DPayPeriod, r.DComponent, r.DAmount, r.DCurrency} {
 		b = appendCopyText(append(b, '\t'), v)
+	}
+	if r.HeldCode() {
+		// Held for its component code: why, for classify.
+		b = append(b, "\t\\N"...)
+		b = appendCopyText(append(b, '\t'), r.Field)
+		b = appendCopyText(append(b, '\t'), r.Message)
+		return append(b, '\n')
 	}
 	return append(b, "\t\\N\t\\N\t\\N\n"...)
 }

@@ -136,6 +136,35 @@ func TestClassificationBranches(t *testing.T) {
 			file:            applytest.File{Rows: []records.StagedRow{applytest.Row("E9", "1.00")}},
 			want:            []want{{"held", "unknown_employee", "employee_ref"}}, message: "it is held as an exception for a reviewer", records: 0,
 		},
+		"held: a component code the profile does not map, under hold": {
+			file: applytest.File{Rows: []records.StagedRow{applytest.HeldCode(applytest.Row("E1", "1.00"), "XMAS", "component code \"XMAS\" has no mapping"),
+				applytest.Row("E2", "2.00")}},
+			want: []want{{"held", "unknown_component", "component"}, {"created", "", ""}}, message: `component code "XMAS" has no mapping`, records: 1,
+		},
+		"held: a component code, before the employee's hold": {
+			unknownEmployee: records.UnknownHold,
+			file:            applytest.File{Rows: []records.StagedRow{applytest.HeldCode(applytest.Row("E9", "1.00"), "XMAS", "held code")}},
+			want:            []want{{"held", "unknown_component", "component"}}, message: "held code", records: 0,
+		},
+		"held: a component code whose key has a record of that name": {
+			before: func(t *testing.T, h *applytest.Harness) {
+				r := applytest.Row("E1", "1.00")
+				r.Component = "XMAS"
+				h.Send(t, applytest.File{Rows: []records.StagedRow{r}})
+			},
+			file: applytest.File{Rows: []records.StagedRow{applytest.HeldCode(applytest.Row("E1", "1.00"), "XMAS", "held code")}},
+			want: []want{{"held", "unknown_component", "component"}}, records: 1,
+		},
+		"rejected: a held component code's key twice in the file": {
+			file: applytest.File{Rows: []records.StagedRow{applytest.HeldCode(applytest.Row("E1", "1.00"), "XMAS", "held code"),
+				applytest.HeldCode(applytest.Row("E1", "2.00"), "XMAS", "held code")}},
+			want: []want{{"rejected", "duplicate_key_in_file", ""}, {"rejected", "duplicate_key_in_file", ""}}, records: 0,
+		},
+		"rejected: an unknown employee the partner rejects, before its held component code": {
+			unknownEmployee: records.UnknownReject,
+			file:            applytest.File{Rows: []records.StagedRow{applytest.HeldCode(applytest.Row("E9", "1.00"), "XMAS", "held code")}},
+			want:            []want{{"rejected", "unknown_employee", "employee_ref"}}, records: 0,
+		},
 		"rejected: the id an unknown employee would get belongs to another": {
 			before: func(t *testing.T, h *applytest.Harness) {
 				h.Exec(t, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)

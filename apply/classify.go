@@ -79,6 +79,10 @@ const employeeRejectsSQL = `SELECT EXISTS (SELECT 1 FROM emp WHERE kind IN ('emp
 // classifySQL decides every row's outcome against the stored records, in the
 // order of docs/contract.md: invalid, duplicate in file, employee unknown and
 // rejected (or its derived id taken), file rejected (all-or-nothing),
+// component code unknown and held (a valid staged row with a field:
+// records.StagedRow.HeldCode; its key's component is the partner's code,
+// which no record should be compared with, so it comes before the
+// employee's hold, whose approval would apply the row under that code),
 // employee unknown and held, new key (created, or held if the period is
 // closed), identical content (unchanged), older sequence (stale), locked
 // record or closed period (held), else updated. A record's employee_ref
@@ -199,7 +203,8 @@ WITH ` + dup + `k AS (
 		` + empCols + `,
 		CASE
 			WHEN s.code IS NOT NULL THEN 'invalid'` + dupCase + empRejected + `
-			WHEN @file_rejected::boolean THEN 'file_rejected'` + empHeld + lockNew + `
+			WHEN @file_rejected::boolean THEN 'file_rejected'
+			WHEN s.field IS NOT NULL THEN 'component_held'` + empHeld + lockNew + `
 			WHEN r.id IS NULL THEN 'created'
 			WHEN r.content_hash = s.content_hash THEN 'unchanged'
 			WHEN @seq::bigint IS NOT NULL AND r.last_seq > @seq::bigint THEN 'stale'
@@ -216,6 +221,7 @@ WITH ` + dup + `k AS (
 			WHEN 'invalid' THEN 'rejected' WHEN 'duplicate' THEN 'rejected' WHEN 'file_rejected' THEN 'rejected'
 			WHEN 'employee_taken' THEN 'rejected' WHEN 'unknown_rejected' THEN 'rejected'
 			WHEN 'period_locked' THEN 'held' WHEN 'record_locked' THEN 'held' WHEN 'unknown_held' THEN 'held'
+			WHEN 'component_held' THEN 'held'
 			ELSE kind
 		END END AS outcome,
 		CASE WHEN kind IN ('unchanged', 'created', 'updated') THEN NULL ELSE CASE kind
@@ -227,10 +233,14 @@ WITH ` + dup + `k AS (
 			WHEN 'employee_taken' THEN ` + sqlCode(normalize.CodeUnknownEmployee) + `
 			WHEN 'unknown_rejected' THEN ` + sqlCode(normalize.CodeUnknownEmployee) + `
 			WHEN 'unknown_held' THEN ` + sqlCode(normalize.CodeUnknownEmployee) + `
+			WHEN 'component_held' THEN ` + sqlCode(normalize.CodeUnknownComponent) + `
 		END END AS out_code,
-		CASE WHEN kind = 'invalid' THEN field WHEN kind = employee_kind THEN 'employee_ref' END AS out_field,
+		CASE WHEN kind IN ('invalid', 'component_held') THEN field WHEN kind = employee_kind THEN 'employee_ref' END AS out_field,
 		CASE WHEN kind IN ('unchanged', 'created', 'updated') THEN NULL ELSE CASE kind
 			WHEN 'invalid' THEN message
+			-- normalize's, as an invalid row's: it names the profile the
+			-- file was read with, which only the reader knows.
+			WHEN 'component_held' THEN message
 			WHEN 'unknown_rejected' THEN format('employee %s is not onboarded (no employee_id is mapped to this reference) and unknown employees are rejected, so this row was not applied: ask the platform to onboard the employee (payintake employees import), then send the row again in a new file', employee_ref)
 			WHEN 'employee_taken' THEN format('employee %s is not onboarded and the id it would be given (%s) already belongs to another employee, so this row was not applied: ask the platform to onboard the employee with its own employee_id (payintake employees import), then send the row again in a new file', employee_ref, derived_id)
 			WHEN 'unknown_held' THEN format('employee %s is not onboarded (no employee_id is mapped to this reference), so this row was not applied; it is held as an exception for a reviewer, whose approval onboards the employee and applies the row: do not resend it', employee_ref)
@@ -361,16 +371,21 @@ var applySQL = []applyStatement{
 	RETURNING e.envelope_id`},
 
 	// ... and an identical re-proposal does not open a second one.
+	// A row held for its component code keeps the code as partner_code too:
+	// its component becomes the one a reviewer approves it with.
 	{needs: held, sql: `INSERT INTO exceptions (partner_id, employee_ref, pay_period, component, record_id, code,
-		current, proposed, proposed_hash, differing, envelope_id, line, row_no)
-	SELECT @partner, c.employee_ref, c.pay_period, c.component, c.record_id, c.code,
+		current, proposed, proposed_hash, differing, envelope_id, line, row_no, partner_code)
+	SELECT @partner, c.employee_ref, c.pay_period, c.component, r.id, c.code,
 		cur.j, prop.j, c.content_hash,
 		ARRAY(SELECT f.name FROM unnest(ARRAY['employee_ref', 'pay_period', 'component', 'amount', 'currency',
 				'hours', 'rate', 'pay_date']) WITH ORDINALITY AS f(name, i)
 			WHERE prop.j ->> f.name IS DISTINCT FROM cur.j ->> f.name ORDER BY f.i),
-		@env::bigint, nullif(c.line, 0), nullif(c.row_no, 0)
+		@env::bigint, nullif(c.line, 0), nullif(c.row_no, 0),
+		CASE WHEN c.code = ` + sqlCode(normalize.CodeUnknownComponent) + ` THEN c.component END
 	FROM classified c
-	LEFT JOIN records r ON r.id = c.record_id
+	-- (no record for a row held for its code: its key's component is the
+	-- partner's code, compared with no record)
+	LEFT JOIN records r ON r.id = c.record_id AND c.code <> ` + sqlCode(normalize.CodeUnknownComponent) + `
 	CROSS JOIN LATERAL (SELECT CASE WHEN r.id IS NOT NULL THEN ` + records.FieldsJSON("r") + ` END) AS cur(j)
 	CROSS JOIN LATERAL (SELECT ` + records.FieldsJSON("c") + `) AS prop(j)
 	WHERE c.outcome = 'held' AND NOT EXISTS (

@@ -353,7 +353,7 @@ func (e *Engine) stageWhole(ctx context.Context, tx pgx.Tx, env *records.Envelop
 		}
 	}
 
-	ff := firstFile{periods: src.periods, valid: src.count - src.rejected, rejected: src.rejected,
+	ff := firstFile{periods: src.periods, valid: src.count - src.rejected, rejected: src.rejected, held: src.held,
 		repeats: repeatsUnknown, refs: -1, lines: lines, stats: &stageStats{rows: src.count}}
 	if useRefs {
 		ff.refs = int64(len(src.refs.list))

@@ -43,7 +43,7 @@ import (
 // valid row is in a pay period that is closed, or has records and the
 // row's employee is mapped, which is every resubmission, found after one
 // row; a key refused; a closed period; an unknown employee of a partner
-// that does not create mappings; too many periods or references to
+// that does not create mappings; a row held for its component code; too many periods or references to
 // collect; a row or a cell Go cannot compose; any error), the savepoint
 // is rolled back and the file is compared or staged and classified as
 // usual, from a new read of it. What the database checks on every insert
@@ -65,6 +65,12 @@ const (
 	errNotPure       = errNotDirect("not a pure first file (a closed period, a mapped employee in a period with records, or an employee rejected, taken or held)")
 	errKeyTaken      = errNotDirect("a key of the file repeats or has a record")
 )
+
+// errHeldCode: a row is held for its component code (a code the profile
+// does not map, under unknown_component: hold), which only classify
+// holds: the file is staged whole. Such a row is rare, and holding it
+// needs the exceptions a direct read does not write.
+const errHeldCode = errNotDirect("a row is held for its component code")
 
 // applyDirect applies a file as a pure first file read twice, if it is
 // one. A reason why not (and no error) means nothing was done: the caller
@@ -383,6 +389,9 @@ func scanDirect(ctx context.Context, tx pgx.Tx, partner string, pl Plan) (_ *dir
 			sc.rejected++
 			continue
 		}
+		if r.HeldCode() {
+			return nil, errHeldCode
+		}
 		if len(sc.periods.list) == 0 {
 			// The first valid row was looked up (lookUpFirstRow). From
 			// here on this goroutine leaves the connection to the
@@ -552,6 +561,9 @@ func (d *directRows) encode(b []byte, r *records.StagedRow) ([]byte, error) {
 			return b, errNotDirect("a result line Go cannot write")
 		}
 		return b, nil
+	}
+	if r.HeldCode() {
+		return b, errHeldCode
 	}
 	d.cells = appendEchoedCells(d.cells[:0], r)
 	d.lines.addCreated(r, d.cells)

@@ -38,8 +38,9 @@ import (
 //     applySQL), and the result file is the lines of step 1 with
 //     classify's decisions in place of theirs (storeMerged, mergeCompared).
 //
-// A row that is not read again is valid, has a record of its key with its
-// content hash, and repeats no key of the file (step 1 confirms the key
+// A row that is not read again is valid, is not held for its component
+// code (such a row is copied without a hash, so it is always read again),
+// has a record of its key with its content hash, and repeats no key of the file (step 1 confirms the key
 // filter's candidates, and gives up on a repeat): classify would find it
 // unchanged, the first outcome of its CASE that such a row can meet (an
 // invalid row is rejected by Go already, the employee checks only meet
@@ -246,7 +247,7 @@ func sampleRows(ctx context.Context, tx pgx.Tx, pl Plan, partner string) (sample
 const sampleSQL = `SELECT count(*) FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[]) AS s(employee_ref, pay_period, component, content_hash)
 LEFT JOIN LATERAL (SELECT r.content_hash FROM records r WHERE r.partner_id = $1
 	AND r.employee_ref = s.employee_ref AND r.pay_period = s.pay_period AND r.component = s.component LIMIT 1) r ON true
-WHERE r.content_hash IS DISTINCT FROM s.content_hash`
+WHERE r.content_hash IS DISTINCT FROM s.content_hash OR s.content_hash IS NULL`
 
 // stageKeysDDL holds a compared file's valid rows: their number, natural
 // key, content hash and key hash (keyHash).
@@ -287,7 +288,13 @@ func (k *keyRows) encode(b []byte, r *records.StagedRow) ([]byte, error) {
 	b = appendBinaryText(b, r.EmployeeRef)
 	b = appendBinaryText(b, r.PayPeriod)
 	b = appendBinaryText(b, r.Component)
-	b = appendBinaryBytes(b, r.Hash)
+	if r.HeldCode() {
+		// No hash: the row is read again and classified (held), whatever
+		// record its key (the partner's code) may have.
+		b = appendBinaryNull(b)
+	} else {
+		b = appendBinaryBytes(b, r.Hash)
+	}
 	return appendBinaryInt8(b, int64(kh)), nil
 }
 
@@ -333,14 +340,15 @@ func stageKeys(ctx context.Context, tx pgx.Tx, pl Plan, lines *resultLines, free
 }
 
 // changedRowsSQL is step 2: the staged keys of partner $1 that have no
-// record, or a record with another content hash. (records.content_hash is
-// NOT NULL: a key without a record is distinct from any hash.) The one
+// record, or a record with another content hash (records.content_hash is
+// NOT NULL: a key without a record is distinct from any hash), and the
+// rows held for their component code (staged without a hash). The one
 // place besides classifySQL that decides "unchanged" (sampleSQL repeats
 // it, for the cost only); the parity test named above holds them together.
 const changedRowsSQL = `SELECT s.row_no FROM stage_keys s
 LEFT JOIN records r ON r.partner_id = $1
 	AND r.employee_ref = s.employee_ref AND r.pay_period = s.pay_period AND r.component = s.component
-WHERE r.content_hash IS DISTINCT FROM s.content_hash`
+WHERE r.content_hash IS DISTINCT FROM s.content_hash OR s.content_hash IS NULL`
 
 // confirmSeqSQL moves the last_seq of the records a file with sequence
 // number @seq found unchanged (the staged keys whose record has their

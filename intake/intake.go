@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"regexp"
 	"regexp/syntax"
 	"strconv"
@@ -67,6 +68,16 @@ func FileSettings(p records.Partner) normalize.Settings {
 	s := Settings(p)
 	if pr := p.Profile; pr != nil {
 		s.Columns, s.Components, s.UnknownComponent = pr.Columns, pr.Components, pr.UnknownComponent
+		if len(pr.Decided) > 0 {
+			// The codes reviewers said the meaning of, where the profile
+			// says none.
+			s.Components = maps.Clone(pr.Components)
+			for code, c := range pr.Decided {
+				if _, ok := s.Components[code]; !ok {
+					s.Components[code] = c
+				}
+			}
+		}
 		s.Profile = fmt.Sprintf("partner profile %s (version %d)", p.ID, pr.Version)
 		if pr.Version == 0 {
 			s.Profile = fmt.Sprintf("the profile being checked for partner %s (not stored)", p.ID)
@@ -293,6 +304,9 @@ func Stage(row normalize.Row) records.StagedRow {
 		st.DEmployeeRef, st.DPayPeriod, st.DComponent, st.DAmount, st.DCurrency =
 			d.EmployeeRef, d.PayPeriod, d.Component, d.Amount, d.Currency
 		return st
+	}
+	if row.Held != nil { // valid, held for a reviewer (records.StagedRow.HeldCode)
+		st.Field, st.Message = row.Held.Field, row.Held.Message
 	}
 	h, v := row.Record.HashValues() // the numbers are formatted once, for the hash and the stage
 	st.EmployeeRef, st.PayPeriod, st.Component, st.Amount = v[0], v[1], v[2], v[3]

@@ -81,7 +81,10 @@ func (in *Intake) PreviewFile(ctx context.Context, p records.Partner, fileName s
 				}
 			}
 			h := row.Record.Hash()
-			keys = append(keys, records.PreviewKey{EmployeeRef: v[0], PayPeriod: v[1], Component: v[2], Hash: h[:]})
+			keys = append(keys, records.PreviewKey{EmployeeRef: v[0], PayPeriod: v[1], Component: v[2], Hash: h[:], HeldCode: row.Held != nil})
+			if row.Held != nil { // held for its component code, unless rejected first
+				pr.Field, pr.Message = row.Held.Field, row.Held.Message
+			}
 			valid = append(valid, len(pv.Rows))
 		}
 		pv.Rows = append(pv.Rows, pr)
@@ -94,13 +97,16 @@ func (in *Intake) PreviewFile(ctx context.Context, p records.Partner, fileName s
 		for i, o := range outs {
 			r := &pv.Rows[valid[i]]
 			r.Outcome, r.Code = string(o.Outcome), string(o.Code)
+			if o.Code != normalize.CodeUnknownComponent {
+				r.Field, r.Message = "", ""
+			}
 		}
 	}
 	// An all-or-nothing file with a rejected row applies none of the others.
 	if p.Mode == records.ModeAllOrNothing && slices.ContainsFunc(pv.Rows, func(r PreviewRow) bool { return r.Outcome == string(records.OutcomeRejected) }) {
 		for i := range pv.Rows {
 			if r := &pv.Rows[i]; r.Outcome != string(records.OutcomeRejected) {
-				r.Outcome, r.Code = string(records.OutcomeRejected), string(normalize.CodeFileRejected)
+				r.Outcome, r.Code, r.Field, r.Message = string(records.OutcomeRejected), string(normalize.CodeFileRejected), "", ""
 			}
 		}
 	}

@@ -165,8 +165,12 @@ func (s *rowSource) stage() {
 
 func (s *rowSource) staged(row normalize.Row) records.StagedRow {
 	if s.keysOnly && row.Err == nil {
-		return records.StagedRow{Row: row.Index, Line: row.Line,
+		st := records.StagedRow{Row: row.Index, Line: row.Line,
 			EmployeeRef: row.Record.EmployeeRef, PayPeriod: row.Record.PayPeriod, Component: row.Record.Component}
+		if row.Held != nil { // held all the same (records.StagedRow.HeldCode)
+			st.Field = row.Held.Field
+		}
+		return st
 	}
 	return Stage(row)
 }

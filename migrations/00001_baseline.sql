@@ -835,7 +835,12 @@ CREATE TABLE lock_events (
 );
 CREATE INDEX lock_events_period ON lock_events USING btree (partner_id, pay_period, id);
 
--- A change that met a locked record or a closed period, held for a human.
+-- A change that met a locked record or a closed period, held for a human; or
+-- a row held for its employee (unknown_employee) or its component code
+-- (unknown_component: a code the partner's profile does not map, under
+-- unknown_component: hold). partner_code is that code as read (the row's
+-- component while it is held, kept once a reviewer approves the row with
+-- the component the code means, which then becomes its component).
 CREATE TABLE exceptions (
     id bigserial NOT NULL,
     partner_id text NOT NULL,
@@ -857,7 +862,8 @@ CREATE TABLE exceptions (
     decided_at timestamp with time zone,
     note text,
     superseded_by bigint,
-    CONSTRAINT exceptions_code_check CHECK ((code = ANY (ARRAY['record_locked'::text, 'period_locked'::text, 'unknown_employee'::text]))),
+    partner_code text,
+    CONSTRAINT exceptions_code_check CHECK ((code = ANY (ARRAY['record_locked'::text, 'period_locked'::text, 'unknown_employee'::text, 'unknown_component'::text]))),
     CONSTRAINT exceptions_status_check CHECK ((status = ANY (ARRAY['open'::text, 'approved'::text, 'rejected'::text, 'superseded'::text]))),
     CONSTRAINT exceptions_pkey PRIMARY KEY (id),
     CONSTRAINT exceptions_envelope_id_fkey FOREIGN KEY (envelope_id) REFERENCES envelopes(id),
@@ -868,6 +874,23 @@ CREATE TABLE exceptions (
 CREATE INDEX exceptions_envelope ON exceptions USING btree (envelope_id);
 CREATE UNIQUE INDEX exceptions_one_open ON exceptions USING btree (partner_id, employee_ref, pay_period, component) WHERE (status = 'open'::text);
 CREATE INDEX exceptions_status ON exceptions USING btree (status, partner_id, id);
+
+-- What reviewers said a partner's component codes mean: approving a row held
+-- for a code its profile does not map names the component, and the
+-- partner's later files read the code as that component (a code the
+-- profile maps keeps the profile's). One meaning per code, kept with the
+-- exception whose approval gave it, who and when.
+CREATE TABLE component_codes (
+    partner_id text NOT NULL,
+    code text NOT NULL,
+    component text NOT NULL,
+    exception_id bigint NOT NULL,
+    decided_by text NOT NULL,
+    decided_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT component_codes_pkey PRIMARY KEY (partner_id, code),
+    CONSTRAINT component_codes_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id),
+    CONSTRAINT component_codes_exception_id_fkey FOREIGN KEY (exception_id) REFERENCES exceptions(id)
+);
 
 -- Reviewers: the people who decide held exceptions (CLI `reviewer add`).
 -- password_hash is an argon2id PHC string ($argon2id$v=19$m=...,t=...,p=...$salt$hash).

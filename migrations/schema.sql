@@ -461,6 +461,19 @@ CREATE SEQUENCE public.api_tokens_id_seq
 ALTER SEQUENCE public.api_tokens_id_seq OWNED BY public.api_tokens.id;
 
 --
+-- Name: component_codes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.component_codes (
+    partner_id text NOT NULL,
+    code text NOT NULL,
+    component text NOT NULL,
+    exception_id bigint NOT NULL,
+    decided_by text NOT NULL,
+    decided_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
 -- Name: dispatch_conflicts; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -807,7 +820,8 @@ CREATE TABLE public.exceptions (
     decided_at timestamp with time zone,
     note text,
     superseded_by bigint,
-    CONSTRAINT exceptions_code_check CHECK ((code = ANY (ARRAY['record_locked'::text, 'period_locked'::text, 'unknown_employee'::text]))),
+    partner_code text,
+    CONSTRAINT exceptions_code_check CHECK ((code = ANY (ARRAY['record_locked'::text, 'period_locked'::text, 'unknown_employee'::text, 'unknown_component'::text]))),
     CONSTRAINT exceptions_status_check CHECK ((status = ANY (ARRAY['open'::text, 'approved'::text, 'rejected'::text, 'superseded'::text])))
 );
 
@@ -1673,6 +1687,13 @@ ALTER TABLE ONLY public.api_tokens
     ADD CONSTRAINT api_tokens_token_hash_key UNIQUE (token_hash);
 
 --
+-- Name: component_codes component_codes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.component_codes
+    ADD CONSTRAINT component_codes_pkey PRIMARY KEY (partner_id, code);
+
+--
 -- Name: dispatch_conflicts dispatch_conflicts_key_request_hash_run_id_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2325,6 +2346,20 @@ CREATE TRIGGER replays_notify AFTER UPDATE OF result ON public.replays FOR EACH 
 
 ALTER TABLE ONLY public.api_tokens
     ADD CONSTRAINT api_tokens_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES public.partners(id);
+
+--
+-- Name: component_codes component_codes_exception_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.component_codes
+    ADD CONSTRAINT component_codes_exception_id_fkey FOREIGN KEY (exception_id) REFERENCES public.exceptions(id);
+
+--
+-- Name: component_codes component_codes_partner_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.component_codes
+    ADD CONSTRAINT component_codes_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES public.partners(id);
 
 --
 -- Name: dispatch_conflicts dispatch_conflicts_run_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -61,6 +61,10 @@ type RowError struct {
 	Code           Code
 	Field, Message string
 	Err            error
+	// Held: the row is valid and held for a reviewer rather than rejected
+	// (a component code the profile does not map, under unknown_component:
+	// hold); Reader gives it as Row.Held, with the row's record.
+	Held bool
 }
 
 // Error returns "code: message".

@@ -27,8 +27,8 @@ const (
 	CodeInvalidDate       Code = "invalid_date"
 	CodeTooManyCells      Code = "too_many_cells"
 	CodeMalformedRow      Code = "malformed_row"
-	// The row's code has no mapping in the partner's profile, and the
-	// profile rejects such rows.
+	// The row's code has no mapping in the partner's profile: rejected, or
+	// held for a reviewer (RowError.Held) under unknown_component: hold.
 	CodeUnknownComponent Code = "unknown_component"
 )
 
@@ -96,7 +96,7 @@ const (
 // ExceptionCodes are the codes a held row (an exception for a reviewer) can
 // have, in the order reviewers' filters list them.
 func ExceptionCodes() []Code {
-	return []Code{CodeRecordLocked, CodePeriodLocked, CodeUnknownEmployee}
+	return []Code{CodeRecordLocked, CodePeriodLocked, CodeUnknownEmployee, CodeUnknownComponent}
 }
 
 // ExceptionCodesText lists ExceptionCodes for a message: "a, b or c".
@@ -154,6 +154,7 @@ func Normalize(raw RawRow, s Settings) (Record, Display, *RowError) {
 	var rec Record
 	var disp Display
 	var errs [8]*RowError // canonical error order
+	var held *RowError    // a code the profile does not map, held: only if nothing else is wrong
 
 	// employee_ref
 	if v, e := normEmployeeRef(raw.EmployeeRef); e != nil {
@@ -176,6 +177,9 @@ func Normalize(raw RawRow, s Settings) (Record, Display, *RowError) {
 		rec.Component, disp.Component = v, SafeCell(v)
 	} else {
 		rec.Component, disp.Component, errs[2] = mapComponent(v, s)
+		if errs[2] != nil && errs[2].Held {
+			held, errs[2] = errs[2], nil
+		}
 	}
 	// currency
 	cur, scale, e := normCurrency(raw.Currency, s.Currency)
@@ -231,13 +235,16 @@ func Normalize(raw RawRow, s Settings) (Record, Display, *RowError) {
 			return rec, disp, e
 		}
 	}
-	return rec, disp, nil
+	return rec, disp, held
 }
 
 // mapComponent maps the partner's code (normalised) through the profile's
 // components. The result file echoes a mapped component with the code as
 // sent after it, "BASE (REG)", so the partner sees both; the record holds
 // the component alone, so its hash is the same whatever code was mapped.
+// An unmapped code is echoed alone. Under UnknownComponentHold the row
+// keeps the code as its component, and the error says it is held (Held):
+// the store holds the row for a reviewer, who says what the code means.
 func mapComponent(code string, s Settings) (component, display string, err *RowError) {
 	if c, ok := s.Components[code]; ok {
 		return c, SafeCell(c + " (" + code + ")"), nil
@@ -248,6 +255,10 @@ func mapComponent(code string, s Settings) (component, display string, err *RowE
 	profile := s.Profile
 	if profile == "" {
 		profile = "the partner's profile"
+	}
+	if s.UnknownComponent == UnknownComponentHold {
+		return code, SafeCell(code), &RowError{Code: CodeUnknownComponent, Field: FieldComponent, Held: true, Message: fmt.Sprintf(
+			"component code %s has no mapping in %s, so this row was not applied; it is held as an exception for a reviewer, who decides which component the code means and applies the row: do not resend it", quoteRaw(code), profile)}
 	}
 	return "", SafeCell(code), &RowError{Code: CodeUnknownComponent, Field: FieldComponent, Message: fmt.Sprintf(
 		"component code %s has no mapping in %s, so this row was not applied: ask the platform to add the code under components: in the profile, then send the row again", quoteRaw(code), profile)}

@@ -458,6 +458,9 @@ func (rd *Reader) Finish(p Pending) Row {
 		return row
 	}
 	row.Record, row.Display, row.Err = Normalize(p.raw, rd.s)
+	if row.Err != nil && row.Err.Held {
+		row.Held, row.Err = row.Err, nil
+	}
 	if p.cells > rd.nHeader {
 		msg := fmt.Sprintf("the row has %d cells but the header has %d columns; remove the extra cells or quote values that contain %q", p.cells, rd.nHeader, rd.delim)
 		if !rd.isCSV() {
@@ -466,7 +469,7 @@ func (rd *Reader) Finish(p Pending) Row {
 		row.Err = &RowError{Code: CodeTooManyCells, Message: msg}
 	}
 	if row.Err != nil {
-		row.Record = Record{}
+		row.Record, row.Held = Record{}, nil
 	}
 	return row
 }

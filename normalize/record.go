@@ -191,9 +191,15 @@ func (r Record) Hash() [32]byte {
 // HashValues returns Hash together with the Values it digested, so a caller
 // that needs both formats the numbers once.
 func (r Record) HashValues() ([32]byte, [8]string) {
-	var buf [256]byte
 	v := r.Values()
-	return sha256.Sum256(appendCanonical(buf[:0], v)), v
+	return HashOfValues(v), v
+}
+
+// HashOfValues is the Hash of the record whose Values are v: for values
+// already normalised (a held row's, stored, given another component).
+func HashOfValues(v [8]string) [32]byte {
+	var buf [256]byte
+	return sha256.Sum256(appendCanonical(buf[:0], v))
 }
 
 // Display holds what the result file echoes for a row: the normalised value
@@ -208,7 +214,11 @@ type Row struct {
 	Record  Record    // valid when Err == nil
 	Display Display   // values for the result file
 	Err     *RowError // nil for a valid row
-	Extra   []string  // the raw cells of Settings.Extra's columns, when it names any
+	// Held, for a valid row, says why the store is to hold it for a
+	// reviewer rather than apply it (a component code the profile does
+	// not map, under unknown_component: hold); nil for most rows.
+	Held  *RowError
+	Extra []string // the raw cells of Settings.Extra's columns, when it names any
 }
 
 func isPlainNumber(s string) bool {

@@ -34,7 +34,7 @@ type Settings struct {
 	// components; when it maps any, a code it lacks gets UnknownComponent.
 	Columns          map[string][]string
 	Components       map[string]string
-	UnknownComponent string // UnknownComponentReject ("") or UnknownComponentKeep
+	UnknownComponent string // UnknownComponentReject (""), UnknownComponentHold or UnknownComponentKeep
 	Profile          string // e.g. `partner profile acme (version 3)`
 
 	// dateTokens is DateFormat parsed, set by NewReader so that rows do not
@@ -43,10 +43,11 @@ type Settings struct {
 }
 
 // What a row whose code Components lacks gets (a profile's
-// unknown_component). A held row (hold) is the store's to decide, so it is
-// not one of normalize's.
+// unknown_component). A held row is read with the code as its component
+// and given as Row.Held: the store holds it for a reviewer.
 const (
 	UnknownComponentReject = "reject" // rejected with CodeUnknownComponent
+	UnknownComponentHold   = "hold"   // held with CodeUnknownComponent (Row.Held)
 	UnknownComponentKeep   = "keep"   // the code is the component, as sent
 )
 

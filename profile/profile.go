@@ -22,7 +22,7 @@ import (
 // What a row whose code has no mapping gets (unknown_component).
 const (
 	UnknownReject = normalize.UnknownComponentReject // rejected, code unknown_component
-	UnknownHold   = "hold"                           // held for a reviewer
+	UnknownHold   = normalize.UnknownComponentHold   // held for a reviewer, who names the component
 	UnknownKeep   = normalize.UnknownComponentKeep   // the code as it is
 )
 
@@ -119,12 +119,6 @@ func Parse(data []byte) (Profile, error) {
 			p.Components, err = parseComponents(v)
 		case "unknown_component":
 			p.UnknownComponent, err = oneOf(k, v, UnknownReject, UnknownHold, UnknownKeep)
-			if p.UnknownComponent == UnknownHold {
-				// A held row waits for a reviewer, who would approve it under
-				// a code the store has no rule for yet: refused rather than
-				// read as reject.
-				err = errorf(v, "unknown_component: hold is not supported yet; use reject (the row is rejected with code unknown_component) or keep (the code is the component as sent)")
-			}
 		case "results":
 			p.Results, err = oneOf(k, v, ResultsCSV, ResultsCSVExcel, ResultsXLSX)
 		case "sheet":

@@ -85,7 +85,6 @@ func TestParseRefusals(t *testing.T) {
 		{"key twice", "sheet: A\nsheet: B\n", 2, "sheet is given twice (first on line 1)"},
 		{"field twice", "columns:\n  amount: A\n  amount: B\n", 3, "amount is mapped twice"},
 		{"bad policy", "components:\n  REG: BASE\nunknown_component: drop\n", 3, `unknown_component "drop": use reject, hold or keep`},
-		{"hold refused", "components:\n  REG: BASE\nunknown_component: hold\n", 3, "hold is not supported yet"},
 		{"bad results", "results: pdf\n", 1, `results "pdf": use csv, csv-excel or xlsx`},
 		{"policy without codes", "unknown_component: keep\n", 1, "components: maps no code"},
 		{"empty header", "columns:\n  amount: \"\"\n", 2, "empty header"},
@@ -108,6 +107,70 @@ func TestParseRefusals(t *testing.T) {
 	}
 }
 
+func TestParseHold(t *testing.T) {
+	p, err := profile.Parse([]byte("components:\n  REG: BASE\nunknown_component: hold\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.UnknownComponent != profile.UnknownHold {
+		t.Errorf("unknown_component = %q, want hold", p.UnknownComponent)
+	}
+}
+
+// TestApplyHoldsAnUnmappedCode: under unknown_component: hold, a row whose
+// code the profile lacks is read whole, with the code as its component, and
+// given as held (not rejected), its message naming the code and the
+// profile; a row with another error is rejected for it, not held.
+func TestApplyHoldsAnUnmappedCode(t *testing.T) {
+	rd := readWith(t, "components:\n  REG: BASE\nunknown_component: hold\n", records.Partner{ID: "acme"}, 4,
+		"employee_ref,pay_period,component,amount,currency\n"+
+			"E1,2026-03,xmas,50.00,EUR\n"+
+			"E1,2026-03,XMAS,abc,EUR\n")
+	row, err := rd.Next()
+	if err != nil || row.Err != nil {
+		t.Fatalf("row 1: %v %v", err, row.Err)
+	}
+	if row.Held == nil || !errors.Is(row.Held, normalize.CodeUnknownComponent) || row.Held.Field != normalize.FieldComponent {
+		t.Fatalf("row 1 held = %v, want unknown_component on component", row.Held)
+	}
+	for _, want := range []string{`"XMAS"`, "partner profile acme (version 4)", "held", "do not resend it"} {
+		if !strings.Contains(row.Held.Message, want) {
+			t.Errorf("row 1 message %q lacks %q", row.Held.Message, want)
+		}
+	}
+	if r := row.Record; r.Component != "XMAS" || r.AmountString() != "50.00" || row.Display.Component != "XMAS" {
+		t.Errorf("row 1 = %+v echoing %q, want the code as its component, echoed alone", r, row.Display.Component)
+	}
+	row, err = rd.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Held != nil || row.Err == nil || !errors.Is(row.Err, normalize.CodeInvalidAmount) {
+		t.Errorf("row 2 = held %v err %v, want rejected for its amount", row.Held, row.Err)
+	}
+}
+
+// TestDecidedCodesAreRead: a code reviewers gave a component is read as it
+// (unless the profile maps it: the profile's mapping comes first).
+func TestDecidedCodesAreRead(t *testing.T) {
+	s := intake.FileSettings(records.Partner{ID: "acme", Profile: &records.PartnerProfile{Version: 1,
+		Components: map[string]string{"REG": "BASE"}, UnknownComponent: profile.UnknownHold,
+		Decided: map[string]string{"XMAS": "BONUS", "REG": "OVERTIME"}}})
+	rd, err := normalize.NewReader(strings.NewReader("employee_ref,pay_period,component,amount,currency\nE1,2026-03,XMAS,1.00,EUR\nE1,2026-03,REG,1.00,EUR\n"), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"BONUS (XMAS)", "BASE (REG)"} {
+		row, err := rd.Next()
+		if err != nil || row.Err != nil || row.Held != nil {
+			t.Fatalf("%s: %v %v %v", want, err, row.Err, row.Held)
+		}
+		if row.Display.Component != want {
+			t.Errorf("component echoed %q, want %q", row.Display.Component, want)
+		}
+	}
+}
+
 func TestParseEmpty(t *testing.T) {
 	_, err := profile.Parse(nil)
 	var pe *profile.Error
@@ -120,20 +183,27 @@ func TestParseEmpty(t *testing.T) {
 }
 
 // TestApplyReadsTheExport reads an HR export through the profile's mapping.
+// readWith reads file as partner p's upload read with the profile yaml as
+// its version.
+func readWith(t *testing.T, yaml string, p records.Partner, version int, file string) *normalize.Reader {
+	t.Helper()
+	pr, err := profile.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Profile = &records.PartnerProfile{Version: version, Columns: pr.Columns, Components: pr.Components, UnknownComponent: pr.UnknownComponent}
+	rd, err := normalize.NewReader(strings.NewReader(file), intake.FileSettings(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rd
+}
+
 func TestApplyReadsTheExport(t *testing.T) {
-	p, err := profile.Parse([]byte(hrProfile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := intake.FileSettings(records.Partner{ID: "acme", Delimiter: ";", DecimalComma: true, DateFormat: "DD.MM.YYYY",
-		Profile: &records.PartnerProfile{Version: 1, Columns: p.Columns, Components: p.Components, UnknownComponent: p.UnknownComponent}})
-	file := "Employee Number;Name;Period;Earning Code;Gross Pay;Curr;Pay Date\n" +
-		"00042;Zoë Brandt;2026-03;REG;1.234,50;EUR;31.03.2026\n" +
-		"00042;Zoë Brandt;2026-03;XMAS;50,00;EUR;31.03.2026\n"
-	rd, err := normalize.NewReader(strings.NewReader(file), s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rd := readWith(t, hrProfile, records.Partner{ID: "acme", Delimiter: ";", DecimalComma: true, DateFormat: "DD.MM.YYYY"}, 1,
+		"Employee Number;Name;Period;Earning Code;Gross Pay;Curr;Pay Date\n"+
+			"00042;Zoë Brandt;2026-03;REG;1.234,50;EUR;31.03.2026\n"+
+			"00042;Zoë Brandt;2026-03;XMAS;50,00;EUR;31.03.2026\n")
 	row, err := rd.Next()
 	if err != nil || row.Err != nil {
 		t.Fatalf("row 1: %v %v", err, row.Err)

@@ -25,7 +25,7 @@ const BulkBatchSize = 500
 // Refusal is an exception a bulk decision left as it was, and why.
 type Refusal struct {
 	ExceptionID int64  `json:"exception_id"`
-	Reason      string `json:"reason"` // stale, already_decided
+	Reason      string `json:"reason"` // stale, already_decided, component, held (a held code given its component, held again)
 	Detail      string `json:"detail"`
 }
 
@@ -68,6 +68,9 @@ type BulkDecision struct {
 	Note     string
 	Via      string
 	Partners []string // the reviewer's partners; empty means all
+	// AsComponent approves rows held for their component code as this
+	// component (Decision.AsComponent).
+	AsComponent string
 	// BatchSize is how many exceptions one transaction decides (0: BulkBatchSize).
 	BatchSize int
 }
@@ -152,7 +155,7 @@ func (s *Store) DecideAll(ctx context.Context, b BulkDecision) (BulkResult, erro
 	if err != nil {
 		return res, err
 	}
-	d, err := Decision{Approve: b.Approve, Reviewer: b.Reviewer, Note: b.Note, Via: b.Via, Partners: b.Partners}.normal()
+	d, err := Decision{Approve: b.Approve, Reviewer: b.Reviewer, Note: b.Note, Via: b.Via, Partners: b.Partners, AsComponent: b.AsComponent}.normal()
 	if err != nil {
 		return res, err
 	}
@@ -184,7 +187,13 @@ func (s *Store) DecideAll(ctx context.Context, b BulkDecision) (BulkResult, erro
 		for _, id := range xs {
 			var de *DecidedError
 			var se *StaleError
+			var ce *ComponentError
+			var again *HeldAgain
 			switch err := refused[id]; {
+			case errors.As(err, &ce):
+				res.Refused = append(res.Refused, Refusal{ExceptionID: id, Reason: "component", Detail: ce.Error()})
+			case errors.As(err, &again):
+				res.Refused = append(res.Refused, Refusal{ExceptionID: id, Reason: "held", Detail: again.Error()})
 			case errors.As(err, &se):
 				res.Refused = append(res.Refused, Refusal{ExceptionID: id, Reason: "stale", Detail: se.Error()})
 			case errors.As(err, &de):

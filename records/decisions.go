@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/payintake/payintake/normalize"
 )
 
 // Statements of decisions.sql.
@@ -47,7 +49,46 @@ var (
 	ErrStale = errors.New("record changed since the exception was raised")
 	// ErrForbidden is returned when a reviewer acts outside their partners.
 	ErrForbidden = errors.New("not allowed for this reviewer")
+	// ErrComponent is matched by a ComponentError: an approval that lacks
+	// the component a held code means, or names one it cannot take.
+	ErrComponent = errors.New("the component of an approval")
 )
+
+// ComponentError refuses an approval over its component: a row held for
+// its component code approved without one, a component given for another
+// exception, or one the row cannot take as the ordinary rules stand.
+type ComponentError struct {
+	ID   int64
+	Verb string // "" approved
+	Msg  string
+}
+
+func (e *ComponentError) Error() string {
+	verb := e.Verb
+	if verb == "" {
+		verb = "approved"
+	}
+	if e.ID == 0 {
+		return fmt.Sprintf("the exceptions cannot be %s: %s", verb, e.Msg)
+	}
+	return fmt.Sprintf("exception %d cannot be %s: %s", e.ID, verb, e.Msg)
+}
+
+func (e *ComponentError) Is(target error) bool { return target == ErrComponent }
+
+// HeldAgain says of a row held for its component code, given a component,
+// that the ordinary rules hold it again: its exception stays open with the
+// code they hold it for. It is not a refusal (the component was given and
+// kept); decideLocked lists it with them because the exception is not
+// decided yet.
+type HeldAgain struct {
+	ID                    int64
+	PartnerCode, As, Code string
+}
+
+func (e *HeldAgain) Error() string {
+	return fmt.Sprintf("exception %d: component code %s is %s, and the row is held again (%s) for a reviewer: decide it as such", e.ID, e.PartnerCode, e.As, e.Code)
+}
 
 // DecidedError tells the loser of a race (or a late reviewer) who decided first.
 type DecidedError struct {
@@ -98,6 +139,10 @@ type Decision struct {
 	Note        string
 	Via         string   // cli, api, console
 	Partners    []string // the reviewer's partners; empty means all
+	// AsComponent is, for approving a row held for its component code
+	// (unknown_component), the component the code means; required there,
+	// refused elsewhere. Read as a component is (trimmed, upper-cased).
+	AsComponent string
 }
 
 // InScope reports whether a reviewer limited to partners (empty: all) may act for partner.
@@ -129,7 +174,8 @@ func (s *Store) Decide(ctx context.Context, d Decision) (Exception, error) {
 			return err
 		}
 		_, refused, err := decideLocked(ctx, tx, d, partner, []int64{d.ExceptionID})
-		if err == nil {
+		var again *HeldAgain
+		if err == nil && !errors.As(refused[d.ExceptionID], &again) { // held again: the exception says how
 			err = refused[d.ExceptionID]
 		}
 		if err != nil {
@@ -152,14 +198,28 @@ func (d Decision) normal() (Decision, error) {
 	if d.Via == "" {
 		d.Via = ViaCLI
 	}
+	if strings.TrimSpace(d.AsComponent) != "" {
+		if !d.Approve {
+			return d, &ComponentError{ID: d.ExceptionID, Verb: "rejected", Msg: "a component is given only to approve a row held for its component code; reject without one"}
+		}
+		c, err := normalize.ComponentCode(d.AsComponent)
+		if err != nil {
+			return d, &ComponentError{ID: d.ExceptionID, Msg: fmt.Sprintf("%q cannot be a component: %v", d.AsComponent, err)}
+		}
+		d.AsComponent = c
+	} else {
+		d.AsComponent = ""
+	}
 	return d, nil
 }
 
 // decideLocked decides the exceptions ids of partner inside tx, which holds
 // the partner lock, with a few set-based statements whatever their number.
 // Exceptions that cannot be decided (no longer open: *DecidedError; an
-// approval whose record moved on: *StaleError) are returned in refused,
-// before anything is written for them; every other one is decided, its
+// approval whose record moved on: *StaleError; a component that does not
+// fit: *ComponentError) are returned in refused, before anything is
+// written for them, and so is a row held for its code that its component
+// holds again (*HeldAgain: given the component, still open); every other one is decided, its
 // effect applied and audited, and the review report of a submission whose
 // last open exception it closes written (WriteReviewReports).
 func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, ids []int64) (decided []int64, refused map[int64]error, err error) {
@@ -172,15 +232,15 @@ func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, id
 	if err != nil {
 		return nil, nil, fmt.Errorf("read exceptions: %w", err)
 	}
-	var open, newKey []int64
+	var open, newKey, heldCode []int64
 	for rows.Next() {
 		var (
 			id, supersededBy int64
-			cur, by          string
+			cur, by, code    string
 			at               *time.Time
 			noRecord         bool
 		)
-		if err := rows.Scan(&id, &cur, &by, &at, &supersededBy, &noRecord); err != nil {
+		if err := rows.Scan(&id, &cur, &by, &at, &supersededBy, &noRecord, &code); err != nil {
 			return nil, nil, fmt.Errorf("read exceptions: %w", err)
 		}
 		if cur != ExceptionOpen {
@@ -191,13 +251,45 @@ func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, id
 			refused[id] = de
 			continue
 		}
+		if d.Approve && (code == string(normalize.CodeUnknownComponent)) != (d.AsComponent != "") {
+			refused[id] = componentRefusal(id, d.AsComponent)
+			continue
+		}
 		open = append(open, id)
-		if noRecord {
+		if code == string(normalize.CodeUnknownComponent) && d.Approve {
+			heldCode = append(heldCode, id)
+		} else if noRecord {
 			newKey = append(newKey, id)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("read exceptions: %w", err)
+	}
+	var unchanged []int64
+	if len(heldCode) > 0 {
+		// Each row held for its code becomes the row as read with the
+		// component given: applied (created, updated or unchanged), held
+		// again under the ordinary rules, or refused.
+		out, err := approveComponent(ctx, tx, d, partner, heldCode)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, id := range heldCode {
+			o := out[id]
+			switch {
+			case o.refused != nil:
+				refused[id] = o.refused
+			case o.Outcome == OutcomeHeld:
+				refused[id] = &HeldAgain{ID: id, PartnerCode: o.code, As: d.AsComponent, Code: string(o.Code)}
+			case o.Outcome == OutcomeCreated:
+				newKey = append(newKey, id)
+			case o.Outcome == OutcomeUnchanged:
+				unchanged = append(unchanged, id)
+			}
+			if o.refused != nil || o.Outcome == OutcomeHeld {
+				open = slices.DeleteFunc(open, func(x int64) bool { return x == id })
+			}
+		}
 	}
 	if d.Approve {
 		stale, err := staleOf(ctx, tx, open)
@@ -228,7 +320,8 @@ func decideLocked(ctx context.Context, tx pgx.Tx, d Decision, partner string, id
 		return nil, nil, err
 	}
 	if d.Approve {
-		if err := applyApproval(ctx, tx, open, newKey, d.Reviewer); err != nil {
+		apply := slices.DeleteFunc(slices.Clone(open), func(id int64) bool { return slices.Contains(unchanged, id) })
+		if err := applyApproval(ctx, tx, apply, newKey, d.Reviewer); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -2,7 +2,7 @@
 SELECT partner_id FROM exceptions WHERE id = $1;
 
 -- name: ExceptionsToDecide
-SELECT id, status, coalesce(decided_by, ''), decided_at, coalesce(superseded_by, 0), record_id IS NULL
+SELECT id, status, coalesce(decided_by, ''), decided_at, coalesce(superseded_by, 0), record_id IS NULL, code
 FROM exceptions WHERE id = ANY($1) ORDER BY id;
 
 -- name: DecideExceptions
@@ -63,4 +63,3 @@ WHERE x.id = ANY($1) AND x.record_id IS NULL
 UNION ALL
 SELECT x.id, r.id, r.version, false FROM exceptions x JOIN records r ON r.id = x.record_id
 WHERE x.id = ANY($1) AND {{record_json}} IS DISTINCT FROM x.current;
-

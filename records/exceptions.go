@@ -57,6 +57,10 @@ type Exception struct {
 	DecidedBy  string            `json:"decided_by,omitempty"`
 	DecidedAt  *time.Time        `json:"decided_at,omitempty"`
 	Note       string            `json:"note,omitempty"`
+	// PartnerCode is, for a row held for its component code
+	// (unknown_component), the partner's code: Component until a reviewer
+	// approves the row with the component the code means (AsComponent).
+	PartnerCode string `json:"partner_code,omitempty"`
 }
 
 // ExceptionFilter narrows Exceptions. Empty fields match everything.
@@ -107,13 +111,13 @@ const exceptionColumns = `x.id, x.partner_id, x.employee_ref,
 	coalesce((SELECT em.employee_id FROM employees em WHERE em.partner_id = x.partner_id AND em.employee_ref = x.employee_ref),
 		derived_employee_id(x.partner_id, x.employee_ref)), x.pay_period, x.component, x.status, x.code,
 	x.current, x.proposed, x.differing, coalesce(x.envelope_id, 0), coalesce(e.file_name, ''), coalesce(x.line, 0),
-	x.created_at, coalesce(x.decided_by, ''), x.decided_at, coalesce(x.note, '')`
+	x.created_at, coalesce(x.decided_by, ''), x.decided_at, coalesce(x.note, ''), coalesce(x.partner_code, '')`
 
 func scanException(row pgx.Row) (Exception, error) {
 	var x Exception
 	err := row.Scan(&x.ID, &x.PartnerID, &x.EmployeeRef, &x.EmployeeID, &x.PayPeriod, &x.Component, &x.Status, &x.Code,
 		&x.Current, &x.Proposed, &x.Differing, &x.EnvelopeID, &x.File, &x.Line,
-		&x.CreatedAt, &x.DecidedBy, &x.DecidedAt, &x.Note)
+		&x.CreatedAt, &x.DecidedBy, &x.DecidedAt, &x.Note, &x.PartnerCode)
 	return x, err
 }
 
@@ -177,7 +181,9 @@ func (s *Store) ExceptionDetail(ctx context.Context, id int64) (ExceptionDetail,
 	default:
 		d.Record = &rec
 	}
-	if x.Status == ExceptionOpen {
+	// A row held for its component code has no record until a reviewer
+	// names the component: approving it asks its own questions.
+	if x.Status == ExceptionOpen && x.Code != normalize.CodeUnknownComponent {
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			stale, err := staleOf(ctx, tx, []int64{id})
 			if se := stale[id]; se != nil {

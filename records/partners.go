@@ -250,7 +250,9 @@ func updatePartner(ctx context.Context, tx pgx.Tx, id string, u PartnerUpdate) e
 
 const partnerColumns = `p.id, p.name, p.delimiter, p.decimal_comma, p.date_format, p.currency, p.file_pattern, p.mode, p.unknown_employee, coalesce(p.dispatch_target, ''), coalesce(p.notify_url, ''), p.allow_from, p.pgp, p.created_at,
 	(SELECT count(*) FROM partner_keys k WHERE k.partner_id = p.id AND k.revoked_at IS NULL),
-	(SELECT ` + profileJSON + ` FROM partner_profiles pp WHERE pp.partner_id = p.id ORDER BY pp.version DESC LIMIT 1)`
+	(SELECT ` + profileJSON + ` || jsonb_build_object('decided', (SELECT jsonb_object_agg(cc.code, cc.component)
+		FROM component_codes cc WHERE cc.partner_id = p.id))
+	FROM partner_profiles pp WHERE pp.partner_id = p.id ORDER BY pp.version DESC LIMIT 1)`
 
 func scanPartner(row pgx.Row) (Partner, error) {
 	var p Partner

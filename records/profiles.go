@@ -45,6 +45,11 @@ type PartnerProfile struct {
 	Sheet string `json:"sheet,omitempty"`
 	// Results is the result file's format ("" or "csv": the result's own bytes).
 	Results string `json:"results,omitempty"`
+	// Decided: codes Components lacks that reviewers gave a component
+	// (approving a row held as unknown_component); not part of the
+	// profile as set, read with it (Components first). Set when the
+	// partner is read.
+	Decided map[string]string `json:"decided,omitempty"`
 }
 
 // profileJSON is a partner_profiles row (alias pp) as PartnerProfile's JSON.
@@ -52,7 +57,7 @@ const profileJSON = `pp.mapping || jsonb_build_object('version', pp.version, 'se
 
 // mapping is what of pr the mapping column keeps: the rest has columns of its own.
 func (pr PartnerProfile) mapping() PartnerProfile {
-	pr.Version, pr.SetBy, pr.SetAt = 0, "", time.Time{}
+	pr.Version, pr.SetBy, pr.SetAt, pr.Decided = 0, "", time.Time{}, nil
 	return pr
 }
 
@@ -234,10 +239,12 @@ func ServedResultName(fileName, format string) string {
 	return ResultName(fileName)
 }
 
-// PreviewKey is a valid row of a file being previewed: its key and hash.
+// PreviewKey is a valid row of a file being previewed: its key and hash,
+// and whether it is held for its component code (StagedRow.HeldCode).
 type PreviewKey struct {
 	EmployeeRef, PayPeriod, Component string
 	Hash                              []byte
+	HeldCode                          bool
 }
 
 // Preview is the outcome a row would get, and its code.
@@ -248,7 +255,7 @@ type Preview struct {
 
 // Preview tells what the valid rows keys of a file would get against
 // partner's records today — created, unchanged, updated, held (a locked
-// record, a closed period, an unknown employee held) or rejected (a key
+// record, a closed period, an unknown employee or component code held) or rejected (a key
 // twice in the file, an unknown employee rejected) — in a read-only
 // transaction: nothing is written. A file's sequence is not considered
 // (processing the file decides), nor are the other rows of an
@@ -289,13 +296,17 @@ func (s *Store) Preview(ctx context.Context, partner string, keys []PreviewKey) 
 	return out, nil
 }
 
-// previewOutcome is classify's order (classify.go) for one row.
+// previewOutcome is classify's order (classify.go) for one row; approving
+// a row held for its component code asks it too (the row as it would have
+// been applied with the component the reviewer names).
 func previewOutcome(k PreviewKey, dup bool, hash []byte, locked, periodLocked, mapped bool, policy string) Preview {
 	switch {
 	case dup:
 		return Preview{OutcomeRejected, normalize.CodeDuplicateKeyInFile}
 	case !mapped && policy == UnknownReject:
 		return Preview{OutcomeRejected, normalize.CodeUnknownEmployee}
+	case k.HeldCode:
+		return Preview{OutcomeHeld, normalize.CodeUnknownComponent}
 	case !mapped && policy == UnknownHold:
 		return Preview{OutcomeHeld, normalize.CodeUnknownEmployee}
 	case hash == nil && periodLocked:

@@ -58,6 +58,10 @@ const (
 	reviewApproved   = "a reviewer approved this change and it was applied; the record stays locked"
 	reviewRejected   = "a reviewer rejected this change, so the record keeps its locked values"
 	reviewSuperseded = "this change was not applied: a later file proposed a different change for the same record, which is reviewed instead"
+	// A row held for its component code: approved with the component
+	// the code means (which later files read it as), or rejected.
+	reviewCodeApproved = "a reviewer decided that component code %s means %s and this row was applied; your later files' rows with code %s are read as %s"
+	reviewCodeRejected = "a reviewer rejected this row, held because component code %s has no mapping: it was not applied"
 )
 
 // reviewReport composes envelope env's review report.
@@ -70,8 +74,8 @@ func reviewReport(ctx context.Context, tx pgx.Tx, env int64) ([]byte, error) {
 	b := []byte(ResultHeader)
 	for rows.Next() {
 		var line, row int
-		var status, ref, period, component, amount, currency, note string
-		if err := rows.Scan(&line, &row, &status, &ref, &period, &component, &amount, &currency, &note); err != nil {
+		var status, ref, period, component, amount, currency, note, xcode, partnerCode string
+		if err := rows.Scan(&line, &row, &status, &ref, &period, &component, &amount, &currency, &note, &xcode, &partnerCode); err != nil {
 			return nil, fmt.Errorf("read the exceptions of envelope %d: %w", env, err)
 		}
 		outcome, code, message := string(OutcomeRejected), string(normalize.CodeSuperseded), reviewSuperseded
@@ -80,6 +84,18 @@ func reviewReport(ctx context.Context, tx pgx.Tx, env int64) ([]byte, error) {
 			outcome, code, message = ExceptionApproved, "", reviewApproved
 		case ExceptionRejected:
 			code, message = string(normalize.CodeRejectedByReviewer), reviewRejected
+		}
+		switch {
+		case xcode != string(normalize.CodeUnknownComponent):
+		case status == ExceptionApproved:
+			message = fmt.Sprintf(reviewCodeApproved, partnerCode, component, partnerCode, component)
+		case status == ExceptionRejected:
+			message = fmt.Sprintf(reviewCodeRejected, partnerCode)
+		}
+		if partnerCode != "" && partnerCode != component {
+			// A held code a reviewer gave a component: echoed as the
+			// result file echoes a mapped code (normalize's "BONUS (XMAS)").
+			component = component + " (" + partnerCode + ")"
 		}
 		if note != "" && status != ExceptionSuperseded {
 			message += "; reviewer's note: " + note

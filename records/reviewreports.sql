@@ -19,7 +19,8 @@ ORDER BY u.e;
 -- name: ReviewReportRows
 -- An envelope's exceptions, as its review report lists them.
 SELECT coalesce(x.line, 0), coalesce(x.row_no, 0), x.status, x.employee_ref, x.pay_period, x.component,
-	coalesce(x.proposed ->> 'amount', ''), coalesce(x.proposed ->> 'currency', ''), coalesce(x.note, '')
+	coalesce(x.proposed ->> 'amount', ''), coalesce(x.proposed ->> 'currency', ''), coalesce(x.note, ''),
+	x.code, coalesce(x.partner_code, '')
 FROM exceptions x WHERE x.envelope_id = $1 ORDER BY x.line, x.id;
 
 -- name: StoreReviewReport

@@ -6,17 +6,17 @@ package review
 //	GET  /v1/review/exceptions?partner=&period=&status=&file=&code=&component=&employee=&min_change=&max_change=&after=&limit=
 //	                                               → {"exceptions": [...], "counts": {...}, "next": URL|null}
 //	GET  /v1/review/exceptions/{id}                → the exception, its record, history, stale reason
-//	POST /v1/review/exceptions/{id}/approve        body {"note": "..."} (optional) → the decided exception
-//	POST /v1/review/exceptions/{id}/reject         idem
+//	POST /v1/review/exceptions/{id}/approve        body {"note": "...", "as_component": "..."} (optional) → the decided exception
+//	POST /v1/review/exceptions/{id}/reject         body {"note": "..."} (optional) → the decided exception
 //	POST /v1/review/bulk/approve                   body {"partner", "period", "file", "code", "component",
-//	POST /v1/review/bulk/reject                          "employee", "min_change", "max_change", "note", "dry_run"}
+//	POST /v1/review/bulk/reject                          "employee", "min_change", "max_change", "note", "dry_run", "as_component"}
 //	                                               → {"status", "matched", "total_change", "decided", "refused", "dry_run"}
 //
 // Errors are RFC 9457 problem documents (application/problem+json) of the
 // one vocabulary of every HTTP surface (internal/problems): type
 // "/v1/problems/CODE" and member "code": unauthenticated (401), forbidden
 // (403), not_found (404), already_decided and stale (409), duplicate_key
-// (422), bad_request (400, 415), login_locked (429), login_busy (503).
+// and component (422), bad_request (400, 415), login_locked (429), login_busy (503).
 
 import (
 	"bytes"
@@ -378,6 +378,9 @@ type bulkBody struct {
 	MaxChange string `json:"max_change"`
 	Note      string `json:"note"`
 	DryRun    bool   `json:"dry_run"`
+	// AsComponent approves the rows held for their component code as
+	// this component (component is the filter: the code they were sent with).
+	AsComponent string `json:"as_component"`
 }
 
 func (b bulkBody) filter() records.ExceptionFilter {
@@ -439,7 +442,11 @@ func (s *Server) apiBulk(approve bool) func(http.ResponseWriter, *http.Request, 
 			return
 		}
 		ans, err := s.decideAll(r, records.BulkDecision{Filter: body.filter(), Approve: approve, Reviewer: rv.Name,
-			Note: body.Note, Via: records.ViaAPI, Partners: rv.Partners}, body.DryRun)
+			Note: body.Note, Via: records.ViaAPI, Partners: rv.Partners, AsComponent: body.AsComponent}, body.DryRun)
+		if errors.Is(err, records.ErrComponent) {
+			writeProblem(w, r, http.StatusUnprocessableEntity, "component", "Component does not fit", err.Error(), nil)
+			return
+		}
 		if err != nil {
 			s.internal(w, r, err)
 			return
@@ -451,7 +458,8 @@ func (s *Server) apiBulk(approve bool) func(http.ResponseWriter, *http.Request, 
 func (s *Server) apiDecide(approve bool) func(http.ResponseWriter, *http.Request, records.Reviewer) {
 	return func(w http.ResponseWriter, r *http.Request, rv records.Reviewer) {
 		var body struct {
-			Note string `json:"note"`
+			Note        string `json:"note"`
+			AsComponent string `json:"as_component"`
 		}
 		if !s.readBody(w, r, &body, `{"note": "why"}`) {
 			return
@@ -461,7 +469,7 @@ func (s *Server) apiDecide(approve bool) func(http.ResponseWriter, *http.Request
 			return
 		}
 		x, err := s.Store.Decide(r.Context(), records.Decision{ExceptionID: d.ID, Approve: approve, Reviewer: rv.Name,
-			Note: body.Note, Via: records.ViaAPI, Partners: rv.Partners})
+			Note: body.Note, Via: records.ViaAPI, Partners: rv.Partners, AsComponent: body.AsComponent})
 		if err != nil {
 			s.decisionProblem(w, r, rv, d, err)
 			return
@@ -490,6 +498,9 @@ func (s *Server) decisionProblem(w http.ResponseWriter, r *http.Request, rv reco
 	case errors.As(err, &se):
 		writeProblem(w, r, http.StatusConflict, "stale", "Record changed since the exception was raised", se.Error(),
 			map[string]any{"exception_id": se.ID, "record_id": se.RecordID})
+	case errors.Is(err, records.ErrComponent):
+		writeProblem(w, r, http.StatusUnprocessableEntity, "component", "Component does not fit", err.Error(),
+			map[string]any{"exception_id": d.ID})
 	case errors.Is(err, records.ErrForbidden):
 		s.denied(w, r, rv, records.ViaAPI, d.ID, d.PartnerID)
 	case errors.Is(err, records.ErrNotFound):

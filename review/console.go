@@ -59,6 +59,8 @@ var funcs = template.FuncMap{
 			return "period closed"
 		case normalize.CodeUnknownEmployee:
 			return "employee not onboarded"
+		case normalize.CodeUnknownComponent:
+			return "component code not mapped"
 		}
 		return string(code)
 	},
@@ -70,6 +72,8 @@ var funcs = template.FuncMap{
 			return "the pay period is closed"
 		case normalize.CodeUnknownEmployee:
 			return "the employee is not onboarded (approving onboards them with the employee_id shown)"
+		case normalize.CodeUnknownComponent:
+			return "the partner's profile does not map its component code (approving needs the component the code means)"
 		}
 		return string(code)
 	},
@@ -408,13 +412,16 @@ func (s *Server) queuePage(w http.ResponseWriter, r *http.Request, sess records.
 }
 
 type bulkView struct {
-	Action   string // approve, reject
-	F        records.ExceptionFilter
-	Hidden   map[string]string // the filters, as hidden form fields
-	Sum      records.Summary
-	Note     string
-	Done     *bulkAnswer
-	QueueURL string
+	Action string // approve, reject
+	F      records.ExceptionFilter
+	Hidden map[string]string // the filters, as hidden form fields
+	Sum    records.Summary
+	Note   string
+	// AsComponent: the component rows held for their component code are
+	// approved as (records.BulkDecision.AsComponent).
+	AsComponent string
+	Done        *bulkAnswer
+	QueueURL    string
 }
 
 // bulkRequest reads a bulk decision's action and filter; when they are not
@@ -467,8 +474,11 @@ func (s *Server) bulkPost(w http.ResponseWriter, r *http.Request, sess records.S
 	if !ok {
 		return
 	}
-	v.Note = r.PostFormValue("note")
+	v.Note, v.AsComponent = r.PostFormValue("note"), r.PostFormValue("as_component")
 	b.Note = v.Note
+	if b.Approve {
+		b.AsComponent = v.AsComponent
+	}
 	p := basePage(sess, "Confirm "+v.Action)
 	// The set must be the one the reviewer confirmed: files may have arrived,
 	// or others decided, since the confirm page was shown.
@@ -479,6 +489,12 @@ func (s *Server) bulkPost(w http.ResponseWriter, r *http.Request, sess records.S
 		return
 	}
 	ans, err := s.decideAll(r, b, false)
+	if errors.Is(err, records.ErrComponent) {
+		p.Error = err.Error()
+		p.V = v
+		s.render(w, r, http.StatusUnprocessableEntity, "bulk", p)
+		return
+	}
 	if err != nil {
 		s.consoleInternal(w, r, err)
 		return
@@ -503,6 +519,9 @@ type exceptionView struct {
 	Fields []fieldRow
 	Audit  []records.AuditEntry
 	Note   string
+	// AsComponent is what the reviewer typed as the component a held
+	// code means, kept when the page comes back with an error.
+	AsComponent string
 	// PGP is how the file came, when it came as OpenPGP: encrypted to
 	// which platform key, signed by which partner key (nil: plain).
 	PGP *records.EnvelopePGP
@@ -570,26 +589,37 @@ func (s *Server) decidePost(w http.ResponseWriter, r *http.Request, sess records
 	if !ok {
 		return
 	}
+	// The component a held code means: given to an approval only (the
+	// form sends the field with either button).
+	as := ""
+	if action == "approve" {
+		as = r.PostFormValue("as_component")
+	}
 	x, err := s.Store.Decide(r.Context(), records.Decision{ExceptionID: v.D.ID, Approve: action == "approve",
-		Reviewer: sess.Reviewer.Name, Note: note, Via: records.ViaConsole, Partners: sess.Reviewer.Partners})
+		Reviewer: sess.Reviewer.Name, Note: note, Via: records.ViaConsole, Partners: sess.Reviewer.Partners, AsComponent: as})
 	var de *records.DecidedError
 	var se *records.StaleError
+	var ce *records.ComponentError
 	switch {
 	case err == nil:
 		s.Log.InfoContext(r.Context(), "review: exception decided", "exception", x.ID, "status", x.Status,
 			"reviewer", sess.Reviewer.Name, "via", "console")
 		http.Redirect(w, r, fmt.Sprintf("/review/exceptions/%d?decided=1", x.ID), http.StatusSeeOther)
-	case errors.As(err, &de), errors.As(err, &se):
+	case errors.As(err, &de), errors.As(err, &se), errors.As(err, &ce):
 		if v2, ok := s.exceptionView(w, r, sess); ok {
 			v = v2
 		} else {
 			return
 		}
-		v.Note = note
+		v.Note, v.AsComponent = note, as
 		p := basePage(sess, fmt.Sprintf("Exception %d", v.D.ID))
 		p.Error = err.Error()
 		p.V = v
-		s.render(w, r, http.StatusConflict, "exception", p)
+		status := http.StatusConflict
+		if ce != nil {
+			status = http.StatusUnprocessableEntity
+		}
+		s.render(w, r, status, "exception", p)
 	case errors.Is(err, records.ErrForbidden):
 		s.denied(w, r, sess.Reviewer, records.ViaConsole, v.D.ID, v.D.PartnerID)
 	default:

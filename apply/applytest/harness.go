@@ -56,6 +56,14 @@ func InPeriod(r records.StagedRow, p string) records.StagedRow {
 	return r
 }
 
+// HeldCode is r read under a profile that holds a code it does not map:
+// its component is the partner's code, held for a reviewer with msg
+// (records.StagedRow.HeldCode).
+func HeldCode(r records.StagedRow, code, msg string) records.StagedRow {
+	r.Component, r.Field, r.Message = code, "component", msg
+	return r
+}
+
 // Invalid is a row normalize rejected: no normalised values, its raw cells
 // (echoed in the result) in the D* fields.
 func Invalid(ref, code, field, msg string) records.StagedRow {

@@ -123,8 +123,23 @@ func cmdPartnerProfileShow(ctx context.Context, args []string, stdout, stderr io
 		return err
 	}
 	fmt.Fprintf(stdout, "# partner %s, profile version %d, set by %s at %s\n", id, pr.Version, pr.SetBy, pr.SetAt.UTC().Format("2006-01-02 15:04:05Z"))
-	_, err = io.WriteString(stdout, yaml)
-	return err
+	if _, err = io.WriteString(stdout, yaml); err != nil {
+		return err
+	}
+	// What reviewers said codes mean: read with the profile where it
+	// maps none (as comments, so the output can be set again as it is).
+	cs, err := e.store.ComponentCodes(ctx, id)
+	if err != nil || len(cs) == 0 {
+		return err
+	}
+	if !strings.HasSuffix(yaml, "\n") {
+		fmt.Fprintln(stdout)
+	}
+	fmt.Fprintln(stdout, "# codes reviewers gave a component, read as it where components: maps them not:")
+	for _, c := range cs {
+		fmt.Fprintf(stdout, "#   %s: %s  (exception %d, approved by %s at %s)\n", c.Code, c.Component, c.ExceptionID, c.DecidedBy, c.DecidedAt.UTC().Format("2006-01-02 15:04:05Z"))
+	}
+	return nil
 }
 
 // cmdPartnerProfileCheck previews a sample file as the partner's upload
@@ -168,6 +183,9 @@ func cmdPartnerProfileCheck(ctx context.Context, args []string, stdout, stderr i
 	}
 	if *profileFile != "" {
 		p = u.Apply(p)
+		if p.Profile != nil { // what reviewers said codes mean holds for any profile
+			pr.Decided = p.Profile.Decided
+		}
 		p.Profile = &pr // version 0: not stored
 	}
 	pv, err := e.intake.PreviewFile(ctx, p, filepath.Base(pos[1]), f)

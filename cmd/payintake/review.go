@@ -120,6 +120,11 @@ func cmdReviewShow(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	fmt.Fprintf(stdout, "exception %d: %s (%s)\n", d.ID, d.Status, d.Code)
 	fmt.Fprintf(stdout, "partner %s, employee %s (employee_id %s), period %s, component %s\n", d.PartnerID, d.EmployeeRef, d.EmployeeID, d.PayPeriod, d.Component)
+	if d.Code == normalize.CodeUnknownComponent && d.Status == records.ExceptionOpen {
+		fmt.Fprintf(stdout, "component code %s has no mapping in the partner's profile: approve with --as-component COMPONENT (what the code means), or reject\n", d.PartnerCode)
+	} else if d.PartnerCode != "" && d.PartnerCode != d.Component {
+		fmt.Fprintf(stdout, "sent with component code %s, given component %s by a reviewer\n", d.PartnerCode, d.Component)
+	}
 	fmt.Fprintf(stdout, "from %s line %d (envelope %d), held %s\n", d.File, d.Line, d.EnvelopeID, d.CreatedAt.UTC().Format(time.RFC3339))
 	if d.DecidedAt != nil {
 		fmt.Fprintf(stdout, "decided by %s at %s", orDash(d.DecidedBy), d.DecidedAt.UTC().Format(time.RFC3339))
@@ -191,6 +196,12 @@ func cmdReviewDecide(ctx context.Context, approve bool, args []string, stdout, s
 	fs, g := newFlagSet(name, stderr)
 	reviewer := fs.String("reviewer", "", "who decides (required; kept with the decision)")
 	note := fs.String("note", "", "why (kept, and shared with the partner in the review report)")
+	var as *string
+	if approve {
+		as = fs.String("as-component", "", "approve a row held for its component code (unknown_component) as this component: the component the partner's code means (required there); later files read the code as it")
+	} else {
+		as = new(string)
+	}
 	var f records.ExceptionFilter
 	bulkFilterFlags(fs, &f)
 	dryRun := fs.Bool("dry-run", false, "with --partner: print how many exceptions match and the total amount change, decide nothing")
@@ -236,12 +247,18 @@ func cmdReviewDecide(ctx context.Context, approve bool, args []string, stdout, s
 			return err
 		}
 		return reviewDecideAll(ctx, e, records.BulkDecision{Filter: f, Approve: approve, Reviewer: *reviewer,
-			Note: *note, Via: records.ViaCLI, Partners: scope}, *dryRun, stdout)
+			Note: *note, Via: records.ViaCLI, Partners: scope, AsComponent: *as}, *dryRun, stdout)
 	}
 	x, err := e.store.Decide(ctx, records.Decision{ExceptionID: id, Approve: approve, Reviewer: *reviewer,
-		Note: *note, Via: records.ViaCLI, Partners: scope})
+		Note: *note, Via: records.ViaCLI, Partners: scope, AsComponent: *as})
 	if err != nil {
 		return err
+	}
+	if x.Status == records.ExceptionOpen {
+		// Given its component, the row met what holds a row (a locked
+		// record, a closed period, an employee not onboarded).
+		fmt.Fprintf(stdout, "exception %d: component code %s is %s; the row is held again (%s) for a reviewer\n", x.ID, x.PartnerCode, x.Component, x.Code)
+		return nil
 	}
 	fmt.Fprintf(stdout, "exception %d %s by %s\n", x.ID, x.Status, x.DecidedBy)
 	return nil
