@@ -77,6 +77,15 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if errors.Is(err, ErrBusy) {
 		return nil // another process owns the period; the sweep comes back if it dies
 	}
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		// Cut by this process's stop: the period is released (Dispatch's
+		// unlock) and River puts the job back at once, the attempt not
+		// counted, for any process; the lines in flight go again under
+		// their keys.
+		w.d.cfg.Log.InfoContext(ctx, "dispatch cut by this process's stop; the period goes back to the queue",
+			"partner", job.Args.Partner, "pay_period", job.Args.Period)
+		return ctx.Err()
+	}
 	if err != nil {
 		w.d.cfg.Log.ErrorContext(ctx, "dispatch failed; it will be retried", "partner", job.Args.Partner,
 			"pay_period", job.Args.Period, "attempt", job.Attempt, "err", err)

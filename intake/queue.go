@@ -157,8 +157,24 @@ func (q *Queue) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop waits for running jobs to finish, or until ctx is done (then the
-// running jobs are cancelled; they roll back and are retried later).
+// StopFetching makes this process take no new job, at once: the jobs
+// waiting are left to the other processes, while the running ones go on
+// until Stop. (River's Stop begins the stop, its producers no longer
+// fetching, and returns when its context is done; the stop goes on, and
+// Stop waits for it.)
+func (q *Queue) StopFetching() {
+	if q.workers == 0 {
+		return
+	}
+	now, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = q.client.Stop(now)
+}
+
+// Stop waits for running jobs to finish, or until ctx is done: then the
+// running jobs are cancelled, roll back, and are made available again at
+// once, for any process (River puts a job its own stop interrupted back
+// without counting the attempt).
 func (q *Queue) Stop(ctx context.Context) error {
 	if q.workers == 0 {
 		return nil
@@ -238,6 +254,13 @@ func (w *processWorker) Work(ctx context.Context, job *river.Job[ProcessArgs]) e
 		// the envelope is unheld again and the orphan sweep queues it anew.
 		w.in.Log.DebugContext(ctx, "envelope being processed elsewhere; job done", "envelope", job.Args.EnvelopeID)
 		return nil
+	}
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		// Cut by this process's stop (a timeout is DeadlineExceeded): not a
+		// failure of the file. Returning the context's error lets River put
+		// the job back at once, the attempt not counted, for any process.
+		w.in.Log.InfoContext(ctx, "processing cut by this process's stop; the file goes back to the queue", "envelope", job.Args.EnvelopeID)
+		return ctx.Err()
 	}
 	if err != nil {
 		w.m.failures.Inc()

@@ -14,9 +14,12 @@
 // A Notifier (run by `payintake serve`) claims due events with SKIP LOCKED,
 // so several processes share the work, and POSTs each with a bounded
 // timeout, outside any database transaction: processing never waits on a
-// partner's server. Every attempt carries the same webhook-id and body (both
-// stored with the event) and a fresh webhook-timestamp and signature. An
-// answer that is not 2xx is retried by the rules of vendor dispatch
+// partner's server. A claim is a lease: an attempt whose process dies is
+// made again when it runs out; one a stopping process cuts (RunUntil, as
+// `serve` drains) is released at once, for another process to send. Every
+// attempt carries the same webhook-id and body (both stored with the
+// event) and a fresh webhook-timestamp and signature. An answer that is not
+// 2xx is retried by the rules of vendor dispatch
 // (backoff.Retryable, backoff.Delay with Retry-After honoured) until the
 // retry budget is spent; then the event is failed, and an operator can send
 // it again (`payintake notify redeliver`). Every attempt is logged

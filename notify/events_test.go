@@ -386,3 +386,73 @@ func TestSlowReceiverNeverBlocksProcessing(t *testing.T) {
 		t.Fatalf("after a receiver that never answers: %+v %v", evs, err)
 	}
 }
+
+// TestDrainCutReleasesTheEvent: a process that drains (RunUntil) claims
+// nothing once told to stop, lets a delivery in flight get its answer, and
+// releases one still unanswered when cut: due again at once, so another
+// process sends it with the same webhook-id instead of waiting out the
+// claim's lease.
+func TestDrainCutReleasesTheEvent(t *testing.T) {
+	f := newFixture(t)
+	arrived := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- r.Header.Get("webhook-id")
+		_, _ = io.Copy(io.Discard, r.Body) // then the server notices the client leave
+		<-r.Context().Done()               // never answers
+	}))
+	defer srv.Close()
+	f.setURL("acme", srv.URL)
+	n := notify.New(f.st, notify.Config{Timeout: time.Minute})
+	claims, stopClaims := context.WithCancel(f.ctx)
+	cut, cutNow := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { n.RunUntil(claims, cut); close(done) }()
+	defer func() { stopClaims(); cutNow(); <-done }()
+
+	f.send("acme", "a.csv", payroll)
+	var first string
+	select {
+	case first = <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event was not sent within 10s")
+	}
+	stopClaims()
+	f.send("acme", "b.csv", payroll) // due now, but the draining process claims no more
+	select {
+	case <-done:
+		t.Fatal("RunUntil returned with a delivery in flight before the cut")
+	default:
+	}
+	cutNow()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunUntil did not return after the cut")
+	}
+	if k := f.count(`SELECT count(*) FROM notify_events WHERE attempts = 0`); k != 1 {
+		t.Fatalf("%d events never tried, want 1: the second, due after the drain began", k)
+	}
+	var due bool
+	var lastErr string
+	if err := f.st.Pool().QueryRow(f.ctx, `SELECT next_attempt_at <= now(), last_error FROM notify_events WHERE webhook_id = $1`, first).Scan(&due, &lastErr); err != nil {
+		t.Fatal(err)
+	}
+	if !due || !strings.Contains(lastErr, "cut") {
+		t.Fatalf("the cut event: due now %v, last error %q; want due at once, its error saying it was cut", due, lastErr)
+	}
+
+	// Another process sends both at once, the cut one with its webhook-id.
+	got := make(chan string, 10)
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("webhook-id")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer ok.Close()
+	f.setURL("acme", ok.URL)
+	if k, err := notify.New(f.st, notify.Config{}).DeliverDue(f.ctx); err != nil || k != 2 {
+		t.Fatalf("another process sent %d events (%v), want both", k, err)
+	}
+	if a, b := <-got, <-got; a != first && b != first {
+		t.Fatalf("the cut event sent again as %q and %q, want webhook-id %q", a, b, first)
+	}
+}

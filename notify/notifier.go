@@ -106,11 +106,18 @@ func (n *Notifier) secrets(ctx context.Context, partner string) ([][]byte, error
 
 // Run delivers due events until ctx is done, Concurrency at a time and at
 // most one per partner, looking for new ones every SweepEvery and whenever
-// a delivery ends; then it waits for the deliveries in flight. One per
-// partner: a partner whose receiver hangs holds one slot until Timeout,
-// never the others, so its queue cannot hold up another partner's events
-// (and a partner's events go out one after the other).
-func (n *Notifier) Run(ctx context.Context) {
+// a delivery ends; then the deliveries in flight are cut (see RunUntil).
+// One per partner: a partner whose receiver hangs holds one slot until
+// Timeout, never the others, so its queue cannot hold up another partner's
+// events (and a partner's events go out one after the other).
+func (n *Notifier) Run(ctx context.Context) { n.RunUntil(ctx, ctx) }
+
+// RunUntil is Run for a process that drains: it claims no new event once
+// ctx is done, and waits for the deliveries in flight to get their answer
+// until cut is done. A delivery cut then is released: its event is due
+// again at once, so another process sends it (with the same webhook-id)
+// without waiting for the claim's lease to run out.
+func (n *Notifier) RunUntil(ctx, cut context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	done := make(chan string, n.cfg.Concurrency) // the partner whose delivery ended
@@ -128,7 +135,7 @@ func (n *Notifier) Run(ctx context.Context) {
 				busy[c.partner]++
 				wg.Go(func() {
 					defer func() { done <- c.partner }()
-					n.deliver(ctx, c)
+					n.deliver(cut, c)
 				})
 			}
 		}
@@ -166,23 +173,32 @@ func (n *Notifier) DeliverDue(ctx context.Context) (int, error) {
 	return len(cs), ctx.Err()
 }
 
-// deliver makes one attempt and records its answer. If ctx ends first, the
-// attempt is left unfinished: its lease runs out and it is made again.
+// deliver makes one attempt and records its answer. If ctx ends before an
+// answer, the attempt is cut and its event released: due again at once, for
+// any process (if even that cannot be recorded, the claim's lease runs out
+// and the event is sent again then).
 func (n *Notifier) deliver(ctx context.Context, c claimed) {
 	log := n.cfg.Log.With("event", c.id, "webhook_id", c.webhookID, "partner", c.partner, "type", c.typ, "attempt", c.attempt)
 	r := n.attempt(ctx, c)
-	if ctx.Err() != nil {
-		return
+	cut := ctx.Err() != nil && r.status == 0
+	if cut {
+		r = result{state: StatePending, next: n.cfg.Now(), sent: r.sent,
+			err: "cut: the process stopped before an answer came; sent again at once by another process"}
 	}
+	// An answer that came is recorded even if ctx ended meanwhile.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.Timeout)
+	defer cancel()
 	if err := n.st.finish(ctx, c, r, n.cfg.Now()); err != nil {
 		log.ErrorContext(ctx, "notifications: the answer could not be recorded; the event is sent again when its lease ends", "err", err)
 		return
 	}
 	n.cfg.Metrics.observe(r)
-	switch r.state {
-	case StateDelivered:
+	switch {
+	case cut:
+		log.WarnContext(ctx, "notification cut by a stop before its answer; released, to be sent again at once")
+	case r.state == StateDelivered:
 		log.InfoContext(ctx, "notification delivered", "status", r.status)
-	case StatePending:
+	case r.state == StatePending:
 		log.WarnContext(ctx, "notification not delivered; it will be retried", "status", r.status, "err", r.err, "next_attempt_at", r.next)
 	default:
 		log.ErrorContext(ctx, "notification failed; `payintake notify redeliver` sends it again", "status", r.status, "err", r.err)

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pkg/sftp"
+
+	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/pgserver/pgtest"
 )
 
@@ -65,13 +68,7 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 	}
 	c := srv.login("drain", key)
 	data := payrollFile("DR", 4000)
-	f, err := c.Create("/inbox/drain.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(data[:len(data)/2]); err != nil {
-		t.Fatal(err)
-	}
+	f := c.halfUpload(t, "drain.csv", data)
 
 	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -90,20 +87,8 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 		t.Fatalf("serve exited with an upload in flight: %v", srv.state)
 	default:
 	}
-	if _, err := f.Write(data[len(data)/2:]); err != nil {
-		t.Fatalf("write during the drain: %v", err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatalf("close during the drain: %v", err)
-	}
-	select {
-	case <-srv.done:
-		if !srv.state.Success() {
-			t.Fatalf("serve exited with %v after the drain", srv.state)
-		}
-	case <-time.After(40 * time.Second):
-		t.Fatal("serve did not exit after its upload finished")
-	}
+	finishUpload(t, f, data)
+	srv.waitExit(40 * time.Second)
 
 	var sum []byte
 	if err := st.Pool().QueryRow(t.Context(), `SELECT sha256 FROM envelopes WHERE partner_id = 'drain' AND file_name = 'drain.csv' AND status <> 'incomplete'`).Scan(&sum); err != nil {
@@ -114,5 +99,54 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 	}
 	if !strings.Contains(srv.logs.String(), `msg=draining`) {
 		t.Fatalf("no drain in the log:\n%s", tail(srv.logs.String(), 2000))
+	}
+}
+
+// waitExit waits for the process to exit with status 0 within d (after a
+// SIGTERM the test sent: a drain).
+func (s *server) waitExit(within time.Duration) {
+	s.t.Helper()
+	select {
+	case <-s.done:
+		if !s.state.Success() {
+			s.t.Fatalf("serve exited with %v after the drain", s.state)
+		}
+	case <-time.After(within):
+		s.t.Fatalf("serve did not exit within %v of the drain's end", within)
+	}
+}
+
+// drain sends SIGTERM and waits until serve says it drains.
+func (s *server) drain() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		s.t.Fatal(err)
+	}
+	eventually.True(s.t, 10*time.Second, func() bool { return strings.Contains(s.logs.String(), "msg=draining") }, "serve draining")
+}
+
+// halfUpload opens /inbox/name and writes the first half of data: an
+// upload in flight, finished with finishUpload.
+func (c *client) halfUpload(t testing.TB, name string, data []byte) *sftp.File {
+	t.Helper()
+	f, err := c.Create("/inbox/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data[:len(data)/2]); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// finishUpload writes the second half of data to f and closes it (the
+// moment of receipt).
+func finishUpload(t testing.TB, f *sftp.File, data []byte) {
+	t.Helper()
+	if _, err := f.Write(data[len(data)/2:]); err != nil {
+		t.Fatalf("write the rest of %s: %v", f.Name(), err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("close %s: %v", f.Name(), err)
 	}
 }

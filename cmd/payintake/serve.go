@@ -319,6 +319,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	errs := make(chan error, 3)
+	// Work in flight (notifications being sent) runs until cutWork, at the
+	// drain's end; new work is claimed only until the drain begins (claims).
+	workCtx, cutWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cutWork()
+	claims, stopClaims := context.WithCancel(runCtx)
+	defer stopClaims()
 	if *workers > 0 {
 		// Work left by a process that died is found within --orphan-after
 		// (River alone would wait for its rescue, --job-timeout + 5m). The
@@ -326,7 +332,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		wg.Go(func() { queue.SweepOrphans(runCtx, e.store.Pool(), *orphanAfter) })
 		wg.Go(func() { outbound.Sweep(runCtx, disp, queue.Insert) })
 		// Result notifications: POSTs to partners, outside any transaction.
-		wg.Go(func() { notifier.Run(runCtx) })
+		wg.Go(func() { notifier.RunUntil(claims, workCtx) })
 	}
 	// Every read has a deadline: headers within 10 s, a whole request within
 	// --http-read-timeout, a body within --http-body-timeout at
@@ -394,19 +400,22 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	})
 	sdNotify(log, daemon.SdNotifyReady)
-	// The drain: not ready at once; no new SFTP connections, the uploads in
-	// flight finish; then no new HTTP connections, the requests in flight
-	// finish; then the queue stops fetching (jobs not started are left to
-	// the other replicas) and running jobs finish, all within
-	// --drain-timeout. What is left is cut: uploads are stored to be
-	// resumed on another replica, jobs are cancelled and retried.
+	// The drain: not ready at once, and no new queue work taken (jobs and
+	// notifications waiting are left to the other replicas); no new SFTP
+	// connections, the uploads in flight finish; then no new HTTP
+	// connections, the requests in flight finish; all within
+	// --drain-timeout. Running jobs and notifications have workGrace more.
+	// What is left is cut: uploads are stored to be resumed on another
+	// replica, jobs and notifications put back for another to take at once.
 	var drainEnd time.Time
 	select {
 	case <-ctx.Done():
 		draining.Store(true)
 		sdNotify(log, daemon.SdNotifyStopping)
 		drainEnd = time.Now().Add(*drainTimeout)
-		log.Info("draining", "drain_timeout", *drainTimeout)
+		log.Info("draining", "drain_timeout", *drainTimeout, "running_work_cut_after", *drainTimeout+workGrace)
+		queue.StopFetching()
+		stopClaims()
 		dctx, cancel := context.WithDeadline(context.Background(), drainEnd)
 		sftpSrv.Drain(dctx)
 		if err := httpSrv.Shutdown(dctx); err != nil {
@@ -417,10 +426,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case <-runCtx.Done():
 		drainEnd = time.Now().Add(30 * time.Second)
 	}
+	// Notifications in flight are cut at the work's end, jobs below.
+	workEnd := drainEnd.Add(workGrace)
+	cutAtEnd := time.AfterFunc(time.Until(workEnd), cutWork)
+	defer cutAtEnd.Stop()
 	wg.Wait()
 	// Uploads are closed (or stored to be resumed) by now; let running
-	// jobs finish, or cancel them at the drain's end (they are retried).
-	shut, cancel := context.WithDeadline(context.Background(), drainEnd.Add(5*time.Second))
+	// jobs finish, or cancel them at the work's end (they go back to the
+	// queue at once).
+	shut, cancel := context.WithDeadline(context.Background(), workEnd)
 	defer cancel()
 	if err := queue.Stop(shut); err != nil {
 		log.Error("stop workers", "err", err)
@@ -453,6 +467,11 @@ func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, certs *certFiles,
 		}
 	}
 }
+
+// workGrace is how long past --drain-timeout the jobs and notifications
+// running at SIGTERM may still take to finish (the platform's stop timeout
+// covers it: docs/fleet.md).
+const workGrace = 5 * time.Second
 
 // readyCommitTimeout bounds /readyz's commit: a database that cannot commit
 // within it is not ready.
