@@ -40,8 +40,8 @@ const (
 // Memory stays flat whatever the number of rows: excelize's StreamWriter
 // keeps the sheet's XML in memory up to 16 MiB (excelize.StreamChunkSize)
 // and then in a temporary file in tmpDir ("": os.TempDir()), removed when
-// the workbook is written; the archive is compressed straight to w (see
-// zipTo), never held whole in memory.
+// the workbook is written; the archive is compressed straight to w
+// (Save), never held whole in memory.
 func ResultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string) error {
 	cr := csv.NewReader(resultCSV)
 	cr.FieldsPerRecord = -1
@@ -121,27 +121,41 @@ func ResultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string) error {
 	if err := sw.Flush(); err != nil {
 		return fmt.Errorf("workbook: %w", err)
 	}
-	return zipTo(f, w)
+	_, err = Save(f, w)
+	return err
 }
 
-// zipTo writes f's archive to w as it is compressed. excelize's File.WriteTo
-// builds the whole archive in a bytes.Buffer before writing a byte of it
-// (File.WriteToBuffer): tens of MB for a million rows. Its zip writer hook
-// is given that buffer; the one set here writes to w instead, so the
-// buffer stays empty. (WriteToBuffer's one later step on the buffer marks
-// parts over 4 GiB as ZIP64 in their local headers; archive/zip's central
-// directory records them either way, and a result sheet, at most 1,048,576
-// rows, never reaches that size.)
-func zipTo(f *excelize.File, w io.Writer) error {
-	f.SetZipWriter(func(io.Writer) excelize.ZipWriter { return zip.NewWriter(w) })
+// Save writes f's archive to w as it is compressed, and returns the bytes
+// written. excelize's File.WriteTo builds the whole archive in a
+// bytes.Buffer before writing a byte of it (File.WriteToBuffer): tens of
+// MB for a million rows. Its zip writer hook is given that buffer; the one
+// set here writes to w instead, so the buffer stays empty. (WriteToBuffer's
+// one later step on the buffer marks parts over 4 GiB as ZIP64 in their
+// local headers; archive/zip's central directory records them either way,
+// and a sheet, at most 1,048,576 rows, of result or payroll lines never
+// reaches that size.)
+func Save(f *excelize.File, w io.Writer) (int64, error) {
+	cw := &countingWriter{w: w}
+	f.SetZipWriter(func(io.Writer) excelize.ZipWriter { return zip.NewWriter(cw) })
 	n, err := f.WriteTo(io.Discard)
 	if err != nil {
-		return fmt.Errorf("workbook: write the result workbook: %w", err)
+		return cw.n, fmt.Errorf("workbook: write the workbook: %w", err)
 	}
 	if n != 0 {
-		return fmt.Errorf("workbook: write the result workbook: excelize wrote %d bytes around its zip writer", n)
+		return cw.n, fmt.Errorf("workbook: write the workbook: excelize wrote %d bytes around its zip writer", n)
 	}
-	return nil
+	return cw.n, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // resultStyles are the cell styles of a result workbook: the header's, and
