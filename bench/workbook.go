@@ -74,5 +74,7 @@ func (b File) WriteWorkbook(w io.Writer, tmpDir string) (int64, error) {
 	if err := sw.Flush(); err != nil {
 		return 0, fmt.Errorf("bench workbook: %w", err)
 	}
-	return workbook.Save(f, w)
+	cw := &countWriter{w: w}
+	err = workbook.Save(f, cw)
+	return cw.n, err
 }

@@ -121,41 +121,27 @@ func ResultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string) error {
 	if err := sw.Flush(); err != nil {
 		return fmt.Errorf("workbook: %w", err)
 	}
-	_, err = Save(f, w)
-	return err
+	return Save(f, w)
 }
 
-// Save writes f's archive to w as it is compressed, and returns the bytes
-// written. excelize's File.WriteTo builds the whole archive in a
-// bytes.Buffer before writing a byte of it (File.WriteToBuffer): tens of
-// MB for a million rows. Its zip writer hook is given that buffer; the one
-// set here writes to w instead, so the buffer stays empty. (WriteToBuffer's
-// one later step on the buffer marks parts over 4 GiB as ZIP64 in their
-// local headers; archive/zip's central directory records them either way,
-// and a sheet, at most 1,048,576 rows, of result or payroll lines never
-// reaches that size.)
-func Save(f *excelize.File, w io.Writer) (int64, error) {
-	cw := &countingWriter{w: w}
-	f.SetZipWriter(func(io.Writer) excelize.ZipWriter { return zip.NewWriter(cw) })
+// Save writes f's archive to w as it is compressed. excelize's
+// File.WriteTo builds the whole archive in a bytes.Buffer before writing a
+// byte of it (File.WriteToBuffer): tens of MB for a million rows. Its zip
+// writer hook is given that buffer; the one set here writes to w instead,
+// so the buffer stays empty. (WriteToBuffer's one later step on the buffer
+// marks parts over 4 GiB as ZIP64 in their local headers; archive/zip's
+// central directory records them either way, and a sheet, at most
+// 1,048,576 rows, of result or payroll lines never reaches that size.)
+func Save(f *excelize.File, w io.Writer) error {
+	f.SetZipWriter(func(io.Writer) excelize.ZipWriter { return zip.NewWriter(w) })
 	n, err := f.WriteTo(io.Discard)
 	if err != nil {
-		return cw.n, fmt.Errorf("workbook: write the workbook: %w", err)
+		return fmt.Errorf("workbook: write the workbook: %w", err)
 	}
 	if n != 0 {
-		return cw.n, fmt.Errorf("workbook: write the workbook: excelize wrote %d bytes around its zip writer", n)
+		return fmt.Errorf("workbook: write the workbook: excelize wrote %d bytes around its zip writer", n)
 	}
-	return cw.n, nil
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+	return nil
 }
 
 // resultStyles are the cell styles of a result workbook: the header's, and
