@@ -93,6 +93,9 @@ func ResultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string) error {
 		if err != nil {
 			return fmt.Errorf("workbook: read the result file: %w", err)
 		}
+		if n > excelize.TotalRows {
+			return fmt.Errorf("workbook: the result file has more than %d rows, the most a sheet holds below its header", excelize.TotalRows-1)
+		}
 		kind := st.plain
 		switch rec[col["outcome"]] {
 		case "rejected":
