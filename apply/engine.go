@@ -24,6 +24,7 @@ import (
 
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
+	"github.com/payintake/payintake/workbook"
 )
 
 // Engine applies envelopes, webhook changes and leg replays to one store.
@@ -221,7 +222,8 @@ func (e *Engine) applyEnvelope(ctx context.Context, tx pgx.Tx, env *records.Enve
 	if err != nil {
 		return err
 	}
-	if err := records.NoteResultFormat(ctx, tx, env, p); err != nil {
+	// A workbook result is built here, once, from the lines just stored.
+	if err := e.store.NoteResultFormat(ctx, tx, env, p, workbook.ResultWorkbook); err != nil {
 		return err
 	}
 	// A later file supersedes held changes: review reports it completes

@@ -12,15 +12,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
+	"github.com/payintake/payintake/workbook"
 )
 
 // Options configures one benchmark run of one file size.
@@ -32,6 +36,12 @@ type Options struct {
 	// each and reports the median time from "upload closed" to "result file
 	// written".
 	LatencyRuns int
+	// Workbooks also measures the same payroll as CSV and as .xlsx, and a
+	// result built as a workbook (Result.Workbook).
+	Workbooks bool
+	// XLSXFirst ingests the .xlsx before the CSV (Workbooks): the records
+	// table grows with each step, so comparisons alternate the order.
+	XLSXFirst bool
 	// Progress, if set, is told what runs now.
 	Progress func(step string)
 }
@@ -40,6 +50,13 @@ type Options struct {
 type Measured struct {
 	Duration time.Duration  `json:"duration_ns"`
 	Counts   map[string]int `json:"counts"`
+	// PeakRSS is the process's peak resident set during this ingest alone
+	// (VmHWM reset before it), in bytes; 0 where not measured.
+	PeakRSS int64 `json:"peak_rss_bytes,omitempty"`
+	// CPU is this process's CPU time (user and system) during the ingest,
+	// where measured: on a shared machine it moves far less than the
+	// elapsed time. PostgreSQL's backends are not in it.
+	CPU time.Duration `json:"cpu_ns,omitempty"`
 }
 
 // Result is what one Run measured.
@@ -59,8 +76,34 @@ type Result struct {
 	Unchanged Measured   `json:"unchanged"`
 	Changed1  Measured   `json:"changed_1pct"`
 	Latencies []Measured `json:"latencies,omitempty"`
-	// PeakRSS is the process's peak resident set (VmHWM), in bytes.
+	// PeakRSS is the process's peak resident set (VmHWM), in bytes, over
+	// the steps above (before Workbook's).
 	PeakRSS int64 `json:"peak_rss_bytes"`
+	// Workbook is what Options.Workbooks measured (nil: not asked).
+	Workbook *WorkbookResult `json:"workbook,omitempty"`
+}
+
+// WorkbookResult compares the same payroll (File.Clean's rows) as CSV and
+// as an .xlsx workbook (File.WriteWorkbook), each the first file of a
+// partner of its own, so both are read and applied the same way (a first
+// file: every row created); and times a result built as a workbook.
+type WorkbookResult struct {
+	CSVBytes  int64    `json:"csv_bytes"`
+	XLSXBytes int64    `json:"xlsx_bytes"`
+	CSV       Measured `json:"csv"`
+	XLSX      Measured `json:"xlsx"`
+	// ResultXLSX is the CSV's first submission for a partner whose profile
+	// says results: xlsx: the same work as CSV's, plus the result workbook
+	// built from the stored lines and stored in the processing
+	// transaction, and then written out from the stored bytes.
+	ResultXLSX Measured `json:"result_xlsx"`
+	// Build is the result workbook built once more, alone, from the stored
+	// lines (read from the store as processing reads them); ResultBytes
+	// is its size.
+	Build       time.Duration `json:"build_ns"`
+	BuildCPU    time.Duration `json:"build_cpu_ns,omitempty"`
+	BuildRSS    int64         `json:"build_peak_rss_bytes,omitempty"`
+	ResultBytes int64         `json:"result_bytes"`
 }
 
 // LatencyMedian is the median of the latency runs, 0 if none.
@@ -99,13 +142,13 @@ func Run(ctx context.Context, in *intake.Intake, opt Options) (Result, error) {
 		return res, fmt.Errorf("bench: read partner: %w", err)
 	}
 	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
-	gen := func(name string, f File) (string, int64, error) {
+	gen := func(name string, write func(io.Writer) (int64, error)) (string, int64, error) {
 		p := filepath.Join(opt.Dir, name)
 		out, err := os.Create(p)
 		if err != nil {
 			return "", 0, fmt.Errorf("bench: %w", err)
 		}
-		n, err := f.WriteTo(out)
+		n, err := write(out)
 		if err == nil {
 			// Written out now, outside the clock: left to the kernel, the
 			// four files of a 1,000,000-row run (230 MB) would be written
@@ -122,7 +165,7 @@ func Run(ctx context.Context, in *intake.Intake, opt Options) (Result, error) {
 	}
 	n := opt.Rows
 	progress("generate files")
-	first, size, err := gen(fmt.Sprintf("bench-%d-%s-first.csv", n, tag), File{Rows: n})
+	first, size, err := gen(fmt.Sprintf("bench-%d-%s-first.csv", n, tag), File{Rows: n}.WriteTo)
 	if err != nil {
 		return res, err
 	}
@@ -133,12 +176,12 @@ func Run(ctx context.Context, in *intake.Intake, opt Options) (Result, error) {
 		return res, err
 	}
 	defer os.Remove(again)
-	changed, _, err := gen(fmt.Sprintf("bench-%d-%s-changed.csv", n, tag), File{Rows: n, ChangeEvery: 100})
+	changed, _, err := gen(fmt.Sprintf("bench-%d-%s-changed.csv", n, tag), File{Rows: n, ChangeEvery: 100}.WriteTo)
 	if err != nil {
 		return res, err
 	}
 	defer os.Remove(changed)
-	clean, _, err := gen(fmt.Sprintf("bench-%d-%s-clean.csv", n, tag), File{Rows: n, Clean: true})
+	clean, _, err := gen(fmt.Sprintf("bench-%d-%s-clean.csv", n, tag), File{Rows: n, Clean: true}.WriteTo)
 	if err != nil {
 		return res, err
 	}
@@ -171,7 +214,7 @@ func Run(ctx context.Context, in *intake.Intake, opt Options) (Result, error) {
 	}
 	for i := 0; i < opt.LatencyRuns; i++ {
 		progress(fmt.Sprintf("latency run %d of %d", i+1, opt.LatencyRuns))
-		p, _, err := gen(fmt.Sprintf("bench-%d-%s-latency-%d.csv", n, tag, i), File{Rows: n, Offset: (i + 1) * (n + 1)})
+		p, _, err := gen(fmt.Sprintf("bench-%d-%s-latency-%d.csv", n, tag, i), File{Rows: n, Offset: (i + 1) * (n + 1)}.WriteTo)
 		if err != nil {
 			return res, err
 		}
@@ -186,7 +229,118 @@ func Run(ctx context.Context, in *intake.Intake, opt Options) (Result, error) {
 		res.Latencies = append(res.Latencies, run)
 	}
 	res.PeakRSS = PeakRSS()
+	if opt.Workbooks {
+		w, err := runWorkbooks(ctx, in, opt, tag, clean, gen)
+		if err != nil {
+			return res, err
+		}
+		res.Workbook = &w
+	}
 	return res, nil
+}
+
+// runWorkbooks measures WorkbookResult: the clean file (at clean) and the
+// same rows as a workbook, each ingested as the first file of a new
+// partner; then the clean file for a partner whose results are workbooks.
+func runWorkbooks(ctx context.Context, in *intake.Intake, opt Options, tag, clean string,
+	gen func(string, func(io.Writer) (int64, error)) (string, int64, error)) (WorkbookResult, error) {
+	var w WorkbookResult
+	progress := opt.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+	n := opt.Rows
+	progress("generate the workbook")
+	book, size, err := gen(fmt.Sprintf("bench-%d-%s-book.xlsx", n, tag), func(w io.Writer) (int64, error) {
+		return File{Rows: n, Clean: true}.WriteWorkbook(w, opt.Dir)
+	})
+	if err != nil {
+		return w, err
+	}
+	defer os.Remove(book)
+	w.XLSXBytes = size
+	if fi, err := os.Stat(clean); err != nil {
+		return w, fmt.Errorf("bench: %w", err)
+	} else {
+		w.CSVBytes = fi.Size()
+	}
+	// Each file under a name of its own: the CSV already went to the
+	// baseline under its name, and a partner's files need distinct names.
+	asCSV := filepath.Join(opt.Dir, fmt.Sprintf("bench-%d-%s-sheet.csv", n, tag))
+	if err := copyFile(clean, asCSV); err != nil {
+		return w, err
+	}
+	defer os.Remove(asCSV)
+	created := map[string]int{"created": n}
+	steps := []struct {
+		what, partner, path string
+		results             string
+		run                 *Measured
+	}{
+		{"the payroll as CSV, first file", opt.Partner + "-csv", asCSV, "", &w.CSV},
+		{"the payroll as .xlsx, first file", opt.Partner + "-xlsx", book, "", &w.XLSX},
+		{"the payroll as CSV, results: xlsx", opt.Partner + "-book", asCSV, normalize.ResultsXLSX, &w.ResultXLSX},
+	}
+	if opt.XLSXFirst {
+		steps[0], steps[1] = steps[1], steps[0]
+	}
+	var resultXLSX records.Envelope
+	for _, s := range steps {
+		progress(s.what)
+		if err := addPartner(ctx, in, s.partner, s.results); err != nil {
+			return w, err
+		}
+		o := opt
+		o.Partner = s.partner
+		var out records.Envelope
+		resetPeakRSS()
+		cpu := CPUTime()
+		*s.run, out, err = ingestEnvelope(ctx, in, o, s.path, n)
+		s.run.PeakRSS, s.run.CPU = PeakRSS(), CPUTime()-cpu
+		if err != nil {
+			return w, err
+		}
+		if err := checkCounts(s.what, s.run.Counts, created); err != nil {
+			return w, err
+		}
+		if s.results != "" {
+			resultXLSX = out
+		}
+	}
+	progress("the result workbook, built alone")
+	resetPeakRSS()
+	start, cpu := time.Now(), CPUTime()
+	var built countWriter
+	built.w = io.Discard
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(in.Store.WritePlainResult(ctx, resultXLSX.ID, pw)) }()
+	err = workbook.ResultWorkbook(&built, pr, opt.Dir)
+	pr.CloseWithError(errors.New("the workbook is built"))
+	w.Build, w.BuildCPU, w.BuildRSS, w.ResultBytes = time.Since(start), CPUTime()-cpu, PeakRSS(), built.n
+	if err != nil {
+		return w, fmt.Errorf("bench: build the result workbook: %w", err)
+	}
+	if built.n != resultXLSX.ResultSize {
+		return w, fmt.Errorf("bench: the result workbook built again has %d bytes, the stored one %d", built.n, resultXLSX.ResultSize)
+	}
+	return w, nil
+}
+
+// addPartner adds partner id with default settings and, when results is
+// not empty, a profile asking for results in that format.
+func addPartner(ctx context.Context, in *intake.Intake, id, results string) error {
+	if err := in.Store.AddPartner(ctx, records.Partner{ID: id, Name: "benchmark"}); err != nil {
+		return fmt.Errorf("bench: add partner: %w", err)
+	}
+	if results == "" {
+		return nil
+	}
+	_, err := in.Store.SetPartnerProfile(ctx, id, "results: "+results+"\n", records.PartnerProfile{Results: results},
+		records.PartnerUpdate{}, "bench", records.ViaCLI)
+	if err != nil {
+		return fmt.Errorf("bench: set partner profile: %w", err)
+	}
+	return nil
 }
 
 func checkCounts(what string, got, want map[string]int) error {
@@ -208,29 +362,45 @@ func checkCounts(what string, got, want map[string]int) error {
 // starts when the upload is closed (the file is complete) and stops when the
 // result file is in place.
 func ingest(ctx context.Context, in *intake.Intake, opt Options, path string, rows int) (Measured, error) {
+	run, _, err := ingestEnvelope(ctx, in, opt, path, rows)
+	return run, err
+}
+
+// ingestEnvelope is ingest, also returning the envelope holding the
+// outcome. A result served as a workbook is written as the partner gets
+// it (NAME.result.xlsx) and checked for its size.
+func ingestEnvelope(ctx context.Context, in *intake.Intake, opt Options, path string, rows int) (Measured, records.Envelope, error) {
 	start := time.Now()
 	got, out, err := in.IngestFile(ctx, opt.Partner, path, "bench")
 	if err != nil {
-		return Measured{}, fmt.Errorf("bench: %w", err)
+		return Measured{}, out, fmt.Errorf("bench: %w", err)
 	}
 	if got.Status != records.StatusProcessed {
-		return Measured{}, fmt.Errorf("bench: %s: status %s, want processed", filepath.Base(path), got.Status)
+		return Measured{}, out, fmt.Errorf("bench: %s: status %s, want processed", filepath.Base(path), got.Status)
 	}
-	final := filepath.Join(opt.Dir, records.ResultName(got.FileName))
+	final := filepath.Join(opt.Dir, records.ServedResultName(got.FileName, out.ResultFormat))
 	if err := writeFileAtomic(final, func(w io.Writer) error { return in.Store.WriteResult(ctx, got.ID, w) }); err != nil {
-		return Measured{}, fmt.Errorf("bench: write result: %w", err)
+		return Measured{}, out, fmt.Errorf("bench: write result: %w", err)
 	}
 	run := Measured{Duration: time.Since(start), Counts: out.Counts}
 	defer os.Remove(final)
-	// Outside the clock: the result file has a header and one line per row.
+	// Outside the clock: the result file has a header and one line per
+	// row; a workbook, the size noted when it was built.
+	if out.ResultFormat == normalize.ResultsXLSX {
+		fi, err := os.Stat(final)
+		if err != nil || fi.Size() != out.ResultSize {
+			return run, out, fmt.Errorf("bench: result workbook %s: %v (%v), want %d bytes", final, fi, err, out.ResultSize)
+		}
+		return run, out, nil
+	}
 	lines, err := countLines(final)
 	if err != nil {
-		return run, fmt.Errorf("bench: read result: %w", err)
+		return run, out, fmt.Errorf("bench: read result: %w", err)
 	}
 	if lines != rows+1 {
-		return run, fmt.Errorf("bench: result file %s has %d lines, want %d", final, lines, rows+1)
+		return run, out, fmt.Errorf("bench: result file %s has %d lines, want %d", final, lines, rows+1)
 	}
-	return run, nil
+	return run, out, nil
 }
 
 func writeFileAtomic(final string, write func(io.Writer) error) error {
@@ -356,6 +526,25 @@ func baseline(ctx context.Context, pool *pgxpool.Pool, clean, tag string, rows i
 	}
 	total := time.Since(start)
 	return cp, total - cp, nil
+}
+
+// resetPeakRSS returns the memory the heap no longer uses to the OS and
+// resets the process's peak resident set (VmHWM) to what it holds now
+// (Linux's /proc/self/clear_refs), so the next PeakRSS is a step's own.
+// Where that is not possible the peak stays the process's.
+func resetPeakRSS() {
+	debug.FreeOSMemory()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// CPUTime is the CPU time (user and system) this process has used, or 0
+// where that is not available.
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // PeakRSS returns the process's peak resident set size (VmHWM in

@@ -28,7 +28,7 @@ func TestBenchSmoke(t *testing.T) {
 	st := pgtest.Store(t)
 	in := intake.New(st, nil)
 	res, err := bench.Run(context.Background(), in, bench.Options{
-		Rows: 10000, Dir: t.TempDir(), Partner: "bench", LatencyRuns: 3,
+		Rows: 10000, Dir: t.TempDir(), Partner: "bench", LatencyRuns: 3, Workbooks: true,
 		Progress: func(step string) { t.Log(step) },
 	})
 	if err != nil {
@@ -44,6 +44,58 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	if res.Baseline <= 0 || res.First.Duration <= 0 {
 		t.Errorf("durations not measured: %+v", res)
+	}
+	w := res.Workbook
+	if w == nil {
+		t.Fatal("no workbook figures")
+	}
+	t.Logf("as CSV (%.1f MB) %v, as .xlsx (%.1f MB) %v (%.2f×); results: xlsx %v, its workbook (%.1f MB) built alone in %v; peak RSS %.0f, %.0f, %.0f MB",
+		float64(w.CSVBytes)/1e6, w.CSV.Duration, float64(w.XLSXBytes)/1e6, w.XLSX.Duration, w.XLSX.Duration.Seconds()/w.CSV.Duration.Seconds(),
+		w.ResultXLSX.Duration, float64(w.ResultBytes)/1e6, w.Build,
+		float64(w.CSV.PeakRSS)/(1<<20), float64(w.XLSX.PeakRSS)/(1<<20), float64(w.ResultXLSX.PeakRSS)/(1<<20))
+	for what, m := range map[string]bench.Measured{"CSV": w.CSV, "xlsx": w.XLSX, "results: xlsx": w.ResultXLSX} {
+		if m.Counts["created"] != 10000 || m.Duration <= 0 {
+			t.Errorf("%s: %+v, want 10000 created and a duration", what, m)
+		}
+	}
+	if w.ResultBytes <= 0 || w.Build <= 0 || w.XLSXBytes <= 0 {
+		t.Errorf("workbook figures not measured: %+v", w)
+	}
+}
+
+// The generated workbook is the clean file's payroll: sent after the
+// clean CSV, every row of it is unchanged.
+func TestBenchWorkbookIsTheSamePayroll(t *testing.T) {
+	st := pgtest.Store(t)
+	in := intake.New(st, nil)
+	ctx := context.Background()
+	if err := st.AddPartner(ctx, records.Partner{ID: "bench"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer) (int64, error)
+		want  string
+	}{
+		{"pay.csv", bench.File{Rows: 2000, Clean: true}.WriteTo, "map[created:2000]"},
+		{"pay.xlsx", func(w io.Writer) (int64, error) { return bench.File{Rows: 2000}.WriteWorkbook(w, dir) }, "map[unchanged:2000]"},
+	} {
+		path := filepath.Join(dir, f.name)
+		fh, err := os.Create(path)
+		if err == nil {
+			_, err = f.write(fh)
+			if cerr := fh.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, out, err := in.IngestFile(ctx, "bench", path, "bench")
+		if err != nil || fmt.Sprint(out.Counts) != f.want {
+			t.Fatalf("%s: %v (%v), want %s", f.name, out.Counts, err, f.want)
+		}
 	}
 }
 

@@ -56,47 +56,63 @@ func (b File) WriteTo(w io.Writer) (int64, error) {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	cw := &countWriter{w: bw}
 	if b.Clean {
-		fmt.Fprint(cw, "employee_ref,pay_period,component,amount,currency,hours,rate,pay_date\n")
+		fmt.Fprint(cw, cleanHeader+"\n")
 	} else {
 		fmt.Fprint(cw, "Employee Ref,Pay Period,Component,Amount,Currency,Hours,Rate,Pay Date\r\n")
 	}
 	var line []byte
-	i := 0
-	for e := b.Offset; i < b.Rows; e++ {
-		r := rng(uint64(e)*0x2545F4914F6CDD1D + 1)
-		k := 3 + r.intn(6)
-		for c := 0; c < k && i < b.Rows; c++ {
-			row := genRow{employee: e, component: components[c]}
-			base := int64(250000 + r.intn(750000)) // 2,500.00 .. 9,999.99
-			switch row.component {
-			case "BASE":
-				row.cents, row.hours = base, "160"
-			case "OVERTIME":
-				h := 1 + r.intn(20)
-				rate := int64(2500 + r.intn(5000))
-				row.hours, row.rateCents = strconv.Itoa(h)+".5", rate
-				row.cents = rate * int64(2*h+1) / 2
-			case "DEDUCTION_401K", "HEALTH_INS":
-				row.cents = -base / 20
-			default:
-				row.cents = base / 10
-			}
-			if b.ChangeEvery > 0 && i%b.ChangeEvery == 0 {
-				row.cents += 100
-			}
-			// The formatting is drawn for clean files too, so both forms
-			// of a file carry the same values.
-			line = b.appendRow(line[:0], row, r.intn(100))
-			if _, err := cw.Write(line); err != nil {
-				return cw.n, err
-			}
-			i++
-		}
+	err := b.each(func(row genRow, v int) error {
+		// The formatting is drawn for clean files too, so both forms
+		// of a file carry the same values.
+		line = b.appendRow(line[:0], row, v)
+		_, err := cw.Write(line)
+		return err
+	})
+	if err != nil {
+		return cw.n, err
 	}
 	if err := bw.Flush(); err != nil {
 		return cw.n, err
 	}
 	return cw.n, cw.err
+}
+
+// cleanHeader is the header of a clean file (and of its workbook).
+const cleanHeader = "employee_ref,pay_period,component,amount,currency,hours,rate,pay_date"
+
+// each calls row for the file's rows in order, with v (0..99) drawing
+// their messy forms.
+func (b File) each(row func(r genRow, v int) error) error {
+	i := 0
+	for e := b.Offset; i < b.Rows; e++ {
+		r := rng(uint64(e)*0x2545F4914F6CDD1D + 1)
+		k := 3 + r.intn(6)
+		for c := 0; c < k && i < b.Rows; c++ {
+			g := genRow{employee: e, component: components[c]}
+			base := int64(250000 + r.intn(750000)) // 2,500.00 .. 9,999.99
+			switch g.component {
+			case "BASE":
+				g.cents, g.hours = base, "160"
+			case "OVERTIME":
+				h := 1 + r.intn(20)
+				rate := int64(2500 + r.intn(5000))
+				g.hours, g.rateCents = strconv.Itoa(h)+".5", rate
+				g.cents = rate * int64(2*h+1) / 2
+			case "DEDUCTION_401K", "HEALTH_INS":
+				g.cents = -base / 20
+			default:
+				g.cents = base / 10
+			}
+			if b.ChangeEvery > 0 && i%b.ChangeEvery == 0 {
+				g.cents += 100
+			}
+			if err := row(g, r.intn(100)); err != nil {
+				return err
+			}
+			i++
+		}
+	}
+	return nil
 }
 
 // appendRow writes one row; v (0..99) picks the messy forms.

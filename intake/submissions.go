@@ -10,7 +10,6 @@ import (
 
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
-	"github.com/payintake/payintake/workbook"
 )
 
 // What a door shows a partner of its submissions. The doors (intake/httpapi,
@@ -202,7 +201,7 @@ func (in *Intake) ResultFileNamed(ctx context.Context, partner, name string) (Re
 // StoredResult gives a listed result's file: the bytes stored when it was
 // processed, sealed when they were sealed for the partner.
 func (in *Intake) StoredResult(l ResultListing) ResultFile {
-	return ResultFile{Name: l.Name, Size: l.Size, Sealed: l.Sealed, Workbook: !l.Sealed && strings.HasSuffix(strings.ToLower(l.Name), workbook.ResultSuffix),
+	return ResultFile{Name: l.Name, Size: l.Size, Sealed: l.Sealed, Workbook: !l.Sealed && strings.HasSuffix(strings.ToLower(l.Name), records.WorkbookResultSuffix),
 		write: func(ctx context.Context, w io.Writer) error {
 			return in.Store.WriteResult(ctx, l.EnvelopeID, w)
 		}}

@@ -13,6 +13,7 @@ import (
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
+	"github.com/payintake/payintake/workbook"
 	"github.com/payintake/payintake/workbook/workbooktest"
 )
 
@@ -109,7 +110,7 @@ func TestEncryptedWorkbook(t *testing.T) {
 
 // A partner whose profile says results: xlsx is served its result as a
 // workbook, NAME.result.xlsx, listed with the workbook's size: the same
-// bytes every time and for a repeat, made from the stored result file,
+// bytes every time and for a repeat, built from the stored result file,
 // which stays CSV.
 func TestResultWorkbookOfAnEnvelope(t *testing.T) {
 	f := newFixture(t, records.Partner{})
@@ -171,5 +172,81 @@ print([[c.value for c in row][:3] + [row[8].value] for row in ws.iter_rows(min_r
 `, "OUT=unused", "BOOK="+path)
 	if want := "[[0, 0, 'rejected', 'empty_file']]\n"; got != want {
 		t.Fatalf("openpyxl reads %q, want %q", got, want)
+	}
+}
+
+// TestResultWorkbookIsBuiltOnce: a result workbook is built when the
+// result is stored and its bytes are kept; every download (through each of
+// intake's ways to a result) and a repeat read those bytes and build
+// nothing. The proof: the stored result lines are changed underneath after
+// processing, and the partner's profile set back to CSV results; a
+// workbook built again would differ, yet every read gives the first
+// bytes, which are the builder's workbook of the lines as processing
+// stored them.
+func TestResultWorkbookIsBuiltOnce(t *testing.T) {
+	f := newFixture(t, records.Partner{})
+	if _, err := f.store.SetPartnerProfile(f.ctx, f.partner, "results: xlsx", records.PartnerProfile{Results: "xlsx"},
+		records.PartnerUpdate{}, "tester", records.ViaCLI); err != nil {
+		t.Fatal(err)
+	}
+	got, out := f.ingest("pay.csv", workbooktest.PayrollCSV)
+	var first, lines, built bytes.Buffer
+	if err := f.store.WriteResult(f.ctx, out.ID, &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.WritePlainResult(f.ctx, out.ID, &lines); err != nil {
+		t.Fatal(err)
+	}
+	if err := workbook.ResultWorkbook(&built, bytes.NewReader(lines.Bytes()), t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first.Bytes(), built.Bytes()) || int64(first.Len()) != out.ResultSize {
+		t.Fatalf("the stored workbook: %d bytes (%d noted), the workbook of its lines %d; want the same bytes", first.Len(), out.ResultSize, built.Len())
+	}
+
+	// The lines changed underneath, and the profile back to CSV results.
+	tag, err := f.store.Pool().Exec(f.ctx, `UPDATE envelope_results
+		SET data = convert_to(replace(convert_from(data, 'UTF8'), 'created', 'CHANGED'), 'UTF8') WHERE envelope_id = $1`, out.ID)
+	if err != nil || tag.RowsAffected() == 0 {
+		t.Fatalf("change the stored lines: %v (%d chunks)", err, tag.RowsAffected())
+	}
+	var rebuilt, changed bytes.Buffer
+	if err := f.store.WritePlainResult(f.ctx, out.ID, &changed); err != nil || !strings.Contains(changed.String(), ",CHANGED,") {
+		t.Fatalf("the changed lines: %q (%v)", changed.String(), err)
+	}
+	if err := workbook.ResultWorkbook(&rebuilt, &changed, ""); err != nil || bytes.Equal(rebuilt.Bytes(), first.Bytes()) {
+		t.Fatalf("a workbook of the changed lines: equal to the first %v (%v); want other bytes, or the test proves nothing", bytes.Equal(rebuilt.Bytes(), first.Bytes()), err)
+	}
+	if _, err := f.store.SetPartnerProfile(f.ctx, f.partner, "results: csv", records.PartnerProfile{Results: "csv"},
+		records.PartnerUpdate{}, "tester", records.ViaCLI); err != nil {
+		t.Fatal(err)
+	}
+
+	again, _ := f.ingest("pay.csv", workbooktest.PayrollCSV)
+	if again.Status != records.StatusRepeat {
+		t.Fatalf("the same file again: %s, want a repeat", again.Status)
+	}
+	l, err := f.in.ResultFileNamed(f.ctx, f.partner, "pay.result.xlsx")
+	if err != nil || l.Size != int64(first.Len()) {
+		t.Fatalf("listed: %+v (%v), want pay.result.xlsx of %d bytes", l, err, first.Len())
+	}
+	byID, err := f.in.ResultFile(f.ctx, got, out, false)
+	if err != nil || !byID.Workbook || byID.Size != int64(first.Len()) {
+		t.Fatalf("the submission's result file: %+v (%v)", byID, err)
+	}
+	reads := map[string]func(w *bytes.Buffer) error{
+		"listed (SFTP /results)":     func(w *bytes.Buffer) error { return f.in.StoredResult(l).WriteTo(f.ctx, w) },
+		"the submission's (HTTP)":    func(w *bytes.Buffer) error { return byID.WriteTo(f.ctx, w) },
+		"the repeat's (ingest)":      func(w *bytes.Buffer) error { return f.store.WriteResult(f.ctx, again.ID, w) },
+		"the first's, again (store)": func(w *bytes.Buffer) error { return f.store.WriteResult(f.ctx, out.ID, w) },
+	}
+	for what, read := range reads {
+		var b bytes.Buffer
+		if err := read(&b); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if !bytes.Equal(b.Bytes(), first.Bytes()) {
+			t.Errorf("%s: %d bytes, not the first download's %d", what, b.Len(), first.Len())
+		}
 	}
 }

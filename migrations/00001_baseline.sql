@@ -231,9 +231,10 @@ CREATE TABLE envelopes (
     profile_version integer,
     -- The format its result file is served in, as the profile asked when the
     -- file was read (NULL: csv, the stored lines as they are; csv-excel: the
-    -- same lines after a UTF-8 BOM, each line feed as CR LF; xlsx: a workbook
-    -- made from the lines, NAME.result.xlsx). The stored lines stay csv
-    -- whatever the format, and result_size is the size served.
+    -- same lines after a UTF-8 BOM, each line feed as CR LF; xlsx: the workbook
+    -- built from the lines when they were stored, kept in result_workbooks,
+    -- NAME.result.xlsx). The stored lines stay csv whatever the format, and
+    -- result_size is the size served.
     result_format text,
     CONSTRAINT envelopes_check CHECK (((status = 'replay'::text) = (replay_of IS NOT NULL))),
     CONSTRAINT envelopes_result_format_check CHECK ((result_format = ANY (ARRAY['csv-excel'::text, 'xlsx'::text]))),
@@ -776,6 +777,22 @@ CREATE TABLE envelope_results (
     CONSTRAINT envelope_results_envelope_id_fkey FOREIGN KEY (envelope_id) REFERENCES envelopes(id)
 );
 ALTER TABLE ONLY envelope_results ALTER COLUMN data SET COMPRESSION lz4;
+
+-- The result of an envelope whose partner's profile asked for results: xlsx, as the
+-- workbook the partner downloads: built once from envelope_results, in the transaction
+-- that stores them, and kept in chunks (as envelope bytes are: STORAGE MAIN, the zip's
+-- deflated bytes take a page a chunk). Every download and every repeat reads these bytes;
+-- nothing builds the workbook again, so what a partner got never depends on the version
+-- of the writer serving it.
+CREATE TABLE result_workbooks (
+    envelope_id bigint NOT NULL,
+    n integer NOT NULL,
+    data bytea NOT NULL,
+    CONSTRAINT result_workbooks_pkey PRIMARY KEY (envelope_id, n),
+    CONSTRAINT result_workbooks_envelope_id_fkey FOREIGN KEY (envelope_id) REFERENCES envelopes(id)
+);
+ALTER TABLE ONLY result_workbooks ALTER COLUMN data SET STORAGE MAIN;
+ALTER TABLE ONLY result_workbooks ALTER COLUMN data SET COMPRESSION lz4;
 
 -- A result or review report sealed for its partner, stored once in chunks
 -- (as envelope bytes are): the encryption is randomised, so every read

@@ -1282,6 +1282,18 @@ CREATE SEQUENCE public.replays_id_seq
 ALTER SEQUENCE public.replays_id_seq OWNED BY public.replays.id;
 
 --
+-- Name: result_workbooks; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.result_workbooks (
+    envelope_id bigint NOT NULL,
+    n integer NOT NULL,
+    data bytea NOT NULL
+);
+ALTER TABLE ONLY public.result_workbooks ALTER COLUMN data SET STORAGE MAIN;
+ALTER TABLE ONLY public.result_workbooks ALTER COLUMN data SET COMPRESSION lz4;
+
+--
 -- Name: review_audit; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1995,6 +2007,13 @@ ALTER TABLE ONLY public.replays
     ADD CONSTRAINT replays_pkey PRIMARY KEY (id);
 
 --
+-- Name: result_workbooks result_workbooks_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.result_workbooks
+    ADD CONSTRAINT result_workbooks_pkey PRIMARY KEY (envelope_id, n);
+
+--
 -- Name: review_audit review_audit_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2598,6 +2617,13 @@ ALTER TABLE ONLY public.replays
 
 ALTER TABLE ONLY public.replays
     ADD CONSTRAINT replays_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES public.partners(id);
+
+--
+-- Name: result_workbooks result_workbooks_envelope_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.result_workbooks
+    ADD CONSTRAINT result_workbooks_envelope_id_fkey FOREIGN KEY (envelope_id) REFERENCES public.envelopes(id);
 
 --
 -- Name: review_audit review_audit_exception_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

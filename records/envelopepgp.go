@@ -89,38 +89,28 @@ const (
 
 // storeSealed seals a plain file (written to the sealer by write) and
 // stores the sealed bytes for envelope id, through tx. The sealed bytes are
-// spooled to an unlinked file between the two (a connection reads or
-// copies, not both); the plaintext never is. It does nothing when the
-// envelope has them already.
+// spooled (spoolFile) between the two (a connection reads or copies, not
+// both); the plaintext never is. It does nothing when the envelope has
+// them already.
 func (s *Store) storeSealed(ctx context.Context, tx pgx.Tx, id int64, kind, name string, sl *Sealer,
 	write func(w io.Writer) error) error {
-	f, err := os.CreateTemp(s.spoolDir, "payintake-sealed-*")
+	f, size, err := s.spoolFile("sealed "+kind, func(bw io.Writer) error {
+		w, err := sl.Seal(bw, name)
+		if err != nil {
+			return fmt.Errorf("seal the %s of envelope %d: %w", kind, id, err)
+		}
+		if err := write(w); err != nil {
+			return err
+		}
+		if err := w.Close(); err != nil {
+			return fmt.Errorf("seal the %s of envelope %d: %w", kind, id, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("spool the sealed %s: %w", kind, err)
-	}
-	_ = os.Remove(f.Name())
-	defer f.Close()
-	bw := bufio.NewWriterSize(f, FileBuffer)
-	w, err := sl.Seal(bw, name)
-	if err != nil {
-		return fmt.Errorf("seal the %s of envelope %d: %w", kind, id, err)
-	}
-	if err := write(w); err != nil {
 		return err
 	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("seal the %s of envelope %d: %w", kind, id, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("spool the sealed %s: %w", kind, err)
-	}
-	size, err := f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return fmt.Errorf("spool the sealed %s: %w", kind, err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("spool the sealed %s: %w", kind, err)
-	}
+	defer f.Close()
 	var added bool
 	err = tx.QueryRow(ctx, sqlAddSealedResult, id, kind, sl.Recipient, sl.Signer, size).Scan(&added)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -137,6 +127,41 @@ func (s *Store) storeSealed(ctx context.Context, tx pgx.Tx, id int64, kind, name
 		return fmt.Errorf("store the sealed %s of envelope %d: %d bytes stored of %d", kind, id, src.total, size)
 	}
 	return nil
+}
+
+// spoolFile writes a file (what names it in errors) through write to an
+// unlinked temporary file in the spool directory, buffered, and returns it
+// rewound, with its size: a file built from what a transaction reads, to
+// be stored through the same transaction once it is whole. The caller
+// closes it.
+func (s *Store) spoolFile(what string, write func(w io.Writer) error) (*os.File, int64, error) {
+	f, err := os.CreateTemp(s.spoolDir, "payintake-spool-*")
+	if err != nil {
+		return nil, 0, fmt.Errorf("spool the %s: %w", what, err)
+	}
+	_ = os.Remove(f.Name()) // unlinked: the space is freed whatever happens
+	bw := bufio.NewWriterSize(f, FileBuffer)
+	size, err := func() (int64, error) {
+		if err := write(bw); err != nil {
+			return 0, err
+		}
+		if err := bw.Flush(); err != nil {
+			return 0, fmt.Errorf("spool the %s: %w", what, err)
+		}
+		size, err := f.Seek(0, io.SeekCurrent)
+		if err == nil {
+			_, err = f.Seek(0, io.SeekStart)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("spool the %s: %w", what, err)
+		}
+		return size, nil
+	}()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, size, nil
 }
 
 type sealedSource struct {

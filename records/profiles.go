@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/payintake/payintake/normalize"
-	"github.com/payintake/payintake/workbook"
 )
 
 // Statements of profiles.sql.
@@ -23,7 +22,6 @@ var (
 	sqlRecordProfileVersion  = query("RecordProfileVersion")
 	sqlPreviewRows           = query("PreviewRows")
 	sqlNoteExcelResult       = query("NoteExcelResult")
-	sqlNoteWorkbookResult    = query("NoteWorkbookResult")
 	sqlSealedWorkbookResults = query("SealedWorkbookResults")
 )
 
@@ -140,9 +138,9 @@ func recordProfileVersion(ctx context.Context, tx pgx.Tx, env *Envelope, p Partn
 
 // NoteResultFormat notes, in the transaction that stored env's result,
 // the format the profile asks its result to be served in, and the size
-// served: for a workbook, its size as made now from the stored lines,
-// which every later read makes again byte for byte.
-func NoteResultFormat(ctx context.Context, tx pgx.Tx, env *Envelope, p Partner) error {
+// served. An xlsx result's workbook is built here, once, by book, and its
+// bytes stored (storeResultWorkbook): what every later read serves.
+func (s *Store) NoteResultFormat(ctx context.Context, tx pgx.Tx, env *Envelope, p Partner, book WorkbookBuilder) error {
 	if p.Profile == nil {
 		return nil
 	}
@@ -151,10 +149,10 @@ func NoteResultFormat(ctx context.Context, tx pgx.Tx, env *Envelope, p Partner) 
 	case normalize.ResultsCSVExcel:
 		err = tx.QueryRow(ctx, sqlNoteExcelResult, env.ID).Scan(&env.ResultSize)
 	case normalize.ResultsXLSX:
-		var n byteCount
-		if err = writeServedResult(ctx, tx, Envelope{ID: env.ID, ResultFormat: normalize.ResultsXLSX}, &n); err == nil {
-			_, err = tx.Exec(ctx, sqlNoteWorkbookResult, env.ID, int64(n))
-			env.ResultSize = int64(n)
+		var n int64
+		if n, err = s.storeResultWorkbook(ctx, tx, env.ID, book); err == nil {
+			_, err = tx.Exec(ctx, sqlNoteWorkbookResult, env.ID, n)
+			env.ResultSize = n
 		}
 	default:
 		return nil
@@ -188,14 +186,9 @@ func checkWorkbookResults(ctx context.Context, tx pgx.Tx, id string) error {
 		"use results: csv or csv-excel, or set the partner's pgp policy to off", id, ErrSealedWorkbook, policy)
 }
 
-// byteCount counts the bytes written to it.
-type byteCount int64
-
-func (n *byteCount) Write(b []byte) (int, error) { *n += byteCount(len(b)); return len(b), nil }
-
 // ResultWriter is w as a result of env is written to it: through
 // normalize's Excel form for a csv-excel result. A workbook is not a
-// stream of lines: writeServedResult makes it.
+// stream of lines: it is stored whole (writeResultWorkbook).
 func ResultWriter(env Envelope, w io.Writer) io.Writer {
 	if env.ResultFormat == normalize.ResultsCSVExcel {
 		return normalize.NewExcelResultWriter(w)
@@ -203,29 +196,14 @@ func ResultWriter(env Envelope, w io.Writer) io.Writer {
 	return w
 }
 
-// writeServedResult writes env's stored result lines to w as the partner
-// is served them: a workbook (workbook.ResultWorkbook) for an xlsx result,
-// else the lines through ResultWriter. The workbook is made from the
-// stored lines alone, and the same lines give the same bytes, so every
-// read and every repeat gets the workbook whose size was noted.
+// writeServedResult writes env's stored result to w as the partner is
+// served it: the workbook stored when it was processed for an xlsx
+// result, else the stored lines through ResultWriter.
 func writeServedResult(ctx context.Context, q querier, env Envelope, w io.Writer) error {
-	what := fmt.Sprintf("result of envelope %d", env.ID)
-	if env.ResultFormat != normalize.ResultsXLSX {
-		return writeChunks(ctx, q, ResultWriter(env, w), what, sqlResultChunks, env.ID)
+	if env.ResultFormat == normalize.ResultsXLSX {
+		return writeResultWorkbook(ctx, q, env, w)
 	}
-	pr, pw := io.Pipe()
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		pw.CloseWithError(writeChunks(ctx, q, pw, what, sqlResultChunks, env.ID))
-	}()
-	err := workbook.ResultWorkbook(w, pr)
-	pr.CloseWithError(errors.New("the workbook is written"))
-	<-read // q (a transaction, perhaps) is free again
-	if err != nil {
-		return fmt.Errorf("%s as a workbook: %w", what, err)
-	}
-	return nil
+	return writeChunks(ctx, q, ResultWriter(env, w), fmt.Sprintf("result of envelope %d", env.ID), sqlResultChunks, env.ID)
 }
 
 // ServedResultName is the name a file's result is served under:
@@ -234,7 +212,7 @@ func writeServedResult(ctx context.Context, q querier, env Envelope, w io.Writer
 // applies the same rule.
 func ServedResultName(fileName, format string) string {
 	if format == normalize.ResultsXLSX {
-		return stem(fileName) + workbook.ResultSuffix
+		return stem(fileName) + WorkbookResultSuffix
 	}
 	return ResultName(fileName)
 }

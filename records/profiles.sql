@@ -41,10 +41,6 @@ UPDATE envelopes SET result_format = 'csv-excel', result_size = coalesce(result_
 	FROM envelope_results WHERE envelope_id = $1), 0)
 WHERE id = $1 RETURNING result_size;
 
--- name: NoteWorkbookResult
--- An xlsx result is served as a workbook made from the stored lines; $2 is its size.
-UPDATE envelopes SET result_format = 'xlsx', result_size = $2 WHERE id = $1;
-
 -- name: SealedWorkbookResults
 -- The partner's OpenPGP policy when its latest profile asks for results as
 -- xlsx and its results may go sealed (no row: they agree).

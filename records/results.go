@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/payintake/payintake/workbook"
 )
 
 // ResultSuffix ends the name of every result file.
@@ -94,7 +92,7 @@ const resultFilesSQL = `
 		ORDER BY lower(stem), id DESC
 	)
 	SELECT l.stem || CASE WHEN sr.envelope_id IS NOT NULL THEN '` + ResultSuffix + SealedSuffix + `'
-		WHEN o.result_format = 'xlsx' THEN '` + workbook.ResultSuffix + `' ELSE '` + ResultSuffix + `' END, l.id, o.id,
+		WHEN o.result_format = 'xlsx' THEN '` + WorkbookResultSuffix + `' ELSE '` + ResultSuffix + `' END, l.id, o.id,
 		coalesce(sr.size, o.result_size, 0), greatest(l.processed_at, o.processed_at), sr.envelope_id IS NOT NULL
 	FROM latest l
 	JOIN envelopes o ON o.id = coalesce(l.replay_of, l.id)

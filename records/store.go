@@ -66,7 +66,9 @@ type Options struct {
 	// MaxConns bounds the connection pool; 0 keeps pgxpool's default.
 	MaxConns int32
 	Logger   *slog.Logger
-	// SpoolDir holds temporary copies of envelopes being processed; empty
+	// SpoolDir holds the temporary files of processing: copies of
+	// envelopes, and sealed results and result workbooks (with the
+	// workbook writer's own temporary file) until they are stored; empty
 	// means the system temp dir.
 	SpoolDir string
 	// CommitTimeout bounds the commit that records an envelope (0:

@@ -1,6 +1,7 @@
 package workbook
 
 import (
+	"archive/zip"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -13,10 +14,6 @@ import (
 
 	"github.com/payintake/payintake/normalize"
 )
-
-// ResultSuffix ends a result workbook's name (NAME.result.xlsx), beside
-// the result file's NAME.result.csv.
-const ResultSuffix = ".result.xlsx"
 
 // resultSheet is the one sheet of a result workbook.
 const resultSheet = "Results"
@@ -39,7 +36,13 @@ const (
 // text rather than be rounded, and so does one with more decimals than its
 // currency has. The same CSV always gives the same bytes:
 // nothing in the workbook depends on the time.
-func ResultWorkbook(w io.Writer, resultCSV io.Reader) error {
+//
+// Memory stays flat whatever the number of rows: excelize's StreamWriter
+// keeps the sheet's XML in memory up to 16 MiB (excelize.StreamChunkSize)
+// and then in a temporary file in tmpDir ("": os.TempDir()), removed when
+// the workbook is written; the archive is compressed straight to w
+// (Save), never held whole in memory.
+func ResultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string) error {
 	cr := csv.NewReader(resultCSV)
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
@@ -53,7 +56,7 @@ func ResultWorkbook(w io.Writer, resultCSV io.Reader) error {
 	for i, h := range header {
 		col[h] = i
 	}
-	f := excelize.NewFile()
+	f := excelize.NewFile(excelize.Options{TmpDir: tmpDir})
 	defer f.Close()
 	if err := f.SetSheetName("Sheet1", resultSheet); err != nil {
 		return fmt.Errorf("workbook: %w", err)
@@ -90,6 +93,9 @@ func ResultWorkbook(w io.Writer, resultCSV io.Reader) error {
 		if err != nil {
 			return fmt.Errorf("workbook: read the result file: %w", err)
 		}
+		if n > excelize.TotalRows {
+			return fmt.Errorf("workbook: the result file has more than %d rows, the most a sheet holds below its header", excelize.TotalRows-1)
+		}
 		kind := st.plain
 		switch rec[col["outcome"]] {
 		case "rejected":
@@ -118,8 +124,25 @@ func ResultWorkbook(w io.Writer, resultCSV io.Reader) error {
 	if err := sw.Flush(); err != nil {
 		return fmt.Errorf("workbook: %w", err)
 	}
-	if _, err := f.WriteTo(w); err != nil {
-		return fmt.Errorf("workbook: write the result workbook: %w", err)
+	return Save(f, w)
+}
+
+// Save writes f's archive to w as it is compressed. excelize's
+// File.WriteTo builds the whole archive in a bytes.Buffer before writing a
+// byte of it (File.WriteToBuffer): tens of MB for a million rows. Its zip
+// writer hook is given that buffer; the one set here writes to w instead,
+// so the buffer stays empty. (WriteToBuffer's one later step on the buffer
+// marks parts over 4 GiB as ZIP64 in their local headers; archive/zip's
+// central directory records them either way, and a sheet, at most
+// 1,048,576 rows, of result or payroll lines never reaches that size.)
+func Save(f *excelize.File, w io.Writer) error {
+	f.SetZipWriter(func(io.Writer) excelize.ZipWriter { return zip.NewWriter(w) })
+	n, err := f.WriteTo(io.Discard)
+	if err != nil {
+		return fmt.Errorf("workbook: write the workbook: %w", err)
+	}
+	if n != 0 {
+		return fmt.Errorf("workbook: write the workbook: excelize wrote %d bytes around its zip writer", n)
 	}
 	return nil
 }

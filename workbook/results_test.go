@@ -25,10 +25,10 @@ const resultCSV = `line,row,outcome,employee_ref,pay_period,component,amount,cur
 // CSV gives the same bytes.
 func TestResultWorkbookAsOpenpyxlReadsIt(t *testing.T) {
 	var a, b bytes.Buffer
-	if err := ResultWorkbook(&a, strings.NewReader(resultCSV)); err != nil {
+	if err := ResultWorkbook(&a, strings.NewReader(resultCSV), t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	if err := ResultWorkbook(&b, strings.NewReader(resultCSV)); err != nil {
+	if err := ResultWorkbook(&b, strings.NewReader(resultCSV), ""); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {

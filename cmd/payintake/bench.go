@@ -21,13 +21,16 @@ import (
 	"github.com/payintake/payintake/intake"
 )
 
-const benchUsage = `payintake bench [--rows 10000,100000,1000000] [--latency-runs 7] [--cpuprofile DIR] [--in-process]
+const benchUsage = `payintake bench [--rows 10000,100000,1000000] [--latency-runs 7] [--workbooks=false] [--xlsx-first] [--cpuprofile DIR] [--in-process]
 
 Generates payroll files of each size and, against one database, measures the
 baseline (PostgreSQL's own COPY of the same rows plus one INSERT ... ON
 CONFLICT DO UPDATE) and payintake's ingest end to end (receive, read,
 normalise, hash, apply, result file written): a first submission, the same
-bytes under a new name (all unchanged) and a 1% changed resubmission. Each
+bytes under a new name (all unchanged) and a 1% changed resubmission. With
+--workbooks (the default), the same payroll as CSV and as .xlsx, each a
+first file (the CSV first; --xlsx-first: the .xlsx), and a first file
+whose result is built as a workbook. Each
 size runs in a fresh subprocess so its peak memory (VmHWM) is its own.
 
 Without --database-url and without an explicit --data-dir (or
@@ -43,6 +46,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	latencyRuns := fs.Int("latency-runs", 7, "extra ingests of new files for the latency median, for sizes up to 10000 rows")
 	profDir := fs.String("cpuprofile", "", "write a CPU profile of each size's ingests to DIR/cpu-ROWS.pprof")
 	inProcess := fs.Bool("in-process", false, "run every size in this process (peak memory then mixes sizes)")
+	workbooks := fs.Bool("workbooks", true, "also measure the same payroll as CSV and as .xlsx, and a result built as a workbook")
+	xlsxFirst := fs.Bool("xlsx-first", false, "with --workbooks, ingest the .xlsx before the CSV (alternate runs to compare)")
 	child := fs.Bool("child", false, "internal: run one size and print its result as JSON")
 	partner := fs.String("partner", "", "internal: partner ID the child uses")
 	scratch := fs.String("scratch", "", "folder for generated files (default: a temp folder)")
@@ -63,7 +68,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if len(rows) != 1 || *partner == "" || *scratch == "" || g.databaseURL == "" {
 			return usagef("bench --child is internal")
 		}
-		return benchChild(ctx, g, rows[0], *partner, *scratch, *latencyRuns, *profDir, stdout, stderr)
+		opt := bench.Options{Rows: rows[0], Partner: *partner, Dir: *scratch, LatencyRuns: *latencyRuns, Workbooks: *workbooks, XLSXFirst: *xlsxFirst}
+		return benchChild(ctx, g, opt, *profDir, stdout, stderr)
 	}
 
 	explicitDir := os.Getenv("PAYINTAKE_DATA_DIR") != ""
@@ -119,10 +125,11 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stderr, "bench: %d rows...\n", n)
 		var r bench.Result
+		opt := bench.Options{Rows: n, Partner: p, Dir: *scratch, LatencyRuns: runs, Workbooks: *workbooks, XLSXFirst: *xlsxFirst}
 		if *inProcess {
-			r, err = benchSize(ctx, e.intake, n, p, *scratch, runs, *profDir, stderr)
+			r, err = benchSize(ctx, e.intake, opt, *profDir, stderr)
 		} else {
-			r, err = benchSubprocess(ctx, g, url, n, p, *scratch, runs, *profDir, stderr)
+			r, err = benchSubprocess(ctx, g, url, opt, *profDir, stderr)
 		}
 		if err != nil {
 			return err
@@ -133,20 +140,22 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-func benchChild(ctx context.Context, g *globals, n int, partner, scratch string, latencyRuns int, profDir string, stdout, stderr io.Writer) error {
+func benchChild(ctx context.Context, g *globals, opt bench.Options, profDir string, stdout, stderr io.Writer) error {
 	e, err := g.open(ctx, g.logger(stderr), 4)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	r, err := benchSize(ctx, e.intake, n, partner, scratch, latencyRuns, profDir, stderr)
+	r, err := benchSize(ctx, e.intake, opt, profDir, stderr)
 	if err != nil {
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(r)
 }
 
-func benchSize(ctx context.Context, in *intake.Intake, n int, partner, scratch string, latencyRuns int, profDir string, stderr io.Writer) (bench.Result, error) {
+// benchSize runs one size (opt.Rows) in this process.
+func benchSize(ctx context.Context, in *intake.Intake, opt bench.Options, profDir string, stderr io.Writer) (bench.Result, error) {
+	n := opt.Rows
 	if profDir != "" {
 		f, err := os.Create(filepath.Join(profDir, fmt.Sprintf("cpu-%d.pprof", n)))
 		if err != nil {
@@ -158,20 +167,22 @@ func benchSize(ctx context.Context, in *intake.Intake, n int, partner, scratch s
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return bench.Run(ctx, in, bench.Options{Rows: n, Dir: scratch, Partner: partner, LatencyRuns: latencyRuns,
-		Progress: func(step string) { fmt.Fprintf(stderr, "bench:   %d rows: %s\n", n, step) }})
+	opt.Progress = func(step string) { fmt.Fprintf(stderr, "bench:   %d rows: %s\n", n, step) }
+	return bench.Run(ctx, in, opt)
 }
 
 // benchSubprocess runs one size in a fresh process of this binary, so each
 // size's peak memory is measured alone.
-func benchSubprocess(ctx context.Context, g *globals, url string, n int, partner, scratch string, latencyRuns int, profDir string, stderr io.Writer) (bench.Result, error) {
+func benchSubprocess(ctx context.Context, g *globals, url string, opt bench.Options, profDir string, stderr io.Writer) (bench.Result, error) {
+	n := opt.Rows
 	var r bench.Result
 	exe, err := os.Executable()
 	if err != nil {
 		return r, fmt.Errorf("bench: find this program: %w", err)
 	}
-	args := []string{"bench", "--child", "--rows", strconv.Itoa(n), "--partner", partner, "--scratch", scratch,
-		"--database-url", url, "--latency-runs", strconv.Itoa(latencyRuns)}
+	args := []string{"bench", "--child", "--rows", strconv.Itoa(n), "--partner", opt.Partner, "--scratch", opt.Dir,
+		"--database-url", url, "--latency-runs", strconv.Itoa(opt.LatencyRuns),
+		"--workbooks=" + strconv.FormatBool(opt.Workbooks), "--xlsx-first=" + strconv.FormatBool(opt.XLSXFirst)}
 	if profDir != "" {
 		args = append(args, "--cpuprofile", profDir)
 	}
@@ -203,6 +214,7 @@ func printBench(w io.Writer, results []bench.Result) {
 			rate(r.Rows, r.First.Duration), rate(r.Rows, r.Baseline),
 			sec(r.Unchanged.Duration), sec(r.Changed1.Duration), float64(r.PeakRSS)/(1<<20))
 	}
+	printWorkbooks(w, results)
 	for _, r := range results {
 		if len(r.Latencies) == 0 {
 			continue
@@ -213,6 +225,37 @@ func printBench(w io.Writer, results []bench.Result) {
 		}
 		fmt.Fprintf(w, "\n%d-row file, upload closed → result file written: median %.0f ms over %d new files (ms: %s)\n",
 			r.Rows, float64(r.LatencyMedian().Microseconds())/1000, len(r.Latencies), strings.Join(all, ", "))
+	}
+}
+
+// printWorkbooks prints the workbook figures of the sizes that have them:
+// the same payroll as CSV and as .xlsx, each a first file, and a first
+// file whose result is a workbook, each with its own peak RSS.
+func printWorkbooks(w io.Writer, results []bench.Result) {
+	header := false
+	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
+	for _, r := range results {
+		x := r.Workbook
+		if x == nil {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "Elapsed s (payintake's CPU s, peak RSS MB) of each step:")
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "| rows | CSV MB | .xlsx MB | CSV first | .xlsx first | .xlsx / CSV elapsed (CPU) | results: xlsx first | result workbook MB | built alone |")
+			fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+			header = true
+		}
+		step := func(d, cpu time.Duration, rss int64) string {
+			return fmt.Sprintf("%.2f (%.2f, %.0f)", d.Seconds(), cpu.Seconds(), mb(rss))
+		}
+		fmt.Fprintf(w, "| %d | %.1f | %.1f | %s | %s | %.2f× (%.2f×) | %s | %.1f | %s |\n",
+			r.Rows, float64(x.CSVBytes)/1e6, float64(x.XLSXBytes)/1e6,
+			step(x.CSV.Duration, x.CSV.CPU, x.CSV.PeakRSS), step(x.XLSX.Duration, x.XLSX.CPU, x.XLSX.PeakRSS),
+			x.XLSX.Duration.Seconds()/x.CSV.Duration.Seconds(), x.XLSX.CPU.Seconds()/x.CSV.CPU.Seconds(),
+			step(x.ResultXLSX.Duration, x.ResultXLSX.CPU, x.ResultXLSX.PeakRSS),
+			float64(x.ResultBytes)/1e6, step(x.Build, x.BuildCPU, x.BuildRSS))
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/pkg/sftp"
 
 	"github.com/payintake/payintake/records"
-	"github.com/payintake/payintake/workbook"
 )
 
 const (
@@ -23,7 +22,7 @@ const (
 	// A result or review report name is its upload's name without the
 	// extension plus ".review.csv" or ".result.xlsx" (a workbook) at most:
 	// it may be that much longer.
-	maxResultNameLen = maxNameLen + max(len(records.ReviewSuffix), len(workbook.ResultSuffix))
+	maxResultNameLen = maxNameLen + max(len(records.ReviewSuffix), len(records.WorkbookResultSuffix))
 )
 
 var (
