@@ -84,6 +84,13 @@ func TestStreamedReceive(t *testing.T) {
 	if n, want := chunksOf(a.ID), (len(data)+records.ChunkSize-1)/records.ChunkSize; n != want {
 		t.Fatalf("a.csv: %d chunks stored, want %d", n, want)
 	}
+	// 1b. A file that ends exactly where a COPY statement of the stream
+	// ends: the statements join without a byte lost or repeated.
+	pathB, dataB := file("b.csv", 2*(records.StreamStatement/records.ChunkSize)*records.ChunkSize, 4)
+	b := receive("b.csv", pathB, dataB, stream(dataB))
+	if n, want := chunksOf(b.ID), len(dataB)/records.ChunkSize; n != want {
+		t.Fatalf("b.csv: %d chunks stored, want %d", n, want)
+	}
 	// 2. The same file again: a repeat, its streamed bytes dropped.
 	r := receive("a.csv", path, data, stream(data))
 	if r.Status != records.StatusRepeat || r.RepeatOf != a.ID {
