@@ -14,9 +14,12 @@ import (
 // A stream hands the bytes to its COPY in batches of streamBatch bytes
 // (whole chunks), and holds at most streamQueue full batches for the
 // database while the upload goes on (memory per stream: streamQueue+1
-// batches, about 5 MB).
+// batches, about 2.4 MB). When the database is slower than the upload,
+// the queue is full at the close, which waits for it to be copied: the
+// smaller the queue, the shorter that wait (1 MiB batches made it about
+// twice as long).
 const (
-	streamBatch = 128 * chunkSize
+	streamBatch = 64 * chunkSize
 	streamQueue = 4
 )
 
@@ -24,9 +27,9 @@ const (
 // takes. The chunks' references to their envelope (a foreign key) are
 // checked when the statement that copied them ends, not row by row: a
 // stream copied in one statement left all of a file's checks (~8,000 for
-// 60 MB, ~50 ms) to the close, while a statement a batch checks them as
-// the upload goes on.
-const streamStatement = streamBatch
+// 60 MB, ~50 ms) to the close, while a statement every ~1 MB checks them
+// as the upload goes on (each statement costs a round trip).
+const streamStatement = 2 * streamBatch
 
 // Stream copies a file's bytes into envelope_chunks while they arrive, in
 // the transaction that Receive (with Incoming.Stream) then completes: the

@@ -74,8 +74,8 @@ func TestStreamedReceive(t *testing.T) {
 		return env
 	}
 
-	// 1. A new file, 3.5 MiB: 3.5 batches of the stream (about 128 chunks
-	// each), the last chunk not full.
+	// 1. A new file, 3.5 MiB: several batches and COPY statements of the
+	// stream, the last of each not full.
 	path, data := file("a.csv", 3<<20+1<<19, 1)
 	a := receive("a.csv", path, data, stream(data))
 	if a.Status != records.StatusReceived {
