@@ -7,7 +7,3 @@ func Statements() map[string]string { return statements.Statements() }
 // ChunkSize is the most bytes one envelope_chunks row holds (the last
 // chunk of an envelope holds fewer).
 const ChunkSize = chunkSize
-
-// StreamStatement is about how many bytes one COPY statement of a stream
-// takes.
-const StreamStatement = streamStatement

@@ -14,22 +14,11 @@ import (
 // A stream hands the bytes to its COPY in batches of streamBatch bytes
 // (whole chunks), and holds at most streamQueue full batches for the
 // database while the upload goes on (memory per stream: streamQueue+1
-// batches, about 2.4 MB). When the database is slower than the upload,
-// the queue is full at the close, which waits for it to be copied: the
-// smaller the queue, the shorter that wait (1 MiB batches made it about
-// twice as long).
+// batches, about 5 MB).
 const (
-	streamBatch = 64 * chunkSize
+	streamBatch = 128 * chunkSize
 	streamQueue = 4
 )
-
-// streamStatement is about how many bytes one COPY statement of a stream
-// takes. The chunks' references to their envelope (a foreign key) are
-// checked when the statement that copied them ends, not row by row: a
-// stream copied in one statement left all of a file's checks (~8,000 for
-// 60 MB, ~50 ms) to the close, while a statement every ~1 MB checks them
-// as the upload goes on (each statement costs a round trip).
-const streamStatement = 2 * streamBatch
 
 // Stream copies a file's bytes into envelope_chunks while they arrive, in
 // the transaction that Receive (with Incoming.Stream) then completes: the
@@ -93,13 +82,9 @@ func (s *Store) StartStream(ctx context.Context, partner string) (*Stream, error
 	go func() {
 		defer close(st.done)
 		src := &streamSource{id: st.id, batches: st.batches, ctx: ctx}
-		for !src.closed {
-			src.left = streamStatement / chunkSize
-			_, err := st.tx.CopyFrom(ctx, pgx.Identifier{"envelope_chunks"}, []string{"envelope_id", "n", "data"}, src)
-			if err != nil {
-				st.err = fmt.Errorf("stream upload bytes: %w", err)
-				return
-			}
+		_, err := st.tx.CopyFrom(ctx, pgx.Identifier{"envelope_chunks"}, []string{"envelope_id", "n", "data"}, src)
+		if err != nil {
+			st.err = fmt.Errorf("stream upload bytes: %w", err)
 		}
 	}()
 	return st, nil
@@ -196,19 +181,13 @@ type streamSource struct {
 	n       int32
 	cur     []byte
 	err     error
-	left    int  // chunks this COPY statement still takes
-	closed  bool // the batches have all been taken
 }
 
 func (c *streamSource) Next() bool {
-	if c.left == 0 {
-		return false
-	}
 	for len(c.rest) == 0 {
 		select {
 		case b, ok := <-c.batches:
 			if !ok {
-				c.closed = true
 				return false
 			}
 			c.rest = b
@@ -220,7 +199,6 @@ func (c *streamSource) Next() bool {
 	k := min(len(c.rest), chunkSize)
 	c.cur, c.rest = c.rest[:k], c.rest[k:]
 	c.n++
-	c.left--
 	return true
 }
 
