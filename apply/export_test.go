@@ -36,3 +36,6 @@ func BinaryNumericDates(rows [][2]string) ([]byte, error) {
 
 // ProcessSettingsSQL is the processing transaction's settings statement.
 const ProcessSettingsSQL = processSettingsSQL
+
+// Statements are the statements of apply's .sql files, by name.
+func Statements() map[string]string { return statements.Statements() }
