@@ -309,7 +309,7 @@ func (e *Engine) stageWhole(ctx context.Context, tx pgx.Tx, env *records.Envelop
 		return fmt.Errorf("savepoint: %w", err)
 	}
 	sctx, stage := records.StartSpan(ctx, "stage")
-	if _, err := sp.Exec(sctx, records.StageDDL); err != nil {
+	if _, err := sp.Exec(sctx, stageDDL); err != nil {
 		records.EndSpan(stage, err)
 		return fmt.Errorf("create stage: %w", err)
 	}
