@@ -147,14 +147,18 @@ func (e *Engine) directOnboarding(ctx context.Context, tx pgx.Tx, env *records.E
 	if err != nil {
 		return nil, err
 	}
+	// The list alone goes on to onboarding: the first pass's set of
+	// references (a map of 182,062 at 1,000,000 rows) is garbage before
+	// the second read allocates its blocks.
+	refs := sc.refs.list
+	sc.refs = empRefs{}
 	second, err := e.startDirectApply(ctx, env, pl)
 	if err != nil {
 		return nil, err
 	}
 	defer second.release()
 	actx, span := records.StartSpan(ctx, "apply")
-	err = onboardRefs(actx, tx, env.PartnerID, sc.refs.list)
-	sc.refs = empRefs{} // memory for the copy
+	err = onboardRefs(actx, tx, env.PartnerID, refs)
 	if err == nil {
 		err = second.apply(actx, tx, sc)
 	}
