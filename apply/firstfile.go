@@ -147,6 +147,10 @@ func (e *Engine) directOnboarding(ctx context.Context, tx pgx.Tx, env *records.E
 	if err != nil {
 		return nil, err
 	}
+	valid := sc.count - sc.rejected
+	if valid == 0 {
+		return nil, errNotDirect("no valid row")
+	}
 	// The list alone goes on to onboarding: the first pass's set of
 	// references (a map of 182,062 at 1,000,000 rows) is garbage before
 	// the second read allocates its blocks.
@@ -172,10 +176,6 @@ func (e *Engine) directOnboarding(ctx context.Context, tx pgx.Tx, env *records.E
 	}
 	if locked {
 		return nil, errNotPure
-	}
-	valid := sc.count - sc.rejected
-	if valid == 0 {
-		return nil, errNotDirect("no valid row")
 	}
 	counts := directCounts(valid, sc.rejected)
 	if err := second.storeResult(ctx, tx, env.ID); err != nil {
