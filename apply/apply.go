@@ -419,7 +419,7 @@ func classify(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (map[string]in
 
 // lookUpEmployees fills emp (employeesSQL) and returns its row count.
 func lookUpEmployees(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (int64, error) {
-	if _, err := tx.Exec(ctx, records.EmpDDL); err != nil {
+	if _, err := tx.Exec(ctx, empDDL); err != nil {
 		return 0, fmt.Errorf("create emp: %w", err)
 	}
 	empSQL := employeesSQL
@@ -441,7 +441,7 @@ func lookUpEmployees(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs) (int64,
 // every row.
 func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows int64, staged int) (map[string]int, error) {
 	args["skip_unchanged"] = staged > 0
-	if _, err := tx.Exec(ctx, records.ClassifiedDDL); err != nil {
+	if _, err := tx.Exec(ctx, classifiedDDL); err != nil {
 		return nil, fmt.Errorf("create classified: %w", err)
 	}
 	// Statistics of a large emp, so the planner hashes it and classify
@@ -915,10 +915,10 @@ func (e *empRefs) add(ref string) {
 	e.last = ref
 }
 
-// copyEmpRefs creates emp_refs (records.EmpRefsDDL) and copies refs, a file's
+// copyEmpRefs creates emp_refs (empRefsDDL) and copies refs, a file's
 // distinct employee references, into it.
 func copyEmpRefs(ctx context.Context, tx pgx.Tx, refs []string) error {
-	if _, err := tx.Exec(ctx, records.EmpRefsDDL); err != nil {
+	if _, err := tx.Exec(ctx, empRefsDDL); err != nil {
 		return fmt.Errorf("create emp_refs: %w", err)
 	}
 	if err := copyText(ctx, tx.Conn(), "emp_refs", "employee_ref", &refsReader{refs: refs}); err != nil {

@@ -23,7 +23,7 @@ func sqlCode(c normalize.Code) string { return "'" + string(c) + "'" }
 // dupLinesShown is how many lines of a duplicate group its message names.
 const dupLinesShown = "5"
 
-// employeesSQL fills "emp" (records.EmpDDL) with the unmapped employees: each
+// employeesSQL fills "emp" (empDDL) with the unmapped employees: each
 // distinct employee_ref of the valid staged rows that has no mapping, with
 // the id it would derive and its kind: NULL when the partner creates
 // mappings (--unknown-employee create); else employee_taken (the derived id
@@ -41,7 +41,7 @@ const employeesSQL = employeesHead + `FROM (SELECT DISTINCT employee_ref FROM st
 
 // empRefsSQL is employeesSQL for a file's rows, whose distinct references
 // stageSource collected while staging them (empRefs) and processing copied
-// into emp_refs (records.EmpRefsDDL): no grouping of every staged row (1,000,000
+// into emp_refs (empRefsDDL): no grouping of every staged row (1,000,000
 // rows of a file for its 182,062 employees), and a resubmission, whose
 // employees are all mapped, anti-joins one row per employee with the
 // mappings instead of every row.

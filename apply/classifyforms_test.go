@@ -9,7 +9,6 @@ import (
 
 	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/pgserver/pgtest"
-	"github.com/payintake/payintake/records"
 )
 
 // Every form of classify's statement (with and without the duplicate
@@ -17,17 +16,7 @@ import (
 // processing's temp tables: most forms run only on rarer paths.
 func TestEveryClassifyFormPrepares(t *testing.T) {
 	ctx := context.Background()
-	st := pgtest.Store(t)
-	tx, err := st.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	for _, ddl := range records.TempTables {
-		if _, err := tx.Exec(ctx, ddl); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tx := beginWithTempTables(ctx, t, pgtest.Store(t).Pool())
 	forms := apply.ClassifyForms()
 	if len(forms) != 12 {
 		t.Fatalf("%d forms of classify, want 3 duplicate checks × with and without each of 2 joins", len(forms))

@@ -18,8 +18,9 @@ import (
 
 // TestDirectFailureIsStagedAndLogged fails the read of a first file
 // whose rows go into records with an error that is no reason of the file's own (a
-// read error): the records copied so far are rolled back, the file is
-// staged from a third read and every row created once, and the failure
+// read error): the records copied so far and the employees onboarded are
+// rolled back, the file is staged from a new read and every row created
+// once, and the failure
 // is logged for the operator (without tracing, nothing else shows it).
 func TestDirectFailureIsStagedAndLogged(t *testing.T) {
 	ctx := context.Background()
@@ -55,7 +56,7 @@ func TestDirectFailureIsStagedAndLogged(t *testing.T) {
 	defer job.Close(ctx)
 	env, err = job.Apply(ctx, apply.Plan{Rows: applytest.Rows(rows), Reread: func(o apply.ReadOptions) (apply.RowSource, error) {
 		reads = append(reads, o.KeysOnly)
-		if len(reads) == 2 {
+		if len(reads) == 3 {
 			return &failingRows{rows: rows[:2], err: failed}, nil
 		}
 		return applytest.Rows(rows), nil
@@ -63,8 +64,8 @@ func TestDirectFailureIsStagedAndLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reads) != 3 || !reads[0] || reads[1] || reads[2] {
-		t.Errorf("reads (keysOnly each): %v; want a first pass, a second that fails, and the staged read", reads)
+	if len(reads) != 4 || !reads[0] || !reads[1] || reads[2] || reads[3] {
+		t.Errorf("reads (keysOnly each): %v; want the first row's, a first pass, a second that fails, and the staged read", reads)
 	}
 	if env.Status != records.StatusProcessed || env.Counts["created"] != len(rows) || len(env.Counts) != 1 {
 		t.Errorf("envelope %s %v; want processed, %d created", env.Status, env.Counts, len(rows))

@@ -39,16 +39,7 @@ func TestTakenEmployeeIDsProbedNotScanned(t *testing.T) {
 	if _, err := pool.Exec(ctx, `ANALYZE employees`); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) // the temp tables and emp's rows are the test's only
-	for _, ddl := range records.TempTables {
-		if _, err := tx.Exec(ctx, ddl); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tx := beginWithTempTables(ctx, t, pool) // the temp tables and emp's rows are the test's only
 	if _, err := tx.Exec(ctx, `INSERT INTO emp_refs SELECT 'S' || i FROM generate_series(1, 2000) i; ANALYZE emp_refs`); err != nil {
 		t.Fatal(err)
 	}

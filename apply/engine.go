@@ -247,13 +247,12 @@ func (e *Engine) applyEnvelope(ctx context.Context, tx pgx.Tx, env *records.Enve
 // rolled back to a savepoint, at the first doubt:
 //
 //  1. applyDirect: a first file (no records in its pay periods), read
-//     without staging — once for a partner that onboards unknown employees
-//     (directOnce), twice otherwise (direct: a first pass of keys, then the
-//     records by binary COPY). It spares the stage, ~2.7 s of an 11 s
-//     1,000,000-row transaction; read once, a 1M first file took 8.7–9.1 s
-//     against 10.6–11.1 s read twice, and a 10k file's median 104–116 ms
-//     against 126–144 (the 150 ms target). It gives up when the file meets
-//     stored records or is not pure; then applyCompared is tried.
+//     twice without staging (direct: a first pass of keys, then the
+//     records by binary COPY; a partner that creates mappings has the
+//     first pass's new employees onboarded between the two,
+//     directOnboarding). It spares the stage, ~2.7 s of an 11 s
+//     1,000,000-row transaction. It gives up when the file meets stored
+//     records or is not pure; then applyCompared is tried.
 //  2. applyCompared: a resubmission, compared on its keys first: only keys
 //     and content hashes are copied, and only the changed rows are read
 //     again and staged (an unchanged 1M resubmission's stage alone was
@@ -312,7 +311,7 @@ func (e *Engine) stageWhole(ctx context.Context, tx pgx.Tx, env *records.Envelop
 		return fmt.Errorf("savepoint: %w", err)
 	}
 	sctx, stage := records.StartSpan(ctx, "stage")
-	if _, err := sp.Exec(sctx, records.StageDDL); err != nil {
+	if _, err := sp.Exec(sctx, stageDDL); err != nil {
 		records.EndSpan(stage, err)
 		return fmt.Errorf("create stage: %w", err)
 	}

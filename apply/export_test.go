@@ -36,3 +36,9 @@ func BinaryNumericDates(rows [][2]string) ([]byte, error) {
 
 // ProcessSettingsSQL is the processing transaction's settings statement.
 const ProcessSettingsSQL = processSettingsSQL
+
+// TempTables are the DDL of processing's temporary tables.
+var TempTables = tempTables
+
+// Statements are the statements of apply's .sql files, by name.
+func Statements() map[string]string { return statements.Statements() }

@@ -20,30 +20,32 @@ import (
 // inserted from stage into records (5 s). Read directly instead, the file
 // needs neither stage nor the INSERT ... SELECT. The file is read up to
 // its first valid row, which is looked up (lookUpFirstRow: a resubmission
-// is found there and compared instead, applyCompared); then:
+// is found there and compared instead, applyCompared); then it is read
+// twice: a first pass of the natural keys only, normalised on every core,
+// and a second that normalises the rows and streams the valid ones
+// straight into records by binary COPY, composing the result lines as
+// staging does. The second starts before the statements between the two,
+// so that Go encodes the first blocks meanwhile.
 //
-//   - a partner that creates mappings for unknown employees (the default)
-//     has the file read once (directOnce): the rows are normalised and
-//     their valid ones streamed straight into records by COPY, the result
-//     lines composed as staging does; the records' insert trigger onboards
-//     their new employees at the end of the statement, and the natural
-//     key's unique index refuses a key that repeats or has a record;
-//   - a partner that rejects or holds unknown employees has it read
-//     twice: a first pass keeps what the pure-first-file test needs (the
-//     count of valid and rejected rows, the key filter, the distinct
-//     employee references, the pay periods; no hashing of contents, no
-//     COPY text), its employees looked up while it reads on
-//     (mappingLookup); the test runs as for a staged file (no key
-//     repeats, no record or closed period in the file's pay periods, every
-//     employee mapped); a second pass then copies the rows as above. It
-//     starts before the test's statement, so that Go encodes the first
-//     blocks meanwhile; a file found not pure stops it.
+//   - For a partner that creates mappings for unknown employees (the
+//     default), the first pass keeps the distinct employee references
+//     (scanDirect); the ones without a mapping are onboarded by one
+//     statement before the copy (directOnboarding), and the natural key's
+//     unique index refuses a key that repeats or has a record.
+//   - For a partner that rejects or holds unknown employees, the first
+//     pass keeps what the pure-first-file test needs (the count of valid
+//     and rejected rows, the key filter, the distinct employee references,
+//     the pay periods; no hashing of contents, no COPY text), its
+//     employees looked up while it reads on (mappingLookup); the test runs
+//     as for a staged file (no key repeats, no record or closed period in
+//     the file's pay periods, every employee mapped) before the copy.
 //
 // Everything runs in a savepoint: at the first doubt (the file's first
 // valid row is in a pay period that is closed, or has records and the
 // row's employee is mapped, which is every resubmission, found after one
 // row; a key refused; a closed period; an unknown employee of a partner
-// that does not create mappings; a row held for its component code; too many periods or references to
+// that does not create mappings, or a taken derived id of one that does;
+// a row held for its component code; too many periods or references to
 // collect; a row or a cell Go cannot compose; any error), the savepoint
 // is rolled back and the file is compared or staged and classified as
 // usual, from a new read of it. What the database checks on every insert
@@ -98,15 +100,10 @@ func (e *Engine) direct(ctx context.Context, tx pgx.Tx, env *records.Envelope, p
 		return nil, err
 	}
 	if creates {
-		return e.directOnce(ctx, tx, env, pl)
+		return e.directOnboarding(ctx, tx, env, pl)
 	}
 	args := pgx.NamedArgs{"partner": env.PartnerID, "seq": env.Seq, "env": env.ID}
-	sctx, span := records.StartSpan(ctx, "scan")
-	sc, err := scanDirect(sctx, tx, env.PartnerID, pl)
-	if sc != nil {
-		span.SetAttributes(attribute.Int("payintake.rows", sc.count), attribute.Int("payintake.rows_rejected", sc.rejected))
-	}
-	span.End() // a file that is not a direct first file is not an error
+	sc, err := scanDirect(ctx, tx, env.PartnerID, pl, false)
 	if err != nil {
 		return nil, err
 	}
@@ -136,65 +133,93 @@ func (e *Engine) direct(ctx context.Context, tx pgx.Tx, env *records.Envelope, p
 	return counts, nil
 }
 
-// directOnce applies a first file of a partner that creates mappings for
-// unknown employees, read once: its valid rows are copied into records as
-// they are read, and the insert trigger onboards the employees they name
-// without a mapping, at the end of the same statement
-// (records_check_insert, asked for by payintake.onboard). The file's first
-// pass, which collected those employees for statements run before the
-// records, is not needed: what it tested is found while the rows are copied
-// or right after. A key that repeats or already has a record is refused by
-// the natural key's unique index (errKeyTaken: the file is then compared on
-// its keys), a taken derived id or a mapping stored meanwhile by the
-// employees' (the file is staged), a rejected row of an all-or-nothing file
-// or too many pay periods by the encoder, and a closed pay period by the
-// statement after the copy. Reading the file once spares a first pass that
-// normalises every row again and keeps the backend idle until it ends: on a
-// machine of two cores, the Go side's CPU is what the backend would
-// otherwise have had.
-func (e *Engine) directOnce(ctx context.Context, tx pgx.Tx, env *records.Envelope, pl Plan) (map[string]int, error) {
+// directOnboarding applies a first file of a partner that creates mappings
+// for unknown employees, read twice. The first pass (scanDirect) keeps only
+// the distinct employee references of the valid rows; the second read
+// starts encoding the records while onboardRefsSQL maps the references
+// without a mapping under their derived ids, a statement of its own before
+// the records that name them; then the valid rows are copied into records
+// as they are read, and the insert trigger finds every one of them mapped.
+// Nothing else is tested before the copy: a key that repeats or already
+// has a record is refused by the natural key's unique index (errKeyTaken:
+// the file is then compared on its keys), a taken derived id by
+// employee_id's when onboarding (the file is staged), a rejected row of an
+// all-or-nothing file by the first pass, too many pay periods by the
+// encoder, and a closed pay period by the statement after the copy. The
+// first pass normalises only the natural keys, on every core, while the
+// backend waits; the encoding of the second runs beside the onboarding
+// and the copy.
+func (e *Engine) directOnboarding(ctx context.Context, tx pgx.Tx, env *records.Envelope, pl Plan) (map[string]int, error) {
+	sc, err := scanDirect(ctx, tx, env.PartnerID, pl, true)
+	if err != nil {
+		return nil, err
+	}
+	valid := sc.count - sc.rejected
+	if valid == 0 {
+		return nil, errNotDirect("no valid row")
+	}
+	// The list alone goes on to onboarding: the first pass's set of
+	// references (a map of 182,062 at 1,000,000 rows) is garbage before
+	// the second read allocates its blocks.
+	refs := sc.refs.list
+	sc.refs = empRefs{}
 	second, err := e.startDirectApply(ctx, env, pl)
 	if err != nil {
 		return nil, err
 	}
 	defer second.release()
-	if _, err := tx.Exec(ctx, onboardOnceSQL, env.PartnerID); err != nil {
-		return nil, fmt.Errorf("onboard employees: %w", err)
+	actx, span := records.StartSpan(ctx, "apply")
+	err = onboardRefs(actx, tx, env.PartnerID, refs)
+	if err == nil {
+		err = second.apply(actx, tx, sc)
 	}
-	actx, span := records.StartSpan(ctx, "apply", attribute.Bool("payintake.read_once", true))
-	err = second.copy(actx, tx)
-	span.SetAttributes(attribute.Int("payintake.rows", second.src.count), attribute.Int("payintake.rows_rejected", second.src.rejected))
-	span.End() // a file that is not a direct first file is not an error
+	span.End()
 	if err != nil {
 		return nil, err
 	}
 	var locked bool
-	if err := tx.QueryRow(ctx, onceDoneSQL, env.PartnerID, second.enc.periods.list).Scan(&locked, nil); err != nil {
+	if err := tx.QueryRow(ctx, periodsLockedSQL, env.PartnerID, second.enc.periods.list).Scan(&locked); err != nil {
 		return nil, fmt.Errorf("look up the file's pay periods: %w", err)
 	}
 	if locked {
 		return nil, errNotPure
 	}
-	valid := second.src.count - second.src.rejected
-	if valid == 0 {
-		return nil, errNotDirect("no valid row")
-	}
-	counts := directCounts(valid, second.src.rejected)
+	counts := directCounts(valid, sc.rejected)
 	if err := second.storeResult(ctx, tx, env.ID); err != nil {
 		return nil, err
 	}
 	return counts, nil
 }
 
-// onboardOnceSQL asks the records' insert trigger to onboard partner $1's
-// unknown employees (directOnce), until onceDoneSQL or the end of the
-// transaction (or of the savepoint, if it is rolled back).
-const onboardOnceSQL = `SELECT set_config('payintake.onboard', $1, true)`
+// onboardRefsSQL maps each reference of @refs that partner @partner has
+// not mapped under its derived id, in the order every onboarding inserts
+// them (onboardSQL). A plain INSERT: under the partner lock nothing maps
+// them meanwhile, and a taken derived id is refused by employee_id's
+// unique index.
+var onboardRefsSQL = query("OnboardRefs")
 
-// onceDoneSQL tells whether partner $1 has closed any of pay periods $2,
-// and asks the trigger to onboard no more.
-const onceDoneSQL = `SELECT EXISTS (SELECT 1 FROM period_locks WHERE partner_id = $1 AND pay_period = ANY ($2::text[])),
-	set_config('payintake.onboard', '', true)`
+// onboardRefs runs onboardRefsSQL; a taken derived id, or a mapping stored
+// meanwhile, is a reason not to apply the file directly: staged, it gets
+// classify's outcome for that employee.
+func onboardRefs(ctx context.Context, tx pgx.Tx, partner string, refs []string) error {
+	_, err := tx.Exec(ctx, onboardRefsSQL, pgx.NamedArgs{"partner": partner, "refs": refs})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation {
+		switch pgErr.ConstraintName {
+		case "employees_employee_id_key":
+			return errNotDirect("the id derived for an unknown employee is taken")
+		case "employees_pkey":
+			return errNotDirect("an employee of the file was mapped meanwhile")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("onboard employees: %w", err)
+	}
+	return nil
+}
+
+// periodsLockedSQL tells whether partner $1 has closed any of pay periods $2.
+var periodsLockedSQL = query("PeriodsLocked")
 
 // directTest is the pure-first-file test of a scanned file: what only a
 // file read twice needs (a valid row, no key candidate at all, since there
@@ -272,14 +297,21 @@ func (e *Engine) startDirectApply(ctx context.Context, env *records.Envelope, pl
 	return &directSecond{rows: rows, lines: lines, enc: enc, src: newStageSource(ctx, rows, lines, enc.encode, e.blocks)}, nil
 }
 
-// apply copies the second read's rows into records (the file's employees
-// looked up by directTest) and checks that it read what the first did.
+// apply copies the second read's rows into records (their employees
+// mapped: looked up by directTest, or onboarded by directOnboarding) and
+// checks that it read what the first pass did. A key that repeats or has a
+// record is refused by the natural key's unique index: a reason not to
+// apply the file directly (errKeyTaken), not a failure.
 func (d *directSecond) apply(ctx context.Context, tx pgx.Tx, sc *directScan) error {
 	err := copyBinary(ctx, tx.Conn(), "records", directColumns, d.src)
 	d.close()
 	if err != nil {
 		if d.src.err != nil {
-			err = d.src.err
+			return d.src.err
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation && pgErr.ConstraintName == "records_natural_key" {
+			return errKeyTaken
 		}
 		return fmt.Errorf("copy records: %w", err)
 	}
@@ -290,35 +322,6 @@ func (d *directSecond) apply(ctx context.Context, tx pgx.Tx, sc *directScan) err
 		return errNotDirect("result lines")
 	}
 	return nil
-}
-
-// copy copies the read's rows into records, for directOnce: a unique key
-// refused is a reason not to read the file once (see directOnce), not a
-// failure.
-func (d *directSecond) copy(ctx context.Context, tx pgx.Tx) error {
-	err := copyBinary(ctx, tx.Conn(), "records", directColumns, d.src)
-	d.close()
-	if err == nil {
-		if !d.lines.ok() {
-			return errNotDirect("result lines")
-		}
-		return nil
-	}
-	if d.src.err != nil {
-		return d.src.err
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation {
-		switch pgErr.ConstraintName {
-		case "records_natural_key":
-			return errKeyTaken
-		case "employees_employee_id_key":
-			return errNotDirect("the id derived for an unknown employee is taken")
-		case "employees_pkey":
-			return errNotDirect("an employee of the file was mapped meanwhile")
-		}
-	}
-	return fmt.Errorf("copy records: %w", err)
 }
 
 // storeResult stores the result lines the read composed as envelope env's
@@ -348,19 +351,27 @@ func (d *directSecond) close() {
 	closeRows(d.rows)
 }
 
-// scanDirect is the first pass. It gives up after the first valid row if
-// that row's pay period is closed, or has a record and the row's employee
-// is mapped (any resubmission), and at a rejected row of an all-or-nothing
-// file (rejected whole). A file of new employees in a period with records
-// (a new site's staff) is read on: directTest then finds whether every
-// employee of the file is new.
-func scanDirect(ctx context.Context, tx pgx.Tx, partner string, pl Plan) (_ *directScan, err error) {
+// scanDirect is the first pass. It gives up at a rejected row of an
+// all-or-nothing file (rejected whole). For a partner that creates
+// mappings (creates) it keeps only the counts and the distinct employee
+// references, for directOnboarding. Otherwise it keeps what directTest
+// needs, the employees looked up as it reads; it gives up after the first
+// valid row if that row's pay period is closed, or has a record and the
+// row's employee is mapped (any resubmission). A file of new employees in
+// a period with records (a new site's staff) is read on: directTest then
+// finds whether every employee of the file is new.
+func scanDirect(ctx context.Context, tx pgx.Tx, partner string, pl Plan, creates bool) (_ *directScan, err error) {
+	ctx, span := records.StartSpan(ctx, "scan")
+	sc := &directScan{}
+	defer func() {
+		span.SetAttributes(attribute.Int("payintake.rows", sc.count), attribute.Int("payintake.rows_rejected", sc.rejected))
+		span.End() // a file that is not a direct first file is not an error
+	}()
 	rows, err := pl.Reread(ReadOptions{KeysOnly: true, Parallel: true})
 	if err != nil {
 		return nil, fmt.Errorf("read the file: %w", err)
 	}
 	defer closeRows(rows)
-	sc := &directScan{}
 	defer func() {
 		if err != nil && sc.lookup != nil {
 			_, _ = sc.lookup.finish() // the connection is the caller's once this returns
@@ -392,6 +403,12 @@ func scanDirect(ctx context.Context, tx pgx.Tx, partner string, pl Plan) (_ *dir
 		if r.HeldCode() {
 			return nil, errHeldCode
 		}
+		if creates {
+			if sc.refs.add(r.EmployeeRef); sc.refs.over {
+				return nil, errNotDirect("too many employees")
+			}
+			continue
+		}
 		if len(sc.periods.list) == 0 {
 			// The first valid row was looked up (lookUpFirstRow). From
 			// here on this goroutine leaves the connection to the
@@ -418,9 +435,9 @@ func scanDirect(ctx context.Context, tx pgx.Tx, partner string, pl Plan) (_ *dir
 	}
 }
 
-// mappingLookup looks up the employees of a file read twice (a partner
-// that does not create mappings: one that does reads a first file once,
-// directOnce) while its first pass reads on (scanDirect): each batch of
+// mappingLookup looks up the employees of a file read twice for a partner
+// that does not create mappings (one that does onboards them instead,
+// directOnboarding) while its first pass reads on (scanDirect): each batch of
 // lookupBatch references first seen goes through unmappedRefsSQL, on the
 // transaction's connection, which the first pass does not use once its
 // first valid row was looked up, and the last batch when the first pass
@@ -472,16 +489,12 @@ func (o *mappingLookup) finish() (unmapped int64, err error) {
 // unmappedRefsSQL counts the references (@refs) that partner @partner has
 // not mapped. A file read twice is pure only if there is none: its partner
 // rejects or holds unknown employees (directTest, pureFirstFile).
-const unmappedRefsSQL = `SELECT count(*) FROM unnest(@refs::text[]) r(employee_ref)
-	WHERE NOT EXISTS (SELECT 1 FROM employees em WHERE em.partner_id = @partner AND em.employee_ref = r.employee_ref)`
+var unmappedRefsSQL = query("UnmappedRefs")
 
 // firstRowTakenSQL tells whether partner $1 has a record, and a lock, in
 // pay period $2, whether employee $3 is mapped, and whether the partner
 // creates mappings for unknown employees.
-const firstRowTakenSQL = `SELECT EXISTS (SELECT 1 FROM records WHERE partner_id = $1 AND pay_period = $2),
-	EXISTS (SELECT 1 FROM period_locks WHERE partner_id = $1 AND pay_period = $2),
-	EXISTS (SELECT 1 FROM employees WHERE partner_id = $1 AND employee_ref = $3),
-	coalesce((SELECT unknown_employee = 'create' FROM partners WHERE id = $1), false)`
+var firstRowTakenSQL = query("FirstRowTaken")
 
 // lookUpFirstRow reads a file up to its first valid row and looks that
 // row up (firstRowTakenSQL); it tells whether the partner creates mappings
@@ -532,7 +545,7 @@ type directRows struct {
 	head         []byte // the field count and partner_id
 	tail         []byte // last_seq and envelope_id
 	cells        []byte
-	allOrNothing bool      // a rejected row stops the file (read once, directOnce)
+	allOrNothing bool      // a rejected row stops the file
 	periods      periodSet // the valid rows' pay periods
 }
 

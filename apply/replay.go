@@ -98,7 +98,7 @@ func replay(ctx context.Context, tx pgx.Tx, req records.ReplayRequest, sum []byt
 		return res, err
 	}
 	if len(claimed) > 0 {
-		if _, err := tx.Exec(ctx, records.StageDDL); err != nil {
+		if _, err := tx.Exec(ctx, stageDDL); err != nil {
 			return res, fmt.Errorf("create stage: %w", err)
 		}
 		var buf []byte

@@ -387,7 +387,7 @@ func changedRows(ctx context.Context, tx pgx.Tx, partner string) (*rowSet, error
 // rejected.
 func classifyAgain(ctx context.Context, tx pgx.Tx, pl Plan, args pgx.NamedArgs, again *rowSet, probe bool, free chan []byte) (counts map[string]int, valid, rejected int, err error) {
 	sctx, span := records.StartSpan(ctx, "stage")
-	if _, err := tx.Exec(sctx, records.StageDDL); err != nil {
+	if _, err := tx.Exec(sctx, stageDDL); err != nil {
 		records.EndSpan(span, err)
 		return nil, 0, 0, fmt.Errorf("create stage: %w", err)
 	}

@@ -74,7 +74,7 @@ func applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID string, ch 
 
 	// The change goes through the same classification and statements as a
 	// file's rows (classify.go), as a one-row stage with no line.
-	if _, err := tx.Exec(ctx, records.StageDDL); err != nil {
+	if _, err := tx.Exec(ctx, stageDDL); err != nil {
 		return res, fmt.Errorf("create stage: %w", err)
 	}
 	r.Row, r.Line = 0, 0
@@ -86,7 +86,7 @@ func applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID string, ch 
 	if _, err := classifyAndApply(ctx, tx, args, false, false); err != nil {
 		return res, err
 	}
-	if err := records.ClassifiedWebhookChange(ctx, tx, partner, &res); err != nil {
+	if err := classifiedWebhookChange(ctx, tx, partner, &res); err != nil {
 		return res, err
 	}
 	if res.Outcome == records.OutcomeRejected {
@@ -99,4 +99,25 @@ func applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID string, ch 
 		rec = &res.RecordID
 	}
 	return res, records.StoreWebhookEntityVersion(ctx, tx, partner, ch.EntityID, ch.Version, rec, webhookID)
+}
+
+var sqlClassifiedWebhookChange = query("ClassifiedWebhookChange")
+
+// classifiedWebhookChange reads what classify decided for a webhook's
+// one-row stage (the message is classify's, as for a file's row: empty
+// when the change was applied) into res.
+func classifiedWebhookChange(ctx context.Context, tx pgx.Tx, partner string, res *records.WebhookResult) error {
+	var recID *int64
+	err := tx.QueryRow(ctx, sqlClassifiedWebhookChange, partner).
+		Scan(&res.Outcome, &res.Code, &res.Message, &recID, &res.ExceptionID, &res.EmployeeID)
+	if err != nil {
+		return fmt.Errorf("read outcome: %w", err)
+	}
+	if recID != nil {
+		res.RecordID = *recID
+	}
+	if res.Outcome != records.OutcomeHeld {
+		res.ExceptionID = 0
+	}
+	return nil
 }

@@ -23,10 +23,11 @@ import (
 // classified): a pure first file runs none. It counts too how result files
 // are stored: by a statement (INSERT INTO envelope_results, the lines
 // composed in SQL) or by a COPY of the lines staging composed in Go, and
-// the ANALYZEs of stage (which only classify needs), and the employee
-// lookups of a file read twice.
+// the ANALYZEs of stage (which only classify needs), the employee lookups
+// of a file read twice, and the onboarding statements (INSERT INTO
+// employees).
 type classifyCounter struct {
-	n, sqlResults, goResults, analyzes, stages, records, lookups atomic.Int64
+	n, sqlResults, goResults, analyzes, stages, records, lookups, onboards atomic.Int64
 }
 
 func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
@@ -41,6 +42,9 @@ func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pg
 	}
 	if strings.HasPrefix(d.SQL, "SELECT count(*) FROM unnest(@refs") { // records' unmappedRefsSQL
 		c.lookups.Add(1)
+	}
+	if strings.HasPrefix(strings.TrimSpace(d.SQL), "INSERT INTO employees") {
+		c.onboards.Add(1)
 	}
 	return ctx
 }
@@ -69,6 +73,7 @@ func (c *classifyCounter) reset() {
 	c.stages.Store(0)
 	c.records.Store(0)
 	c.lookups.Store(0)
+	c.onboards.Store(0)
 }
 
 // messyRows are data rows (CRLF line ends) of one period: messy valid
@@ -164,21 +169,21 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		// period: the file is pure only because its employees are new.
 		unmappedInPeriod bool
 		pure             bool // whether database a takes the pure first file path
-		// once: database a applies the file read once although it is not
-		// a pure first file for classify (b) or the staged path (s): a
-		// mapped employee in a period with records, which the natural
-		// key's unique index shows has no record of the file's keys.
+		// once: database a applies the file without staging although it
+		// is not a pure first file for classify (b) or the staged path
+		// (s): a mapped employee in a period with records, which the
+		// natural key's unique index shows has no record of the file's
+		// keys (a partner that creates mappings).
 		once bool
-		// copied: database a's read-once copy into records finds out that
-		// the file is not pure (a key repeats, a rejected row of an
-		// all-or-nothing file, too many periods, a taken derived id): the
-		// copy is rolled back.
+		// copied: database a's copy into records finds out that the file
+		// is not pure (a key repeats, too many periods): the copy is
+		// rolled back.
 		copied bool
 		// lookups is how many employee lookups database a runs (one per
 		// 8,192 employees while reading, the rest at the end) for a
-		// partner that does not create mappings (read twice), when not 0.
-		// A partner that creates them (read once) runs none: the insert
-		// trigger onboards.
+		// partner that does not create mappings, when not 0. A partner
+		// that creates them runs none: its first pass's employees are
+		// onboarded by one statement before the copy.
 		lookups int64
 	}{
 		"invalid rows, CRLF, non-ASCII, formula cells":              {file: firstFileHeader + messyRows("2026-11"), pure: true},
@@ -207,7 +212,7 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		"new employees of a generated export in a period with records": {
 			file: generated(20000), period: "2026-03", pivot: "E00000001", unmappedInPeriod: true, pure: true,
 		},
-		// Read once, ~10,900 employees onboarded by the insert trigger;
+		// ~10,900 employees onboarded by one statement before the copy;
 		// and, when one late employee is mapped in a period with records,
 		// its rows created all the same (it has no record of their keys),
 		// where the staged path classifies the file.
@@ -229,7 +234,7 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			partner: records.Partner{UnknownEmployee: records.UnknownReject}, mapped: mapped,
 			file: firstFileHeader + cleanRows("2026-11"), unmappedInPeriod: true,
 		},
-		// Read once until the natural key refuses E6's BONUS, recorded
+		// Copied until the natural key refuses E6's BONUS, recorded
 		// by an earlier file with another amount: compared on its keys
 		// instead, E6's row updated, the others created.
 		"new employees in a period with records, a later key recorded already": {
@@ -249,7 +254,7 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		},
 		"all-or-nothing, invalid rows": {
 			partner: records.Partner{Mode: records.ModeAllOrNothing},
-			file:    firstFileHeader + messyRows("2026-11"), copied: true,
+			file:    firstFileHeader + messyRows("2026-11"),
 		},
 		"unknown employees rejected, every employee mapped": {
 			partner: records.Partner{UnknownEmployee: records.UnknownReject}, mapped: mapped,
@@ -276,7 +281,7 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 				f.exec(`INSERT INTO employees (partner_id, employee_ref, employee_id, source)
 					VALUES ($1, 'OTHER', derived_employee_id($1, 'E3'), 'derived')`, f.partner)
 			},
-			file: firstFileHeader + cleanRows("2026-11"), copied: true,
+			file: firstFileHeader + cleanRows("2026-11"),
 		},
 		"33 pay periods, more than a first file collects": {file: firstFileHeader + manyPeriods(33), copied: true},
 		"the period is closed": {
@@ -324,8 +329,8 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			if n := ca.records.Load(); (n == 1) != (tc.pure || tc.once || tc.copied) {
 				t.Errorf("database a copied into records %d time(s)", n)
 			}
-			readOnce := tc.partner.UnknownEmployee == "" || tc.partner.UnknownEmployee == records.UnknownCreate
-			if n := ca.lookups.Load(); tc.lookups != 0 && n != tc.lookups || readOnce && n != 0 {
+			creates := tc.partner.UnknownEmployee == "" || tc.partner.UnknownEmployee == records.UnknownCreate
+			if n := ca.lookups.Load(); tc.lookups != 0 && n != tc.lookups || creates && n != 0 {
 				t.Errorf("database a ran %d employee lookup(s); want %d", n, tc.lookups)
 			}
 			if n := cs.stages.Load(); n != 1 {
@@ -385,13 +390,14 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 	}
 }
 
-// A first file of a partner that creates mappings is read once (a): no
-// employee is looked up before its records are copied in, once, and the
-// records' insert trigger onboards the new employees under their derived
-// ids; whether the partner has mappings or not, the file leaves the same
-// result, records and mappings as staged (s, whose onboarding is a
-// statement of its own).
-func TestFirstFileReadOnce(t *testing.T) {
+// A first file of a partner that creates mappings is applied without
+// staging (a): no employee is looked up one by one, its new employees are
+// onboarded under their derived ids by one statement, and its records
+// copied in once; whether the partner has mappings or not, the file leaves
+// the same result, records and mappings as staged (s). An onboarding that
+// silently stopped would fail here: the records' insert trigger refuses a
+// record without a mapping, and the mappings are compared.
+func TestFirstFileOnboardsWithoutStaging(t *testing.T) {
 	generated := func(rows int) string { return generatedFile(t, rows) }
 	for name, tc := range map[string]struct {
 		mapped []string
@@ -410,10 +416,10 @@ func TestFirstFileReadOnce(t *testing.T) {
 			_, outA := a.ingest("pay-1.csv", tc.file)
 			_, outS := s.ingest("pay-1.csv", tc.file)
 			if n := ca.stages.Load(); n != 0 {
-				t.Errorf("database a staged the file %d time(s); want it read once", n)
+				t.Errorf("database a staged the file %d time(s); want it read without staging", n)
 			}
-			if n, l := ca.records.Load(), ca.lookups.Load(); n != 1 || l != 0 {
-				t.Errorf("database a copied into records %d time(s) after %d employee lookup(s); want once after none", n, l)
+			if n, l, o := ca.records.Load(), ca.lookups.Load(), ca.onboards.Load(); n != 1 || l != 0 || o != 1 {
+				t.Errorf("database a copied into records %d time(s) after %d employee lookup(s) and %d onboarding statement(s); want once after none and one", n, l, o)
 			}
 			if outA.Counts["created"] == 0 {
 				t.Fatalf("nothing created: %v", outA.Counts)
@@ -423,13 +429,25 @@ func TestFirstFileReadOnce(t *testing.T) {
 				WHERE partner_id = $1 AND source = 'derived' AND employee_id = derived_employee_id(partner_id, employee_ref)`, a.partner).Scan(&onboarded); err != nil || onboarded == 0 {
 				t.Errorf("database a onboarded %d employee(s) under their derived ids (%v)", onboarded, err)
 			}
+			// Onboarded in the same order as staged (the references in
+			// byte order), as the heap holds them.
+			var order [2]string
+			for i, f := range []*fixture{a, s} {
+				if err := f.store.Pool().QueryRow(f.ctx, `SELECT coalesce(string_agg(employee_ref, ',' ORDER BY ctid), '') FROM employees
+					WHERE partner_id = $1 AND source = 'derived'`, f.partner).Scan(&order[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if order[0] != order[1] {
+				t.Errorf("onboarding order differs:\nnot staged: %s\nstaged:     %s", order[0], order[1])
+			}
 			if ra, rs := a.result(outA), s.result(outS); ra != rs {
-				t.Errorf("result files differ:\nread once:\n%s\nstaged:\n%s", ra, rs)
+				t.Errorf("result files differ:\nnot staged:\n%s\nstaged:\n%s", ra, rs)
 			}
 			ea, es := firstFileEffects(a, outA.ID), firstFileEffects(s, outS.ID)
 			for _, k := range []string{"envelope", "records", "employees", "exceptions", "history", "result chunks"} {
 				if ea[k] != es[k] {
-					t.Errorf("%s differ:\nread once: %s\nstaged:    %s", k, ea[k], es[k])
+					t.Errorf("%s differ:\nnot staged: %s\nstaged:     %s", k, ea[k], es[k])
 				}
 			}
 		})

@@ -9,9 +9,8 @@
 -- - uniqueness is a constraint here, never a check in Go;
 -- - money is numeric, never float;
 -- - triggers guard invariants or write audit and outbox rows in the same transaction;
---   one still creates business data: records_check_insert maps the unknown employees
---   of a first file read once (asked for by the payintake.onboard setting), because
---   that file's records arrive in one COPY whose check runs before any later statement;
+--   none creates business data: employees are onboarded by the engine's own statements,
+--   before the records that name them;
 -- - River's own tables are created by River's migrations, not here.
 
 -- ================================================================================================
@@ -605,6 +604,10 @@ CREATE TABLE record_history (
     CONSTRAINT record_history_record_id_fkey FOREIGN KEY (record_id) REFERENCES records(id)
 );
 
+-- Every new record's employee is mapped, and its partner and envelope exist: one
+-- check per statement over its new rows (per-row foreign keys cost ~6 s a million rows).
+-- It only refuses: the engine onboards a file's unknown employees by a statement of
+-- its own before the records that name them.
 -- +goose StatementBegin
 CREATE FUNCTION records_check_insert() RETURNS trigger
     LANGUAGE plpgsql
@@ -619,7 +622,6 @@ DECLARE
     missing_ref text;
     n bigint;
     bad text;
-    onboard text := nullif(current_setting('payintake.onboard', true), '');
 BEGIN
     -- One pass over the new rows, two hash tables: the distinct employees
     -- (g = 1) and the distinct partner and envelope references (g = 2).
@@ -630,30 +632,6 @@ BEGIN
           GROUP BY GROUPING SETS ((partner_id, employee_ref), (partner_id, envelope_id))) k;
     IF refs IS NULL THEN
         RETURN NULL;
-    ELSIF onboard IS NOT NULL AND partner_ids = ARRAY[onboard]
-        AND (SELECT p.unknown_employee FROM partners p WHERE p.id = onboard) = 'create' THEN
-        -- A first file read once opted in for its
-        -- partner, which creates mappings: the references without one are
-        -- onboarded here, under their derived ids, in the order onboarding
-        -- inserts them, instead of by a statement before the records (for
-        -- which the file had to be read once more). Every reference is
-        -- then mapped, or the INSERT raised (a mapping stored meanwhile, a
-        -- derived id taken).
-        IF cardinality(refs) <= probe_max THEN
-            INSERT INTO employees (partner_id, employee_ref, employee_id, source)
-            SELECT onboard, n.employee_ref, derived_employee_id(onboard, n.employee_ref), 'derived'
-            FROM unnest(refs) n(employee_ref)
-            LEFT JOIN LATERAL (SELECT true AS mapped FROM employees e
-                WHERE e.partner_id = onboard AND e.employee_ref = n.employee_ref LIMIT 1) m ON true
-            WHERE m.mapped IS NULL
-            ORDER BY n.employee_ref COLLATE "C";
-        ELSE
-            EXECUTE 'INSERT INTO employees (partner_id, employee_ref, employee_id, source)
-                SELECT $1, n.employee_ref, derived_employee_id($1, n.employee_ref), ''derived''
-                FROM unnest($2) n(employee_ref)
-                WHERE NOT EXISTS (SELECT 1 FROM employees e WHERE e.partner_id = $1 AND e.employee_ref = n.employee_ref)
-                ORDER BY n.employee_ref COLLATE "C"' USING onboard, refs;
-        END IF;
     ELSIF cardinality(refs) <= probe_max THEN
         -- Few employees for the mappings there are: one probe each.
         SELECT n.partner_id, n.employee_ref INTO missing_partner, missing_ref

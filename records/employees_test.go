@@ -178,99 +178,69 @@ func TestEmployeeCheckProbesForFewRecords(t *testing.T) {
 	}
 }
 
-// The records' insert trigger onboards the employees a statement's records
-// name without a mapping only when the transaction asks for it
-// (payintake.onboard, as a first file read once does), only for that
-// partner as the statement's only one, and only if the partner creates
-// mappings: under the derived id (derived_employee_id), with the
-// mappings there were left as they are, for a few employees (probed) and
-// for many (hashed). Any other insert of a record without a mapping is
-// refused, as before.
-func TestInsertTriggerOnboardsWhenAsked(t *testing.T) {
+// The records' insert trigger only guards: a record whose employee has no
+// mapping is refused, for a few employees (probed) and for many (hashed),
+// and no mapping is created, whatever the session sets — a custom setting
+// such as payintake.onboard for a partner that creates mappings included.
+// Onboarding is the engine's own statement, before the records.
+func TestInsertTriggerNeverOnboards(t *testing.T) {
 	ctx := context.Background()
 	st := pgtest.Store(t)
-	for _, p := range []records.Partner{{ID: "acme"}, {ID: "strict", UnknownEmployee: records.UnknownReject}, {ID: "other"}} {
+	for _, p := range []records.Partner{{ID: "acme"}, {ID: "other"}} {
 		p.Name, p.Currency = p.ID, "USD"
 		if err := st.AddPartner(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := st.Pool().Exec(ctx, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
-		VALUES ('acme', 'E3', 'W-3', 'import'), ('strict', 'S1', 'W-S1', 'import')`); err != nil {
+		VALUES ('acme', 'E3', 'W-3', 'import')`); err != nil {
 		t.Fatal(err)
 	}
 	// insert inserts one record of each (partner, ref) in a transaction
-	// that asks the trigger to onboard for partner onboard ("": does not
-	// ask), and returns the mappings of the refs then and the error.
-	insert := func(onboard string, partners, refs []string) (map[string]string, error) {
+	// that sets payintake.onboard to acme, and returns the error.
+	insert := func(partners, refs []string) error {
 		t.Helper()
 		tx, err := st.Pool().Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, `SELECT set_config('payintake.onboard', $1, true)`, onboard); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT set_config('payintake.onboard', 'acme', true)`); err != nil {
 			t.Fatal(err)
 		}
-		_, insErr := tx.Exec(ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash)
+		_, err = tx.Exec(ctx, `INSERT INTO records (partner_id, employee_ref, pay_period, component, amount, currency, content_hash)
 			SELECT p, r, '2026-11', 'BASE', 1, 'USD', '\x00' FROM unnest($1::text[], $2::text[]) u(p, r)`, partners, refs)
-		got := map[string]string{}
-		if insErr != nil {
-			return got, insErr
+		if err == nil {
+			err = tx.Commit(ctx)
 		}
-		rows, err := tx.Query(ctx, `SELECT e.partner_id || '/' || e.employee_ref,
-				e.employee_id || CASE WHEN e.employee_id = derived_employee_id(e.partner_id, e.employee_ref) THEN ' (derived)' ELSE '' END || ' ' || e.source
-			FROM employees e JOIN unnest($1::text[], $2::text[]) u(p, r) ON e.partner_id = u.p AND e.employee_ref = u.r`, partners, refs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k, v string
-			if err := rows.Scan(&k, &v); err != nil {
-				t.Fatal(err)
-			}
-			got[k] = v
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return got, nil
+		return err
 	}
 	refused := func(err error) bool {
 		var pe *pgconn.PgError
 		return errors.As(err, &pe) && pe.Code == pgerrcode.ForeignKeyViolation && strings.Contains(pe.Message, "has no employee mapping")
 	}
 	acme := func(n int) []string { return slices.Repeat([]string{"acme"}, n) }
-
-	got, err := insert("acme", acme(3), []string{"E1", "E2", "E3"})
-	if err != nil {
-		t.Fatalf("asked for acme: %v", err)
-	}
-	for ref, want := range map[string]string{"acme/E1": "(derived) derived", "acme/E2": "(derived) derived", "acme/E3": "W-3 import"} {
-		if !strings.HasSuffix(got[ref], want) {
-			t.Errorf("mapping of %s: %q; want ...%q", ref, got[ref], want)
-		}
-	}
 	// Many references for the mappings there are: the hashed form.
 	many := make([]string, 5000)
 	for i := range many {
 		many[i] = fmt.Sprintf("M%d", i)
 	}
-	if got, err := insert("acme", acme(len(many)), many); err != nil || len(got) != len(many) || !strings.HasSuffix(got["acme/M4999"], "(derived) derived") {
-		t.Errorf("asked for acme, 5,000 references: %v, %d mappings (M4999: %q)", err, len(got), got["acme/M4999"])
-	}
-	for name, tc := range map[string]struct {
-		onboard        string
-		partners, refs []string
-	}{
-		"not asked":                                    {"", acme(2), []string{"E1", "E3"}},
-		"asked for another partner":                    {"other", acme(2), []string{"E1", "E3"}},
-		"asked, a second partner in the statement":     {"acme", []string{"acme", "other"}, []string{"E1", "O1"}},
-		"asked, the partner rejects unknown employees": {"strict", []string{"strict", "strict"}, []string{"S1", "S2"}},
+	for name, tc := range map[string]struct{ partners, refs []string }{
+		"one of three unmapped":          {acme(3), []string{"E1", "E3", "E2"}},
+		"5,000 unmapped":                 {acme(len(many)), many},
+		"a second partner's, unmapped":   {[]string{"acme", "other"}, []string{"E3", "O1"}},
+		"unmapped, of the other partner": {[]string{"other"}, []string{"O2"}},
 	} {
-		if _, err := insert(tc.onboard, tc.partners, tc.refs); !refused(err) {
+		if err := insert(tc.partners, tc.refs); !refused(err) {
 			t.Errorf("%s: %v; want the record without a mapping refused", name, err)
 		}
+	}
+	var mappings int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM employees`).Scan(&mappings); err != nil || mappings != 1 {
+		t.Errorf("%d mappings (%v); want only the one imported", mappings, err)
+	}
+	// A mapped employee's record goes in.
+	if err := insert(acme(1), []string{"E3"}); err != nil {
+		t.Errorf("the record of a mapped employee: %v", err)
 	}
 }

@@ -21,18 +21,6 @@ var (
 	sqlCloseEnvelope             = query("CloseEnvelope")
 )
 
-// The temporary tables processing stages a file's rows into (processing.sql),
-// created in the processing transaction and dropped at its commit.
-var (
-	StageDDL      = query("CreateStage")
-	ClassifiedDDL = query("CreateClassified")
-	EmpRefsDDL    = query("CreateEmpRefs")
-	EmpDDL        = query("CreateEmp")
-)
-
-// TempTables are processing's temporary tables, in the order it creates them.
-var TempTables = []string{StageDDL, ClassifiedDDL, EmpRefsDDL, EmpDDL}
-
 // RejectFile stores a one-row result for a file rejected as a whole (row 0,
 // rejected, at the line the refusal names) and closes the envelope with
 // status.

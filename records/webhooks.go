@@ -19,7 +19,6 @@ var (
 	sqlQuarantineWebhook         = query("QuarantineWebhook")
 	sqlQuarantinedWebhooks       = query("QuarantinedWebhooks")
 	sqlWebhookEntityVersion      = query("WebhookEntityVersion")
-	sqlClassifyWebhookChange     = query("ClassifyWebhookChange")
 	sqlStoreWebhookEntityVersion = query("StoreWebhookEntityVersion")
 )
 
@@ -174,25 +173,6 @@ func WebhookEntityVersion(ctx context.Context, tx pgx.Tx, partner, entity string
 		return nil, fmt.Errorf("read version of entity %s: %w", entity, err)
 	}
 	return stored, nil
-}
-
-// ClassifiedWebhookChange reads what classify decided for a webhook's
-// one-row stage (the message is classify's, as for a file's row: empty
-// when the change was applied) into res.
-func ClassifiedWebhookChange(ctx context.Context, tx pgx.Tx, partner string, res *WebhookResult) error {
-	var recID *int64
-	err := tx.QueryRow(ctx, sqlClassifyWebhookChange, partner).
-		Scan(&res.Outcome, &res.Code, &res.Message, &recID, &res.ExceptionID, &res.EmployeeID)
-	if err != nil {
-		return fmt.Errorf("read outcome: %w", err)
-	}
-	if recID != nil {
-		res.RecordID = *recID
-	}
-	if res.Outcome != OutcomeHeld {
-		res.ExceptionID = 0
-	}
-	return nil
 }
 
 // StoreWebhookEntityVersion records version as entity's latest accepted,
