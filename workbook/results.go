@@ -25,6 +25,12 @@ const (
 	heldFill     = "FFEB9C"
 )
 
+// MaxResultRows is the most result lines a result workbook holds: a
+// sheet's rows (excelize.TotalRows, Excel's limit) below its header. The
+// engine refuses a larger file for a partner whose results are workbooks
+// before it applies it (apply.Options.WorkbookRows).
+const MaxResultRows = excelize.TotalRows - 1
+
 // ResultWorkbook writes a result file (its CSV bytes, as normalize's
 // ResultHeader and AppendResultLine lay them out) as a workbook a
 // partner's people can open: one sheet, the header row frozen, rejected
@@ -93,8 +99,8 @@ func ResultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string) error {
 		if err != nil {
 			return fmt.Errorf("workbook: read the result file: %w", err)
 		}
-		if n > excelize.TotalRows {
-			return fmt.Errorf("workbook: the result file has more than %d rows, the most a sheet holds below its header", excelize.TotalRows-1)
+		if n-1 > MaxResultRows {
+			return fmt.Errorf("workbook: the result file has more than %d rows, the most a sheet holds below its header", MaxResultRows)
 		}
 		kind := st.plain
 		switch rec[col["outcome"]] {
