@@ -36,7 +36,3 @@ func BinaryNumericDates(rows [][2]string) ([]byte, error) {
 
 // ProcessSettingsSQL is the processing transaction's settings statement.
 const ProcessSettingsSQL = processSettingsSQL
-
-// WorkbookRows is the most data rows e takes in a file of a partner whose
-// results are workbooks.
-func WorkbookRows(e *Engine) int { return e.workbookRows }
