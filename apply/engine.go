@@ -34,6 +34,7 @@ type Engine struct {
 	log             *slog.Logger
 	spoolDir        string
 	stageWholeFiles bool
+	workbookRows    int
 	// blocks are COPY buffers kept for the next file's stageSource: a new
 	// 260 KB block for every COPY would be garbage the collector and the
 	// OS's page faults pay for with every file.
@@ -49,6 +50,10 @@ type Options struct {
 	// strategies store the same records and result, which the tests
 	// compare.
 	StageWholeFiles bool
+	// WorkbookRows is the most data rows a file may have when its
+	// partner's results are workbooks (0: workbook.MaxResultRows, what a
+	// sheet holds). Tests lower it to try a file over the limit.
+	WorkbookRows int
 }
 
 // New returns an engine on store. Temporary copies of envelopes go to the
@@ -58,8 +63,12 @@ func New(store *records.Store, opts Options) *Engine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	rows := opts.WorkbookRows
+	if rows <= 0 {
+		rows = workbook.MaxResultRows
+	}
 	return &Engine{store: store, log: log, spoolDir: store.SpoolDir(), stageWholeFiles: opts.StageWholeFiles,
-		blocks: make(chan []byte, stageBlocks+2)}
+		workbookRows: rows, blocks: make(chan []byte, stageBlocks+2)}
 }
 
 // RowSource yields the rows of one file in order. Next returns io.EOF after
@@ -217,6 +226,9 @@ func (e *Engine) applyEnvelope(ctx context.Context, tx pgx.Tx, env *records.Enve
 	case pl.Replay != nil:
 		err = e.applyReplayFile(ctx, tx, env, *pl.Replay)
 	default:
+		if p.Profile != nil && p.Profile.Results == normalize.ResultsXLSX {
+			pl = limitRows(pl, e.workbookRows)
+		}
 		err = e.applyFile(ctx, tx, env, pl)
 	}
 	if err != nil {
@@ -277,6 +289,12 @@ func (e *Engine) applyFile(ctx context.Context, tx pgx.Tx, env *records.Envelope
 	}
 	if err != nil {
 		return err
+	}
+	// Too many rows for a workbook: the attempt was rolled back, and
+	// staging the file would only read as far again to be refused.
+	var fr *normalize.ParseError
+	if errors.As(why, &fr) && errors.Is(fr, normalize.CodeTooManyRowsForWorkbook) {
+		return e.store.RejectFile(ctx, tx, env, *fr, records.StatusProcessed)
 	}
 	if why == nil {
 		return records.CloseEnvelope(ctx, tx, env, counts)
@@ -395,6 +413,51 @@ func (e *Engine) stageWhole(ctx context.Context, tx pgx.Tx, env *records.Envelop
 		return err
 	}
 	return records.CloseEnvelope(ctx, tx, env, counts)
+}
+
+// limitRows is pl with every read of its rows refusing the file at its
+// first row past limit: a file whose result a workbook cannot hold, for a
+// partner whose results are workbooks. Refused as it is read, before
+// anything of it is committed (each way of applying it runs in a
+// savepoint), the file gets its refusal as its result, once, rather than
+// fail to build the workbook after applying it, and again on every retry.
+func limitRows(pl Plan, limit int) Plan {
+	if pl.Rows != nil {
+		pl.Rows = &limitedRows{rows: pl.Rows, limit: limit}
+	}
+	if reread := pl.Reread; reread != nil {
+		pl.Reread = func(o ReadOptions) (RowSource, error) {
+			rows, err := reread(o)
+			if err != nil {
+				return nil, err
+			}
+			return &limitedRows{rows: rows, limit: limit}, nil
+		}
+	}
+	return pl
+}
+
+// limitedRows is a RowSource refusing its file at the first row numbered
+// past limit.
+type limitedRows struct {
+	rows  RowSource
+	limit int
+}
+
+func (l *limitedRows) Next() (records.StagedRow, error) {
+	r, err := l.rows.Next()
+	if err == nil && r.Row > l.limit {
+		return records.StagedRow{}, &normalize.ParseError{Err: normalize.CodeTooManyRowsForWorkbook, StartLine: r.Line, Line: r.Line,
+			Message: fmt.Sprintf("the file has more than %d data rows, the most a result workbook holds, and the partner's profile asks for results: xlsx; "+
+				"nothing was applied: send the rows in files of at most %d rows each, or ask the operator for results: csv", l.limit, l.limit)}
+	}
+	return r, err
+}
+
+// Close closes the rows it limits.
+func (l *limitedRows) Close() error {
+	closeRows(l.rows)
+	return nil
 }
 
 // spool copies an envelope's bytes to a temporary file through tx (one

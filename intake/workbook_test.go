@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/pgserver/pgtest"
@@ -249,4 +250,92 @@ func TestResultWorkbookIsBuiltOnce(t *testing.T) {
 			t.Errorf("%s: %d bytes, not the first download's %d", what, b.Len(), first.Len())
 		}
 	}
+}
+
+// A file with more rows than a result workbook holds, from a partner whose
+// results are workbooks, is refused whole, once, with
+// too_many_rows_for_workbook: nothing of it applied, its processing not
+// failed (so never retried), and a repeat of it given the same refusal.
+// The engine's limit is lowered to 3 rows; a file of 3 is applied. Each
+// way of applying a file meets the limit: a first file (read without
+// staging), a resubmission (compared on its keys) and every file staged
+// whole.
+func TestWorkbookResultRowLimit(t *testing.T) {
+	f := newFixture(t, records.Partner{})
+	if _, err := f.store.SetPartnerProfile(f.ctx, f.partner, "results: xlsx", records.PartnerProfile{Results: "xlsx"},
+		records.PartnerUpdate{}, "tester", records.ViaCLI); err != nil {
+		t.Fatal(err)
+	}
+	payroll := func(period string, n int) string {
+		var b strings.Builder
+		b.WriteString("employee_ref,pay_period,component,amount,currency\n")
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "E%03d,%s,BASE,%d.00,USD\n", i, period, 1000+i)
+		}
+		return b.String()
+	}
+	recordCount := func() int {
+		t.Helper()
+		var n int
+		if err := f.store.Pool().QueryRow(f.ctx, `SELECT count(*) FROM records WHERE partner_id = $1`, f.partner).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	result := func(env records.Envelope) string {
+		t.Helper()
+		var b bytes.Buffer
+		if err := f.store.WritePlainResult(f.ctx, env.ID, &b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	refused := func(what, name, content string) {
+		t.Helper()
+		before := recordCount()
+		_, out := f.ingest(name, content)
+		if out.Status != records.StatusProcessed || fmt.Sprint(out.Counts) != "map[rejected:1]" {
+			t.Fatalf("%s: %s %v, want the file refused whole", what, out.Status, out.Counts)
+		}
+		lines := strings.Split(strings.TrimSuffix(result(out), "\n"), "\n")
+		if len(lines) != 2 || !strings.HasPrefix(lines[1], "5,0,rejected,,,,,,"+string(normalize.CodeTooManyRowsForWorkbook)+",,") ||
+			!strings.Contains(lines[1], "more than 3 data rows") {
+			t.Fatalf("%s: result %q, want one line rejecting the file at line 5 with %s", what, lines, normalize.CodeTooManyRowsForWorkbook)
+		}
+		if n := recordCount(); n != before {
+			t.Fatalf("%s: %d records, %d before: want nothing applied", what, n, before)
+		}
+		var failures int
+		if err := f.store.Pool().QueryRow(f.ctx, `SELECT count(*) FROM envelope_attempts WHERE envelope_id = $1`, out.ID).Scan(&failures); err != nil {
+			t.Fatal(err)
+		}
+		if failures != 0 {
+			t.Fatalf("%s: %d failed attempts recorded, want the refusal as the outcome of the first", what, failures)
+		}
+		// The refusal is the partner's result like any file's refused
+		// whole: a workbook of its one row.
+		var book bytes.Buffer
+		if err := f.store.WriteResult(f.ctx, out.ID, &book); err != nil || out.ResultFormat != normalize.ResultsXLSX ||
+			!bytes.HasPrefix(book.Bytes(), []byte("PK\x03\x04")) || int64(book.Len()) != out.ResultSize {
+			t.Fatalf("%s: result %q of %d bytes (%d noted, %v), want a workbook", what, out.ResultFormat, book.Len(), out.ResultSize, err)
+		}
+		again, repeat := f.ingest(name, content)
+		var second bytes.Buffer
+		if err := f.store.WriteResult(f.ctx, repeat.ID, &second); err != nil {
+			t.Fatal(err)
+		}
+		if again.Status != records.StatusRepeat || repeat.ID != out.ID || !bytes.Equal(second.Bytes(), book.Bytes()) || recordCount() != before {
+			t.Fatalf("%s sent again: %s, outcome envelope %d (first %d), same result %v; want the stored refusal",
+				what, again.Status, repeat.ID, out.ID, bytes.Equal(second.Bytes(), book.Bytes()))
+		}
+	}
+
+	f.in.Engine = apply.New(f.store, apply.Options{WorkbookRows: 3})
+	refused("a first file of 4 rows", "first.csv", payroll("2026-10", 4))
+	if _, out := f.ingest("three.csv", payroll("2026-11", 3)); fmt.Sprint(out.Counts) != "map[created:3]" {
+		t.Fatalf("a file of 3 rows: %v, want 3 created", out.Counts)
+	}
+	refused("a resubmission of 4 rows", "four.csv", payroll("2026-11", 4))
+	f.in.Engine = apply.New(f.store, apply.Options{WorkbookRows: 3, StageWholeFiles: true})
+	refused("a file of 4 rows staged whole", "staged.csv", payroll("2026-12", 4))
 }

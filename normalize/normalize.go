@@ -64,6 +64,11 @@ const (
 	CodeReplayTargetMissing Code = "replay_target_missing"
 	CodeNotReplayable       Code = "not_replayable"
 	CodeWebhookIDReuse      Code = "webhook_id_reuse"
+	// A file with more data rows than a workbook's sheet holds, for a
+	// partner whose results are workbooks: refused whole by the engine
+	// (apply), which would otherwise fail on every retry to build its
+	// result.
+	CodeTooManyRowsForWorkbook Code = "too_many_rows_for_workbook"
 )
 
 // Codes of a JSON body (a webhook's pay line, a leg replay's rows) refused

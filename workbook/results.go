@@ -25,6 +25,12 @@ const (
 	heldFill     = "FFEB9C"
 )
 
+// MaxResultRows is the most result lines a result workbook holds: a
+// sheet's rows (excelize.TotalRows, Excel's limit) below its header. The
+// engine refuses a larger file for a partner whose results are workbooks
+// before it applies it (apply.Options.WorkbookRows).
+const MaxResultRows = excelize.TotalRows - 1
+
 // ResultWorkbook writes a result file (its CSV bytes, as normalize's
 // ResultHeader and AppendResultLine lay them out) as a workbook a
 // partner's people can open: one sheet, the header row frozen, rejected
@@ -38,11 +44,18 @@ const (
 // nothing in the workbook depends on the time.
 //
 // Memory stays flat whatever the number of rows: excelize's StreamWriter
-// keeps the sheet's XML in memory up to 16 MiB (excelize.StreamChunkSize)
-// and then in a temporary file in tmpDir ("": os.TempDir()), removed when
-// the workbook is written; the archive is compressed straight to w
-// (Save), never held whole in memory.
+// keeps the sheet's XML in memory up to 1 MiB (sheetSpillSize; its own
+// 16 MiB, excelize.StreamChunkSize, cost three times the memory) and then
+// in a temporary file in tmpDir ("": os.TempDir()), removed when the
+// workbook is written; the archive is compressed straight to w (Save),
+// never held whole in memory.
 func ResultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string) error {
+	return resultWorkbook(w, resultCSV, tmpDir, sheetSpillSize)
+}
+
+// resultWorkbook is ResultWorkbook with the sheet's XML spilled to its
+// temporary file from spillSize bytes (0: from excelize's own 16 MiB).
+func resultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string, spillSize int) error {
 	cr := csv.NewReader(resultCSV)
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
@@ -84,6 +97,7 @@ func ResultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string) error {
 	if err := sw.SetRow("A1", head); err != nil {
 		return fmt.Errorf("workbook: %w", err)
 	}
+	spool := streamBufferOf(sw)
 	row := make([]any, len(header))
 	for n := 2; ; n++ {
 		rec, err := cr.Read()
@@ -93,8 +107,8 @@ func ResultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string) error {
 		if err != nil {
 			return fmt.Errorf("workbook: read the result file: %w", err)
 		}
-		if n > excelize.TotalRows {
-			return fmt.Errorf("workbook: the result file has more than %d rows, the most a sheet holds below its header", excelize.TotalRows-1)
+		if n-1 > MaxResultRows {
+			return fmt.Errorf("workbook: the result file has more than %d rows, the most a sheet holds below its header", MaxResultRows)
 		}
 		kind := st.plain
 		switch rec[col["outcome"]] {
@@ -119,6 +133,9 @@ func ResultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string) error {
 		cell, _ := excelize.CoordinatesToCellName(1, n)
 		if err := sw.SetRow(cell, row[:len(rec)]); err != nil {
 			return fmt.Errorf("workbook: %w", err)
+		}
+		if err := spool.spill(spillSize); err != nil {
+			return err
 		}
 	}
 	if err := sw.Flush(); err != nil {
