@@ -44,18 +44,11 @@ const MaxResultRows = excelize.TotalRows - 1
 // nothing in the workbook depends on the time.
 //
 // Memory stays flat whatever the number of rows: excelize's StreamWriter
-// keeps the sheet's XML in memory up to 1 MiB (sheetSpillSize; its own
-// 16 MiB, excelize.StreamChunkSize, cost three times the memory) and then
-// in a temporary file in tmpDir ("": os.TempDir()), removed when the
-// workbook is written; the archive is compressed straight to w (Save),
-// never held whole in memory.
+// keeps the sheet's XML in memory up to 16 MiB (excelize.StreamChunkSize)
+// and then in a temporary file in tmpDir ("": os.TempDir()), removed when
+// the workbook is written; the archive is compressed straight to w
+// (Save), never held whole in memory.
 func ResultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string) error {
-	return resultWorkbook(w, resultCSV, tmpDir, sheetSpillSize)
-}
-
-// resultWorkbook is ResultWorkbook with the sheet's XML spilled to its
-// temporary file from spillSize bytes (0: from excelize's own 16 MiB).
-func resultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string, spillSize int) error {
 	cr := csv.NewReader(resultCSV)
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
@@ -97,7 +90,6 @@ func resultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string, spillSize i
 	if err := sw.SetRow("A1", head); err != nil {
 		return fmt.Errorf("workbook: %w", err)
 	}
-	spool := streamBufferOf(sw)
 	row := make([]any, len(header))
 	for n := 2; ; n++ {
 		rec, err := cr.Read()
@@ -133,9 +125,6 @@ func resultWorkbook(w io.Writer, resultCSV io.Reader, tmpDir string, spillSize i
 		cell, _ := excelize.CoordinatesToCellName(1, n)
 		if err := sw.SetRow(cell, row[:len(rec)]); err != nil {
 			return fmt.Errorf("workbook: %w", err)
-		}
-		if err := spool.spill(spillSize); err != nil {
-			return err
 		}
 	}
 	if err := sw.Flush(); err != nil {
