@@ -53,7 +53,7 @@ import (
 // rejected row or employee in an all-or-nothing file, any error) it is
 // rolled back and the file is staged whole from a new read. The result
 // file and every table are the same either way
-// (intake.TestResubmissionWithoutUnchangedRowsMatchesClassify).
+// (TestResubmissionWithoutUnchangedRowsMatchesClassify, apply/resubmission_test.go).
 
 // errNotCompared is why a file is not applied compared; it is staged whole.
 type errNotCompared string

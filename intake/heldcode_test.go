@@ -2,12 +2,18 @@ package intake_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/payintake/payintake/apply"
+	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/normalize"
+	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
 
@@ -289,4 +295,103 @@ func TestApproveHeldCodeRefusals(t *testing.T) {
 	if n := f.count(`SELECT count(*) FROM component_codes`); n != 1 {
 		t.Errorf("%d component codes kept, want GIFT's only", n)
 	}
+}
+
+// unchangedSkipCounter counts the classify statements that leave the
+// unchanged rows out of classified (n: @skip_unchanged true); and the
+// files compared on their keys first:
+// keys the attempts (a COPY into stage_keys), keysUndone those rolled
+// back (the savepoint undone after it: the file was then staged whole).
+type unchangedSkipCounter struct {
+	n, keys, keysUndone atomic.Int64
+	sawKeys             atomic.Bool
+}
+
+func (c *unchangedSkipCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, "INSERT INTO classified") && len(d.Args) == 1 {
+		if a, ok := d.Args[0].(pgx.NamedArgs); ok && a["skip_unchanged"] == true {
+			c.n.Add(1)
+		}
+	}
+	// The savepoint of a compared file is released or rolled back next.
+	if sql := strings.ToLower(d.SQL); strings.HasPrefix(sql, "rollback to savepoint") && c.sawKeys.Swap(false) {
+		c.keysUndone.Add(1)
+	} else if strings.HasPrefix(sql, "release savepoint") {
+		c.sawKeys.Store(false)
+	}
+	return ctx
+}
+
+func (c *unchangedSkipCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *unchangedSkipCounter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
+	if d.TableName.Sanitize() == (pgx.Identifier{"stage_keys"}).Sanitize() {
+		c.keys.Add(1)
+		c.sawKeys.Store(true)
+	}
+	return ctx
+}
+
+func (c *unchangedSkipCounter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {
+}
+
+// resubmissionFixture is a database with partner acme (p) and employees
+// E1..E6 mapped, whose engine stages every file whole when stageWhole says
+// so; its counter counts from then on.
+func resubmissionFixture(t *testing.T, p records.Partner, stageWhole bool) (*fixture, *unchangedSkipCounter) {
+	t.Helper()
+	c := &unchangedSkipCounter{}
+	return tracedFixture(t, p, c, stageWhole, "E1", "E2", "E3", "E4", "E5", "E6"), c
+}
+
+// resubmissionEffects reads back the records (but their last_seq),
+// exceptions and history of the database (ids and clock times left out,
+// the rest in a fixed order).
+func resubmissionEffects(f *fixture) map[string]string {
+	f.t.Helper()
+	out := map[string]string{}
+	for k, q := range map[string]string{
+		"records": `SELECT jsonb_agg(to_jsonb(r) - 'id' - 'created_at' - 'updated_at' - 'locked_at' - 'last_seq'
+			ORDER BY pay_period, employee_ref, component) FROM records r`,
+		"exceptions": `SELECT jsonb_agg(to_jsonb(x) - 'id' - 'created_at' - 'decided_at' - 'record_id' - 'superseded_by'
+			ORDER BY envelope_id, row_no) FROM exceptions x`,
+		"history": `SELECT jsonb_agg(to_jsonb(h) - 'record_id' - 'written_at' - 'replaced_at'
+			ORDER BY h.replaced_by, r.pay_period, r.employee_ref, r.component)
+			FROM record_history h JOIN records r ON r.id = h.record_id`,
+	} {
+		var v []byte
+		if err := f.store.Pool().QueryRow(f.ctx, q).Scan(&v); err != nil {
+			f.t.Fatalf("%s: %v", k, err)
+		}
+		out[k] = string(v)
+	}
+	return out
+}
+
+// tracedFixture is a database whose store tells tracer its statements,
+// with partner acme (p) and the employees refs mapped (ref to W-ref); its
+// engine stages every file whole when stageWhole says so
+// (apply.Options.StageWholeFiles).
+func tracedFixture(t *testing.T, p records.Partner, tracer pgx.QueryTracer, stageWhole bool, refs ...string) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := records.Open(ctx, pgtest.New(t), records.Options{SecretKeys: pgtest.TestSecretKeys, QueryTracer: tracer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	p.ID = "acme"
+	if err := st.AddPartner(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	var m []records.EmployeeMapping
+	for i, ref := range refs {
+		m = append(m, records.EmployeeMapping{Line: i + 2, EmployeeRef: ref, EmployeeID: "W-" + ref})
+	}
+	if _, err := st.ImportEmployees(ctx, p.ID, m); err != nil {
+		t.Fatal(err)
+	}
+	in := intake.New(st, nil)
+	in.Engine = apply.New(st, apply.Options{StageWholeFiles: stageWhole})
+	return &fixture{t: t, ctx: ctx, store: st, in: in, partner: p.ID, dir: t.TempDir()}
 }
