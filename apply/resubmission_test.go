@@ -4,54 +4,13 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/payintake/payintake/apply/applytest"
 	"github.com/payintake/payintake/bench"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
-
-// unchangedSkipCounter counts the classify statements that leave the
-// unchanged rows out of classified (n: @skip_unchanged true); and the
-// files compared on their keys first:
-// keys the attempts (a COPY into stage_keys), keysUndone those rolled
-// back (the savepoint undone after it: the file was then staged whole).
-type unchangedSkipCounter struct {
-	n, keys, keysUndone atomic.Int64
-	sawKeys             atomic.Bool
-}
-
-func (c *unchangedSkipCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.Contains(d.SQL, "INSERT INTO classified") && len(d.Args) == 1 {
-		if a, ok := d.Args[0].(pgx.NamedArgs); ok && a["skip_unchanged"] == true {
-			c.n.Add(1)
-		}
-	}
-	// The savepoint of a compared file is released or rolled back next.
-	if sql := strings.ToLower(d.SQL); strings.HasPrefix(sql, "rollback to savepoint") && c.sawKeys.Swap(false) {
-		c.keysUndone.Add(1)
-	} else if strings.HasPrefix(sql, "release savepoint") {
-		c.sawKeys.Store(false)
-	}
-	return ctx
-}
-
-func (c *unchangedSkipCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (c *unchangedSkipCounter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
-	if d.TableName.Sanitize() == (pgx.Identifier{"stage_keys"}).Sanitize() {
-		c.keys.Add(1)
-		c.sawKeys.Store(true)
-	}
-	return ctx
-}
-
-func (c *unchangedSkipCounter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {
-}
 
 // A resubmission is applied three ways, which must agree: compared on its
 // keys first (applyCompared: only the rows whose key has no
@@ -178,7 +137,7 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 			for i, file := range tc.files {
 				seq := int64(i + 7)
 				var outs [4]records.Envelope
-				skipsBefore := cc.n.Load()
+				skipsBefore := cc.SkipUnchanged.Load()
 				for j, h := range []*applytest.Harness{a, b, c, d} {
 					var s *int64 // b and d number their files
 					if j == 1 || j == 3 {
@@ -192,7 +151,7 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 				if outs[1].Seq == nil || outs[3].Seq == nil || outs[0].Seq != nil || outs[2].Seq != nil {
 					t.Fatalf("file %d: sequence numbers %v, %v, %v and %v, want none in a and c and one in b and d", i, outs[0].Seq, outs[1].Seq, outs[2].Seq, outs[3].Seq)
 				}
-				rb, eb := b.Result(t, outs[1]), resubmissionEffects(t, b)
+				rb, eb := b.Result(t, outs[1]), applytest.Effects(t, b.Store)
 				for j, way := range map[int]string{0: "compared", 2: "without unchanged rows", 3: "compared with sequence numbers"} {
 					h := []*applytest.Harness{a, b, c, d}[j]
 					if r := h.Result(t, outs[j]); r != rb {
@@ -201,7 +160,7 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 					if len(outs[j].Counts) == 0 || !equalCounts(outs[j].Counts, outs[1].Counts) {
 						t.Errorf("file %d: counts %s %v, classify %v", i, way, outs[j].Counts, outs[1].Counts)
 					}
-					e := resubmissionEffects(t, h)
+					e := applytest.Effects(t, h.Store)
 					for _, k := range []string{"records", "exceptions", "history"} {
 						if e[k] != eb[k] {
 							t.Errorf("file %d: %s differ:\n%s: %s\nclassify: %s", i, k, way, e[k], eb[k])
@@ -210,7 +169,7 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 				}
 				if n := outs[2].Counts["unchanged"]; n > 0 {
 					skipped++
-					if got := cc.n.Load() - skipsBefore; got != 1 {
+					if got := cc.SkipUnchanged.Load() - skipsBefore; got != 1 {
 						t.Errorf("file %d: database c left the unchanged rows out %d time(s), want 1", i, got)
 					}
 				}
@@ -225,10 +184,10 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 				if lb, ld := lastSeqs(t, b), lastSeqs(t, d); lb != ld {
 					t.Errorf("file %d: the records' last_seq differ:\ncompared: %s\nclassify: %s", i, ld, lb)
 				}
-				if n := cb.n.Load() + cb.keys.Load(); n != 0 {
+				if n := cb.SkipUnchanged.Load() + cb.Keys.Load(); n != 0 {
 					t.Errorf("file %d: database b (sequence numbers, staged whole) left the unchanged rows out or compared keys %d time(s)", i, n)
 				}
-				if n := cc.keys.Load(); n != 0 {
+				if n := cc.Keys.Load(); n != 0 {
 					t.Errorf("file %d: database c (every file staged whole) compared keys %d time(s)", i, n)
 				}
 				t.Logf("file %d: %v", i, outs[0].Counts)
@@ -236,9 +195,9 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 			if skipped < 2 {
 				t.Fatalf("only %d file(s) had unchanged rows", skipped)
 			}
-			for name, cx := range map[string]*unchangedSkipCounter{"a": ca, "d": cd} {
-				if got := int(cx.keys.Load() - cx.keysUndone.Load()); got != tc.compared {
-					t.Errorf("database %s compared %d file(s) on their keys (%d tried), want %d", name, got, cx.keys.Load(), tc.compared)
+			for name, cx := range map[string]*applytest.ResubmissionCounter{"a": ca, "d": cd} {
+				if got := int(cx.Keys.Load() - cx.KeysUndone.Load()); got != tc.compared {
+					t.Errorf("database %s compared %d file(s) on their keys (%d tried), want %d", name, got, cx.Keys.Load(), tc.compared)
 				}
 			}
 		})
@@ -271,33 +230,9 @@ func equalCounts(a, b map[string]int) bool {
 // resubmissionFixture is a database with partner acme (p) and employees
 // E1..E6 mapped, whose engine stages every file whole when stageWhole says
 // so; its counter counts from then on.
-func resubmissionFixture(t *testing.T, p records.Partner, stageWhole bool) (*applytest.Harness, *unchangedSkipCounter) {
+func resubmissionFixture(t *testing.T, p records.Partner, stageWhole bool) (*applytest.Harness, *applytest.ResubmissionCounter) {
 	t.Helper()
-	c := &unchangedSkipCounter{}
+	c := &applytest.ResubmissionCounter{}
 	return applytest.NewWith(t, applytest.Config{Partner: p, Employees: []string{"E1", "E2", "E3", "E4", "E5", "E6"},
 		Tracer: c, StageWholeFiles: stageWhole}), c
-}
-
-// resubmissionEffects reads back the records (but their last_seq),
-// exceptions and history of the database (ids and clock times left out,
-// the rest in a fixed order).
-func resubmissionEffects(t *testing.T, h *applytest.Harness) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for k, q := range map[string]string{
-		"records": `SELECT jsonb_agg(to_jsonb(r) - 'id' - 'created_at' - 'updated_at' - 'locked_at' - 'last_seq'
-			ORDER BY pay_period, employee_ref, component) FROM records r`,
-		"exceptions": `SELECT jsonb_agg(to_jsonb(x) - 'id' - 'created_at' - 'decided_at' - 'record_id' - 'superseded_by'
-			ORDER BY envelope_id, row_no) FROM exceptions x`,
-		"history": `SELECT jsonb_agg(to_jsonb(h) - 'record_id' - 'written_at' - 'replaced_at'
-			ORDER BY h.replaced_by, r.pay_period, r.employee_ref, r.component)
-			FROM record_history h JOIN records r ON r.id = h.record_id`,
-	} {
-		var v []byte
-		if err := h.Store.Pool().QueryRow(context.Background(), q).Scan(&v); err != nil {
-			t.Fatalf("%s: %v", k, err)
-		}
-		out[k] = string(v)
-	}
-	return out
 }

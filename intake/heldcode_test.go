@@ -6,14 +6,12 @@ import (
 	"encoding/csv"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/payintake/payintake/apply"
+	"github.com/payintake/payintake/apply/applytest"
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/normalize"
-	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
 
@@ -90,7 +88,7 @@ func TestHeldCodeInEveryStrategy(t *testing.T) {
 		if n := f.count(`SELECT count(*) FROM exceptions`); n != 1 {
 			t.Errorf("staged whole %v: %d exceptions after the repeat, want 1", stageWhole, n)
 		}
-		keysBefore := c.keys.Load() - c.keysUndone.Load()
+		keysBefore := c.Keys.Load() - c.KeysUndone.Load()
 		_, out = f.ingest("pay-2.csv", first+"E3,2026-11,XMAS,70.00,USD\n")
 		rows = f.resultRows(out)
 		if r := heldRow(t, rows, "E1"); r["outcome"] != "unchanged" {
@@ -105,11 +103,11 @@ func TestHeldCodeInEveryStrategy(t *testing.T) {
 		if n := f.count(`SELECT count(*) FROM exceptions WHERE status = 'open' AND code = 'unknown_component'`); n != 2 {
 			t.Errorf("staged whole %v: %d open exceptions, want 2", stageWhole, n)
 		}
-		compared := c.keys.Load() - c.keysUndone.Load() - keysBefore
+		compared := c.Keys.Load() - c.KeysUndone.Load() - keysBefore
 		if want := map[bool]int64{false: 1, true: 0}[stageWhole]; compared != want {
 			t.Errorf("staged whole %v: the resubmission was compared on its keys %d time(s), want %d", stageWhole, compared, want)
 		}
-		e := resubmissionEffects(f)
+		e := applytest.Effects(t, f.store)
 		effects[stageWhole] = []string{result, f.result(out), e["records"], e["exceptions"]}
 	}
 	for i, what := range []string{"first result", "second result", "records", "exceptions"} {
@@ -297,75 +295,13 @@ func TestApproveHeldCodeRefusals(t *testing.T) {
 	}
 }
 
-// unchangedSkipCounter counts the classify statements that leave the
-// unchanged rows out of classified (n: @skip_unchanged true); and the
-// files compared on their keys first:
-// keys the attempts (a COPY into stage_keys), keysUndone those rolled
-// back (the savepoint undone after it: the file was then staged whole).
-type unchangedSkipCounter struct {
-	n, keys, keysUndone atomic.Int64
-	sawKeys             atomic.Bool
-}
-
-func (c *unchangedSkipCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.Contains(d.SQL, "INSERT INTO classified") && len(d.Args) == 1 {
-		if a, ok := d.Args[0].(pgx.NamedArgs); ok && a["skip_unchanged"] == true {
-			c.n.Add(1)
-		}
-	}
-	// The savepoint of a compared file is released or rolled back next.
-	if sql := strings.ToLower(d.SQL); strings.HasPrefix(sql, "rollback to savepoint") && c.sawKeys.Swap(false) {
-		c.keysUndone.Add(1)
-	} else if strings.HasPrefix(sql, "release savepoint") {
-		c.sawKeys.Store(false)
-	}
-	return ctx
-}
-
-func (c *unchangedSkipCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (c *unchangedSkipCounter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
-	if d.TableName.Sanitize() == (pgx.Identifier{"stage_keys"}).Sanitize() {
-		c.keys.Add(1)
-		c.sawKeys.Store(true)
-	}
-	return ctx
-}
-
-func (c *unchangedSkipCounter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {
-}
-
 // resubmissionFixture is a database with partner acme (p) and employees
 // E1..E6 mapped, whose engine stages every file whole when stageWhole says
 // so; its counter counts from then on.
-func resubmissionFixture(t *testing.T, p records.Partner, stageWhole bool) (*fixture, *unchangedSkipCounter) {
+func resubmissionFixture(t *testing.T, p records.Partner, stageWhole bool) (*fixture, *applytest.ResubmissionCounter) {
 	t.Helper()
-	c := &unchangedSkipCounter{}
+	c := &applytest.ResubmissionCounter{}
 	return tracedFixture(t, p, c, stageWhole, "E1", "E2", "E3", "E4", "E5", "E6"), c
-}
-
-// resubmissionEffects reads back the records (but their last_seq),
-// exceptions and history of the database (ids and clock times left out,
-// the rest in a fixed order).
-func resubmissionEffects(f *fixture) map[string]string {
-	f.t.Helper()
-	out := map[string]string{}
-	for k, q := range map[string]string{
-		"records": `SELECT jsonb_agg(to_jsonb(r) - 'id' - 'created_at' - 'updated_at' - 'locked_at' - 'last_seq'
-			ORDER BY pay_period, employee_ref, component) FROM records r`,
-		"exceptions": `SELECT jsonb_agg(to_jsonb(x) - 'id' - 'created_at' - 'decided_at' - 'record_id' - 'superseded_by'
-			ORDER BY envelope_id, row_no) FROM exceptions x`,
-		"history": `SELECT jsonb_agg(to_jsonb(h) - 'record_id' - 'written_at' - 'replaced_at'
-			ORDER BY h.replaced_by, r.pay_period, r.employee_ref, r.component)
-			FROM record_history h JOIN records r ON r.id = h.record_id`,
-	} {
-		var v []byte
-		if err := f.store.Pool().QueryRow(f.ctx, q).Scan(&v); err != nil {
-			f.t.Fatalf("%s: %v", k, err)
-		}
-		out[k] = string(v)
-	}
-	return out
 }
 
 // tracedFixture is a database whose store tells tracer its statements,
@@ -374,24 +310,8 @@ func resubmissionEffects(f *fixture) map[string]string {
 // (apply.Options.StageWholeFiles).
 func tracedFixture(t *testing.T, p records.Partner, tracer pgx.QueryTracer, stageWhole bool, refs ...string) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	st, err := records.Open(ctx, pgtest.New(t), records.Options{SecretKeys: pgtest.TestSecretKeys, QueryTracer: tracer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	p.ID = "acme"
-	if err := st.AddPartner(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	var m []records.EmployeeMapping
-	for i, ref := range refs {
-		m = append(m, records.EmployeeMapping{Line: i + 2, EmployeeRef: ref, EmployeeID: "W-" + ref})
-	}
-	if _, err := st.ImportEmployees(ctx, p.ID, m); err != nil {
-		t.Fatal(err)
-	}
-	in := intake.New(st, nil)
-	in.Engine = apply.New(st, apply.Options{StageWholeFiles: stageWhole})
-	return &fixture{t: t, ctx: ctx, store: st, in: in, partner: p.ID, dir: t.TempDir()}
+	h := applytest.NewWith(t, applytest.Config{Partner: p, Employees: refs, Tracer: tracer, StageWholeFiles: stageWhole})
+	in := intake.New(h.Store, nil)
+	in.Engine = h.Engine
+	return &fixture{t: t, ctx: context.Background(), store: h.Store, in: in, partner: h.Partner, dir: t.TempDir()}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -274,3 +275,67 @@ func (h *Harness) Exec(t *testing.T, sql string, args ...any) {
 
 // Rows is a RowSource of rows, in order.
 func Rows(rows []records.StagedRow) apply.RowSource { return &rowSource{rows: rows} }
+
+// ResubmissionCounter is a query tracer (Config.Tracer) counting how a
+// resubmission was applied: the classify statements that left the
+// unchanged rows out of classified (SkipUnchanged: @skip_unchanged true),
+// and the files compared on their keys first: Keys the attempts (a COPY
+// into stage_keys), KeysUndone those rolled back (the savepoint undone
+// after it: the file was then staged whole).
+type ResubmissionCounter struct {
+	SkipUnchanged, Keys, KeysUndone atomic.Int64
+	sawKeys                         atomic.Bool
+}
+
+func (c *ResubmissionCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, "INSERT INTO classified") && len(d.Args) == 1 {
+		if a, ok := d.Args[0].(pgx.NamedArgs); ok && a["skip_unchanged"] == true {
+			c.SkipUnchanged.Add(1)
+		}
+	}
+	// The savepoint of a compared file is released or rolled back next.
+	if sql := strings.ToLower(d.SQL); strings.HasPrefix(sql, "rollback to savepoint") && c.sawKeys.Swap(false) {
+		c.KeysUndone.Add(1)
+	} else if strings.HasPrefix(sql, "release savepoint") {
+		c.sawKeys.Store(false)
+	}
+	return ctx
+}
+
+func (c *ResubmissionCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *ResubmissionCounter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
+	if d.TableName.Sanitize() == (pgx.Identifier{"stage_keys"}).Sanitize() {
+		c.Keys.Add(1)
+		c.sawKeys.Store(true)
+	}
+	return ctx
+}
+
+func (c *ResubmissionCounter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {
+}
+
+// Effects reads back the records (but their last_seq), exceptions and
+// history of st's database (ids and clock times left out, the rest in a
+// fixed order), for comparing two databases that applied the same files
+// in different ways.
+func Effects(t *testing.T, st *records.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for k, q := range map[string]string{
+		"records": `SELECT jsonb_agg(to_jsonb(r) - 'id' - 'created_at' - 'updated_at' - 'locked_at' - 'last_seq'
+			ORDER BY pay_period, employee_ref, component) FROM records r`,
+		"exceptions": `SELECT jsonb_agg(to_jsonb(x) - 'id' - 'created_at' - 'decided_at' - 'record_id' - 'superseded_by'
+			ORDER BY envelope_id, row_no) FROM exceptions x`,
+		"history": `SELECT jsonb_agg(to_jsonb(h) - 'record_id' - 'written_at' - 'replaced_at'
+			ORDER BY h.replaced_by, r.pay_period, r.employee_ref, r.component)
+			FROM record_history h JOIN records r ON r.id = h.record_id`,
+	} {
+		var v []byte
+		if err := st.Pool().QueryRow(context.Background(), q).Scan(&v); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+		out[k] = string(v)
+	}
+	return out
+}
