@@ -57,8 +57,7 @@ func appendRowLine(b []byte, r *records.StagedRow, outcome, code, field, message
 // file and wins back less. All three are one statement, one round trip: a
 // savepoint around each setting would be twelve round trips, a share of a
 // small file's latency.
-const processSettingsSQL = `SELECT set_config('work_mem', '64MB', true), set_config('jit', 'off', true),
-	CASE WHEN pg_my_temp_schema() = 0 THEN set_config('temp_buffers', '256MB', true) END`
+var processSettingsSQL = query("ProcessSettings")
 
 func tune(ctx context.Context, tx pgx.Tx) error {
 	if _, err := tx.Exec(ctx, processSettingsSQL); err != nil {
@@ -197,12 +196,11 @@ func repeatedKeys(ctx context.Context, tx pgx.Tx, cands []int64) (bool, error) {
 
 // periodsTakenSQL tells whether the partner has a record, and whether it
 // has a period lock, in any of the pay periods @periods.
-const periodsTakenSQL = `SELECT EXISTS (SELECT 1 FROM records WHERE partner_id = @partner AND pay_period = ANY (@periods::text[])),
-	EXISTS (SELECT 1 FROM period_locks WHERE partner_id = @partner AND pay_period = ANY (@periods::text[]))`
+var periodsTakenSQL = query("PeriodsTaken")
 
 // employeeKindsSQL tells whether any unmapped employee of the file is
 // other than created (rejected, taken or held).
-const employeeKindsSQL = `SELECT EXISTS (SELECT 1 FROM emp WHERE kind IS NOT NULL)`
+var employeeKindsSQL = query("EmployeeKinds")
 
 // applyStaged classifies and applies an envelope's staged rows: as a pure
 // first file when it is one, else through classify. It returns the count
@@ -455,7 +453,7 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 		joins |= joinEmp
 	}
 	if empRows > smallStageRows/10 {
-		if _, err := tx.Exec(ctx, `ANALYZE emp`); err != nil {
+		if _, err := tx.Exec(ctx, query("AnalyzeEmp")); err != nil {
 			return nil, fmt.Errorf("analyze emp: %w", err)
 		}
 	}
@@ -481,7 +479,7 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 	// The partner's closed periods, if any, are joined (they change only
 	// under the partner lock, which this transaction holds).
 	var locks bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM period_locks WHERE partner_id = $1)`, args["partner"]).Scan(&locks); err != nil {
+	if err := tx.QueryRow(ctx, query("PartnerHasLocks"), args["partner"]).Scan(&locks); err != nil {
 		return nil, fmt.Errorf("look up closed periods: %w", err)
 	}
 	if locks {
@@ -492,17 +490,17 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 	// partner has a row or two and loops over a materialised scan of all
 	// of them for every staged employee (millions of comparisons for a
 	// 10,000-row file); without it, it hashes them or probes the index.
-	if _, err := tx.Exec(ctx, `SET LOCAL enable_material = off`); err != nil {
+	if _, err := tx.Exec(ctx, query("MaterialOff")); err != nil {
 		return nil, fmt.Errorf("classify rows: %w", err)
 	}
 	if err := probeRecords(ctx, tx, args, classifySQL(dup, joins)); err != nil {
 		return nil, fmt.Errorf("classify rows: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `SET LOCAL enable_material = DEFAULT`); err != nil {
+	if _, err := tx.Exec(ctx, query("MaterialDefault")); err != nil {
 		return nil, fmt.Errorf("classify rows: %w", err)
 	}
 	counts := map[string]int{}
-	rows, err := tx.Query(ctx, `SELECT outcome, count(*) FROM classified GROUP BY outcome`)
+	rows, err := tx.Query(ctx, query("CountOutcomes"))
 	if err != nil {
 		return nil, fmt.Errorf("count outcomes: %w", err)
 	}
@@ -987,4 +985,38 @@ func appendCopyText(b []byte, v string) []byte {
 		}
 	}
 	return b
+}
+
+// Stage converts a normalised row into the store's staged form.
+func Stage(row normalize.Row) records.StagedRow {
+	st := records.StagedRow{Row: row.Index, Line: row.Line}
+	d := row.Display
+	if row.Err != nil {
+		st.Code, st.Field, st.Message = string(row.Err.Code), row.Err.Field, row.Err.Message
+		st.DEmployeeRef, st.DPayPeriod, st.DComponent, st.DAmount, st.DCurrency =
+			d.EmployeeRef, d.PayPeriod, d.Component, d.Amount, d.Currency
+		return st
+	}
+	if row.Held != nil { // valid, held for a reviewer (records.StagedRow.HeldCode)
+		st.Field, st.Message = row.Held.Field, row.Held.Message
+	}
+	h, v := row.Record.HashValues() // the numbers are formatted once, for the hash and the stage
+	st.EmployeeRef, st.PayPeriod, st.Component, st.Amount = v[0], v[1], v[2], v[3]
+	st.Currency, st.Hours, st.Rate, st.PayDate = v[4], v[5], v[6], v[7]
+	st.Hash = h[:]
+	// Echo a value only where it differs from the normalised one (a
+	// formula-looking employee_ref is escaped in the result file).
+	st.DEmployeeRef = differs(d.EmployeeRef, st.EmployeeRef)
+	st.DPayPeriod = differs(d.PayPeriod, st.PayPeriod)
+	st.DComponent = differs(d.Component, st.Component)
+	st.DAmount = differs(d.Amount, st.Amount)
+	st.DCurrency = differs(d.Currency, st.Currency)
+	return st
+}
+
+func differs(display, normalised string) string {
+	if display == normalised {
+		return ""
+	}
+	return display
 }

@@ -200,7 +200,7 @@ func TestClassificationBranches(t *testing.T) {
 		},
 		// A pure first file (no record and no lock of the partner in its
 		// periods) is applied straight from the staged rows
-		// (intake.TestPureFirstFileMatchesClassify compares both paths).
+		// (TestPureFirstFileMatchesClassify compares both paths).
 		"created: a new period beside a stored one": {
 			before: func(t *testing.T, h *applytest.Harness) {
 				h.Send(t, applytest.File{Rows: []records.StagedRow{applytest.InPeriod(applytest.Row("E1", "100.00"), "2026-10")}})

@@ -37,7 +37,7 @@ const dupLinesShown = "5"
 //
 // A file's rows come with their distinct references already (empRefsSQL);
 // a webhook's change and a replay's legs are grouped from stage.
-const employeesSQL = employeesHead + `FROM (SELECT DISTINCT employee_ref FROM stage WHERE code IS NULL) u` + employeesTail
+var employeesSQL = query("Employees")
 
 // empRefsSQL is employeesSQL for a file's rows, whose distinct references
 // stageSource collected while staging them (empRefs) and processing copied
@@ -45,36 +45,11 @@ const employeesSQL = employeesHead + `FROM (SELECT DISTINCT employee_ref FROM st
 // rows of a file for its 182,062 employees), and a resubmission, whose
 // employees are all mapped, anti-joins one row per employee with the
 // mappings instead of every row.
-const empRefsSQL = employeesHead + `FROM emp_refs u` + employeesTail
-
-// employeesHead and employeesTail are what employeesSQL and empRefsSQL
-// share: each unmapped reference u's derived id d and its kind.
-//
-// Whether a derived id is taken is one probe of employees' employee_id
-// index per unmapped reference (tk, a LATERAL with LIMIT 1, which the
-// planner cannot turn into a hash). As an EXISTS in the CASE, PostgreSQL
-// chose a hashed subplan: a scan of every partner's mappings, hashed, for
-// each file, whose cost grows with other partners' mappings, not with the
-// file (several times the probes for a 10,000-row file among 200,000
-// mappings). For a file of ~180,000 new employees both cost about the same.
-const employeesHead = `INSERT INTO emp (employee_ref, derived_id, kind)
-SELECT u.employee_ref, d.id,
-	CASE
-		WHEN tk.taken THEN 'employee_taken'
-		WHEN pol.policy = 'reject' THEN 'unknown_rejected'
-		WHEN pol.policy = 'hold' THEN 'unknown_held'
-	END
-`
-
-const employeesTail = `
-CROSS JOIN (SELECT unknown_employee AS policy FROM partners WHERE id = @partner) pol
-CROSS JOIN LATERAL (SELECT derived_employee_id(@partner, u.employee_ref) AS id) d
-LEFT JOIN LATERAL (SELECT true AS taken FROM employees t WHERE t.employee_id = d.id LIMIT 1) tk ON true
-WHERE NOT EXISTS (SELECT 1 FROM employees em WHERE em.partner_id = @partner AND em.employee_ref = u.employee_ref)`
+var empRefsSQL = query("EmpRefs")
 
 // employeeRejectsSQL tells whether any staged row is rejected for its
 // employee (an all-or-nothing file is then rejected whole).
-const employeeRejectsSQL = `SELECT EXISTS (SELECT 1 FROM emp WHERE kind IN ('employee_taken', 'unknown_rejected'))`
+var employeeRejectsSQL = query("EmployeeRejects")
 
 // classifySQL decides every row's outcome against the stored records, in the
 // order of docs/contract.md: invalid, duplicate in file, employee unknown and
@@ -321,27 +296,15 @@ func insertRecordsSQL(from string) string {
 // applySQL writes the effects of the classified rows, in order.
 var applySQL = []applyStatement{
 	// History: the version being replaced, before it is replaced.
-	{needs: updated, probes: true, sql: `INSERT INTO record_history (record_id, version, amount, currency, hours, rate, pay_date, content_hash,
-		envelope_id, line, written_at, replaced_by)
-	SELECT r.id, r.version, r.amount, r.currency, r.hours, r.rate, r.pay_date, r.content_hash,
-		r.envelope_id, r.line, r.updated_at, @by::text
-	FROM records r JOIN classified c ON c.record_id = r.id
-	WHERE c.outcome = 'updated'`},
+	{needs: updated, probes: true, sql: query("ApplyHistory")},
 
-	{needs: updated, probes: true, sql: `UPDATE records r SET amount = c.amount, currency = c.currency, hours = c.hours, rate = c.rate,
-		pay_date = c.pay_date, content_hash = c.content_hash, version = r.version + 1,
-		last_seq = coalesce(@seq::bigint, r.last_seq), envelope_id = @env::bigint, line = nullif(c.line, 0), updated_at = now()
-	FROM classified c
-	WHERE c.record_id = r.id AND c.outcome = 'updated'`},
+	{needs: updated, probes: true, sql: query("ApplyUpdated")},
 
 	// A newer file confirming a record moves its sequence on, so an older
 	// file arriving later is stale rather than an update. (classify keeps
 	// the unchanged rows of a file with a sequence number in classified
 	// for this: classifyStaged.)
-	{needs: unchanged, sql: `UPDATE records r SET last_seq = @seq::bigint
-	FROM classified c
-	WHERE @seq::bigint IS NOT NULL AND c.record_id = r.id AND c.outcome = 'unchanged'
-		AND (r.last_seq IS NULL OR r.last_seq < @seq::bigint)`},
+	{needs: unchanged, sql: query("ApplyUnchangedSeq")},
 
 	// An unknown employee of a created row is onboarded with the derived id
 	// (--unknown-employee create; the other policies never create a row of
@@ -361,14 +324,7 @@ var applySQL = []applyStatement{
 	{needs: created, sql: insertRecordsSQL(`classified WHERE outcome = 'created'`)},
 
 	// One open exception per record: a different proposal supersedes the open one ...
-	{needs: held, closes: true, sql: `UPDATE exceptions e SET status = 'superseded', decided_at = now(),
-		note = format('superseded by a different change in %s', @by::text)
-			|| CASE WHEN c.line > 0 THEN format(', line %s', c.line) ELSE '' END
-	FROM classified c
-	WHERE c.outcome = 'held' AND e.status = 'open' AND e.partner_id = @partner
-		AND e.employee_ref = c.employee_ref AND e.pay_period = c.pay_period AND e.component = c.component
-		AND e.proposed_hash <> c.content_hash
-	RETURNING e.envelope_id`},
+	{needs: held, closes: true, sql: query("ApplySupersede")},
 
 	// ... and an identical re-proposal does not open a second one.
 	// A row held for its component code keeps the code as partner_code too:
@@ -394,12 +350,7 @@ var applySQL = []applyStatement{
 	ORDER BY c.row_no`}, // exception ids follow the file's order
 
 	// The open exception of a held key is the one just opened (or kept).
-	{needs: held, sql: `UPDATE exceptions o SET superseded_by = n.id
-	FROM exceptions n JOIN classified c ON c.outcome = 'held' AND c.employee_ref = n.employee_ref
-		AND c.pay_period = n.pay_period AND c.component = n.component
-	WHERE n.partner_id = @partner AND n.status = 'open' AND o.partner_id = @partner AND o.status = 'superseded'
-		AND o.superseded_by IS NULL AND o.employee_ref = n.employee_ref AND o.pay_period = n.pay_period
-		AND o.component = n.component`},
+	{needs: held, sql: query("ApplyLinkSuperseded")},
 
 	// The result file: staging's lines with classify's decisions
 	// (resultLines.storeMerged).

@@ -253,7 +253,7 @@ func (e *Engine) applyEnvelope(ctx context.Context, tx pgx.Tx, env *records.Enve
 
 // applyFile chooses how a file's rows are applied, from three strategies.
 // Each stores the same records, history, exceptions and result file
-// (intake's TestPureFirstFileMatchesClassify and
+// (apply's TestPureFirstFileMatchesClassify and
 // TestResubmissionWithoutUnchangedRowsMatchesClassify compare them byte for
 // byte); they differ in what they cost, and the two cheaper ones give up,
 // rolled back to a savepoint, at the first doubt:

@@ -15,7 +15,7 @@ func ClassifyForms() map[string]string {
 }
 
 // EmpRefsSQL is empRefsSQL: a file's unmapped employees into emp.
-const EmpRefsSQL = empRefsSQL
+var EmpRefsSQL = empRefsSQL
 
 // BinaryNumericDates is a binary COPY stream of rows of (numeric, date)
 // as the records of a first file read twice encode them (copybinary.go).
@@ -35,10 +35,11 @@ func BinaryNumericDates(rows [][2]string) ([]byte, error) {
 }
 
 // ProcessSettingsSQL is the processing transaction's settings statement.
-const ProcessSettingsSQL = processSettingsSQL
+var ProcessSettingsSQL = processSettingsSQL
 
-// TempTables are the DDL of processing's temporary tables.
-var TempTables = tempTables
+// TempTables are the DDL of processing's temporary tables, a compared
+// file's stage_keys too.
+var TempTables = append(tempTables[:len(tempTables):len(tempTables)], stageKeysDDL)
 
 // Statements are the statements of apply's .sql files, by name.
 func Statements() map[string]string { return statements.Statements() }

@@ -52,7 +52,7 @@ import (
 // it checks here too: the unique natural key, every record's employee
 // mapped, its partner and envelope present. The records, mappings and
 // result file are the same either way
-// (intake.TestPureFirstFileMatchesClassify).
+// (TestPureFirstFileMatchesClassify, apply/firstfile_test.go).
 
 // errNotDirect is why a file is not applied directly; the file is staged.
 type errNotDirect string

@@ -10,8 +10,13 @@ import (
 // runs it (temptables.sql beside temptables.go, …), loaded by
 // internal/sqlfile and taken once, at package initialisation, with
 // query("Name"); TestEveryQueryPrepares prepares each against the schema.
-// The statements composed from parts at run time (classify's forms, the
-// apply statements a file's outcomes need) are still built in Go.
+// The statements composed from parts at run time stay in Go, each built
+// per strategy or per file from the parts it needs: classify's forms
+// (classifySQL), onboardSQL(created), insertRecordsSQL(from),
+// analyzeStageSQL(rows), repeatedKeysSQL(table), the exceptions insert
+// (its codes and field lists from Go), and the COPY commands; so do the
+// planner switches around one probing statement (probeRecords), two SET
+// LOCALs sent as one round trip, which a prepared statement cannot be.
 
 //go:embed *.sql
 var sqlFiles embed.FS

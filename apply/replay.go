@@ -179,8 +179,7 @@ func (e *Engine) applyReplayFile(ctx context.Context, tx pgx.Tx, env *records.En
 // settledLegs reads classify's decision for each staged leg and composes
 // its line of the result file.
 func settledLegs(ctx context.Context, tx pgx.Tx, staged map[int]*records.StagedRow) ([]records.SettledLeg, error) {
-	rows, err := tx.Query(ctx, `SELECT row_no, outcome, coalesce(code, ''), coalesce(field, ''), coalesce(message, '')
-	FROM classified ORDER BY row_no`)
+	rows, err := tx.Query(ctx, query("LegOutcomes"))
 	if err != nil {
 		return nil, fmt.Errorf("read leg outcomes: %w", err)
 	}

@@ -53,7 +53,7 @@ import (
 // rejected row or employee in an all-or-nothing file, any error) it is
 // rolled back and the file is staged whole from a new read. The result
 // file and every table are the same either way
-// (intake.TestResubmissionWithoutUnchangedRowsMatchesClassify).
+// (TestResubmissionWithoutUnchangedRowsMatchesClassify, apply/resubmission_test.go).
 
 // errNotCompared is why a file is not applied compared; it is staged whole.
 type errNotCompared string
@@ -244,16 +244,11 @@ func sampleRows(ctx context.Context, tx pgx.Tx, pl Plan, partner string) (sample
 // join, with the partner's statistics taken before its large first file,
 // PostgreSQL would hash all of its records for the 1,024 keys: most of a
 // second for a partner of a million records.
-const sampleSQL = `SELECT count(*) FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[]) AS s(employee_ref, pay_period, component, content_hash)
-LEFT JOIN LATERAL (SELECT r.content_hash FROM records r WHERE r.partner_id = $1
-	AND r.employee_ref = s.employee_ref AND r.pay_period = s.pay_period AND r.component = s.component LIMIT 1) r ON true
-WHERE r.content_hash IS DISTINCT FROM s.content_hash OR s.content_hash IS NULL`
+var sampleSQL = query("SampleChanged")
 
 // stageKeysDDL holds a compared file's valid rows: their number, natural
 // key, content hash and key hash (keyHash).
-const stageKeysDDL = `CREATE TEMP TABLE stage_keys (
-	row_no integer NOT NULL, employee_ref text, pay_period text, component text, content_hash bytea, key_hash bigint
-) ON COMMIT DROP`
+var stageKeysDDL = query("CreateStageKeys")
 
 const stageKeysColumns = `row_no, employee_ref, pay_period, component, content_hash, key_hash`
 
@@ -345,20 +340,13 @@ func stageKeys(ctx context.Context, tx pgx.Tx, pl Plan, lines *resultLines, free
 // rows held for their component code (staged without a hash). The one
 // place besides classifySQL that decides "unchanged" (sampleSQL repeats
 // it, for the cost only); the parity test named above holds them together.
-const changedRowsSQL = `SELECT s.row_no FROM stage_keys s
-LEFT JOIN records r ON r.partner_id = $1
-	AND r.employee_ref = s.employee_ref AND r.pay_period = s.pay_period AND r.component = s.component
-WHERE r.content_hash IS DISTINCT FROM s.content_hash OR s.content_hash IS NULL`
+var changedRowsSQL = query("ChangedRows")
 
 // confirmSeqSQL moves the last_seq of the records a file with sequence
 // number @seq found unchanged (the staged keys whose record has their
 // content hash) on to @seq, as applySQL's statement for the unchanged rows
 // of classified does.
-const confirmSeqSQL = `UPDATE records r SET last_seq = @seq::bigint
-FROM stage_keys s
-WHERE r.partner_id = @partner
-	AND r.employee_ref = s.employee_ref AND r.pay_period = s.pay_period AND r.component = s.component
-	AND r.content_hash = s.content_hash AND (r.last_seq IS NULL OR r.last_seq < @seq::bigint)`
+var confirmSeqSQL = query("ConfirmSeq")
 
 // changedRows is step 2: the rows to read again, the changed ones.
 func changedRows(ctx context.Context, tx pgx.Tx, partner string) (*rowSet, error) {

@@ -293,8 +293,7 @@ func (l *resultLines) storeMerged(ctx context.Context, tx pgx.Tx, env int64, mod
 // order: each its row number, the length of its outcome and of its code,
 // field and message as cells (uvarints), then those two.
 func spoolClassified(ctx context.Context, tx pgx.Tx, w io.WriteSeeker) error {
-	rows, err := tx.Query(ctx, `SELECT row_no, outcome, coalesce(code, ''), coalesce(field, ''), coalesce(message, '')
-	FROM classified WHERE outcome <> 'unchanged' ORDER BY row_no`)
+	rows, err := tx.Query(ctx, query("ClassifiedLines"))
 	if err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}

@@ -2,11 +2,15 @@ package intake_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/payintake/payintake/apply/applytest"
+	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
@@ -84,7 +88,7 @@ func TestHeldCodeInEveryStrategy(t *testing.T) {
 		if n := f.count(`SELECT count(*) FROM exceptions`); n != 1 {
 			t.Errorf("staged whole %v: %d exceptions after the repeat, want 1", stageWhole, n)
 		}
-		keysBefore := c.keys.Load() - c.keysUndone.Load()
+		keysBefore := c.Keys.Load() - c.KeysUndone.Load()
 		_, out = f.ingest("pay-2.csv", first+"E3,2026-11,XMAS,70.00,USD\n")
 		rows = f.resultRows(out)
 		if r := heldRow(t, rows, "E1"); r["outcome"] != "unchanged" {
@@ -99,11 +103,11 @@ func TestHeldCodeInEveryStrategy(t *testing.T) {
 		if n := f.count(`SELECT count(*) FROM exceptions WHERE status = 'open' AND code = 'unknown_component'`); n != 2 {
 			t.Errorf("staged whole %v: %d open exceptions, want 2", stageWhole, n)
 		}
-		compared := c.keys.Load() - c.keysUndone.Load() - keysBefore
+		compared := c.Keys.Load() - c.KeysUndone.Load() - keysBefore
 		if want := map[bool]int64{false: 1, true: 0}[stageWhole]; compared != want {
 			t.Errorf("staged whole %v: the resubmission was compared on its keys %d time(s), want %d", stageWhole, compared, want)
 		}
-		e := resubmissionEffects(f)
+		e := applytest.Effects(t, f.store)
 		effects[stageWhole] = []string{result, f.result(out), e["records"], e["exceptions"]}
 	}
 	for i, what := range []string{"first result", "second result", "records", "exceptions"} {
@@ -289,4 +293,25 @@ func TestApproveHeldCodeRefusals(t *testing.T) {
 	if n := f.count(`SELECT count(*) FROM component_codes`); n != 1 {
 		t.Errorf("%d component codes kept, want GIFT's only", n)
 	}
+}
+
+// resubmissionFixture is a database with partner acme (p) and employees
+// E1..E6 mapped, whose engine stages every file whole when stageWhole says
+// so; its counter counts from then on.
+func resubmissionFixture(t *testing.T, p records.Partner, stageWhole bool) (*fixture, *applytest.ResubmissionCounter) {
+	t.Helper()
+	c := &applytest.ResubmissionCounter{}
+	return tracedFixture(t, p, c, stageWhole, "E1", "E2", "E3", "E4", "E5", "E6"), c
+}
+
+// tracedFixture is a database whose store tells tracer its statements,
+// with partner acme (p) and the employees refs mapped (ref to W-ref); its
+// engine stages every file whole when stageWhole says so
+// (apply.Options.StageWholeFiles).
+func tracedFixture(t *testing.T, p records.Partner, tracer pgx.QueryTracer, stageWhole bool, refs ...string) *fixture {
+	t.Helper()
+	h := applytest.NewWith(t, applytest.Config{Partner: p, Employees: refs, Tracer: tracer, StageWholeFiles: stageWhole})
+	in := intake.New(h.Store, nil)
+	in.Engine = h.Engine
+	return &fixture{t: t, ctx: context.Background(), store: h.Store, in: in, partner: h.Partner, dir: t.TempDir()}
 }

@@ -294,37 +294,3 @@ func (in *Intake) plan(ctx context.Context, env records.Envelope, p records.Part
 	}
 	return pl, nil
 }
-
-// Stage converts a normalised row into the store's staged form.
-func Stage(row normalize.Row) records.StagedRow {
-	st := records.StagedRow{Row: row.Index, Line: row.Line}
-	d := row.Display
-	if row.Err != nil {
-		st.Code, st.Field, st.Message = string(row.Err.Code), row.Err.Field, row.Err.Message
-		st.DEmployeeRef, st.DPayPeriod, st.DComponent, st.DAmount, st.DCurrency =
-			d.EmployeeRef, d.PayPeriod, d.Component, d.Amount, d.Currency
-		return st
-	}
-	if row.Held != nil { // valid, held for a reviewer (records.StagedRow.HeldCode)
-		st.Field, st.Message = row.Held.Field, row.Held.Message
-	}
-	h, v := row.Record.HashValues() // the numbers are formatted once, for the hash and the stage
-	st.EmployeeRef, st.PayPeriod, st.Component, st.Amount = v[0], v[1], v[2], v[3]
-	st.Currency, st.Hours, st.Rate, st.PayDate = v[4], v[5], v[6], v[7]
-	st.Hash = h[:]
-	// Echo a value only where it differs from the normalised one (a
-	// formula-looking employee_ref is escaped in the result file).
-	st.DEmployeeRef = differs(d.EmployeeRef, st.EmployeeRef)
-	st.DPayPeriod = differs(d.PayPeriod, st.PayPeriod)
-	st.DComponent = differs(d.Component, st.Component)
-	st.DAmount = differs(d.Amount, st.Amount)
-	st.DCurrency = differs(d.Currency, st.Currency)
-	return st
-}
-
-func differs(display, normalised string) string {
-	if display == normalised {
-		return ""
-	}
-	return display
-}

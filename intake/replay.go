@@ -90,7 +90,7 @@ func (in *Intake) replayPlan(ctx context.Context, env records.Envelope, p record
 			return pl, &normalize.ParseError{Err: normalize.CodeInvalidRow, Field: "row", StartLine: row.Line, Line: row.Line, Message: fmt.Sprintf(
 				"line %d has row %q; a replay file needs a column row giving, for each line, the index (from 1) of the row of %s it corrects; nothing was applied", row.Line, row.Extra[0], target)}
 		}
-		plan.Legs = append(plan.Legs, records.Leg{Row: n, Staged: Stage(row)})
+		plan.Legs = append(plan.Legs, records.Leg{Row: n, Staged: apply.Stage(row)})
 	}
 	if len(plan.Legs) == 0 {
 		return reject(normalize.CodeNoRows, "", "the replay file has a header but no rows; nothing was applied")

@@ -172,7 +172,7 @@ func (s *rowSource) staged(row normalize.Row) records.StagedRow {
 		}
 		return st
 	}
-	return Stage(row)
+	return apply.Stage(row)
 }
 
 // Next returns the next row, io.EOF after the last, or the error that

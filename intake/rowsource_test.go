@@ -47,7 +47,7 @@ func TestRowSourceMatchesReader(t *testing.T) {
 			one := mustReader(t, tc.file)
 			want, wantErr := readAll(func() (records.StagedRow, error) {
 				row, err := one.Next()
-				return Stage(row), err
+				return apply.Stage(row), err
 			})
 			// Only: every third row and every row of the second batch.
 			only := func(row int) bool { return row%3 == 1 || row/rowBatchRows == 1 }

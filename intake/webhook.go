@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/internal/strictjson"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
@@ -197,7 +198,7 @@ func parseWebhook(body []byte, s normalize.Settings) (*records.WebhookChange, *n
 	if rowErr != nil {
 		return nil, rowErr
 	}
-	st := Stage(normalize.Row{Line: 0, Index: 1, Record: rec, Display: disp})
+	st := apply.Stage(normalize.Row{Line: 0, Index: 1, Record: rec, Display: disp})
 	return &records.WebhookChange{EntityID: entity, Version: version, Row: st}, nil
 }
 
@@ -237,7 +238,7 @@ func parseReplay(body []byte, s normalize.Settings) ([]records.Leg, *normalize.R
 		if rowErr != nil {
 			row.Err = rowErr
 		}
-		legs = append(legs, records.Leg{Row: n, Staged: Stage(row)})
+		legs = append(legs, records.Leg{Row: n, Staged: apply.Stage(row)})
 	}
 	return legs, nil
 }

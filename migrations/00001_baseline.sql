@@ -996,10 +996,9 @@ CREATE TABLE replays (
     response_body bytea NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     -- A replay's stored answer is a records.StoredAnswer, as an idempotency
-    -- key's and a webhook's: a code, a format and the bytes, opaque to the
-    -- store. Replays kept only the code and the bytes; every one answered
-    -- before this migration was JSON, so that is their format. New rows give
-    -- theirs (no default: the store does not choose a door's format).
+    -- key's and a webhook's: a code, a format (the door's content type) and
+    -- the bytes, opaque to the store. Every row gives its format: no
+    -- default, because the store does not choose a door's format.
     response_type text NOT NULL,
     CONSTRAINT replays_body_sha256_check CHECK ((length(body_sha256) = 32)),
     CONSTRAINT replays_partner_id_of_envelope_idem_key_key UNIQUE (partner_id, of_envelope, idem_key),

@@ -8,7 +8,7 @@ import (
 // Outcome is what happened to one row of a file (or one webhook change).
 // These constants are the one Go spelling of the outcomes; the processing
 // SQL (apply/classify.go) writes the same words, which
-// intake.TestOutcomesOfSQLAreTheGoOutcomes ties to these.
+// apply.TestOutcomesOfSQLAreTheGoOutcomes ties to these.
 type Outcome string
 
 const (

@@ -9,7 +9,7 @@ import (
 	"github.com/payintake/payintake/records"
 )
 
-// A held row's message is written in one place (records' classify SQL) for
+// A held row's message is written in one place (apply's classify SQL) for
 // files and webhooks; the two doors name the row differently ("this row",
 // "the change") and otherwise say the same, word for word as before the
 // webhook's own copies were folded into it.

@@ -1,4 +1,4 @@
-package intake_test
+package apply_test
 
 import (
 	"bytes"
@@ -12,10 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/payintake/payintake/apply"
+	"github.com/payintake/payintake/apply/applytest"
 	"github.com/payintake/payintake/bench"
-	"github.com/payintake/payintake/intake"
-	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
 
@@ -40,7 +38,7 @@ func (c *classifyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pg
 	if strings.Contains(d.SQL, "ANALYZE stage") {
 		c.analyzes.Add(1)
 	}
-	if strings.HasPrefix(d.SQL, "SELECT count(*) FROM unnest(@refs") { // records' unmappedRefsSQL
+	if strings.HasPrefix(d.SQL, "SELECT count(*) FROM unnest(@refs") { // firstfile.sql's UnmappedRefs
 		c.lookups.Add(1)
 	}
 	if strings.HasPrefix(strings.TrimSpace(d.SQL), "INSERT INTO employees") {
@@ -160,8 +158,9 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 	mapped := []string{"E1", "E2", "E3", "E4", "E5", "E6"}
 	for name, tc := range map[string]struct {
 		partner records.Partner
+		seq     int64    // the file's sequence number (0: none)
 		mapped  []string // employee_refs imported before the files
-		before  func(f *fixture)
+		before  func(t *testing.T, h *applytest.Harness)
 		file    string
 		period  string // the file's first period
 		pivot   string // an employee of a valid row of the file; E6 if empty
@@ -195,8 +194,8 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			file: firstFileHeader + cleanRows("2026-11") + "E1,2026-11,ÉTÉ,1.00,USD,,,\r\nE1,2026-13,BASE,1.00,USD,,,\r\n", pure: true,
 		},
 		"a sequence number": {
-			partner: records.Partner{FilePattern: `^pay-(?P<seq>[0-9]+)\.csv$`},
-			file:    firstFileHeader + asciiEdgeRows("2026-11"), pure: true,
+			seq:  7,
+			file: firstFileHeader + asciiEdgeRows("2026-11"), pure: true,
 		},
 		"two periods, semicolons, a byte order mark": {
 			file: "\ufeff" + strings.ReplaceAll(firstFileHeader+cleanRows("2026-10")+cleanRows("2026-11"), ",", ";"), pure: true,
@@ -238,9 +237,9 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 		// by an earlier file with another amount: compared on its keys
 		// instead, E6's row updated, the others created.
 		"new employees in a period with records, a later key recorded already": {
-			before: func(f *fixture) {
-				if _, out := f.ingest("pay-0.csv", "employee_ref,pay_period,component,amount,currency\nE6,2026-11,BONUS,61.00,USD\n"); out.Counts["created"] != 1 {
-					f.t.Fatalf("earlier file: %v", out.Counts)
+			before: func(t *testing.T, h *applytest.Harness) {
+				if out := h.SendCSV(t, "employee_ref,pay_period,component,amount,currency\nE6,2026-11,BONUS,61.00,USD\n", nil); out.Counts["created"] != 1 {
+					t.Fatalf("earlier file: %v", out.Counts)
 				}
 			},
 			file: firstFileHeader + cleanRows("2026-11"), unmappedInPeriod: true, copied: true,
@@ -277,17 +276,17 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			file: firstFileHeader + cleanRows("2026-11"),
 		},
 		"the id an unknown employee would get is taken": {
-			before: func(f *fixture) {
-				f.exec(`INSERT INTO employees (partner_id, employee_ref, employee_id, source)
-					VALUES ($1, 'OTHER', derived_employee_id($1, 'E3'), 'derived')`, f.partner)
+			before: func(t *testing.T, h *applytest.Harness) {
+				h.Exec(t, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+					VALUES ($1, 'OTHER', derived_employee_id($1, 'E3'), 'derived')`, h.Partner)
 			},
 			file: firstFileHeader + cleanRows("2026-11"),
 		},
 		"33 pay periods, more than a first file collects": {file: firstFileHeader + manyPeriods(33), copied: true},
 		"the period is closed": {
-			before: func(f *fixture) {
-				if _, err := f.store.LockPeriod(f.ctx, f.partner, "2026-11", records.LockApproved, "ops"); err != nil {
-					f.t.Fatal(err)
+			before: func(t *testing.T, h *applytest.Harness) {
+				if _, err := h.Store.LockPeriod(context.Background(), h.Partner, "2026-11", records.LockApproved, "ops"); err != nil {
+					t.Fatal(err)
 				}
 			},
 			file: firstFileHeader + cleanRows("2026-11"),
@@ -310,13 +309,17 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			}
 			b, cb := firstFileFixture(t, tc.partner, tc.mapped, tc.pivot, tc.period, true)
 			s, cs := firstFileFixture(t, tc.partner, tc.mapped, "PRIOR", aPeriod, true)
+			var seq *int64
+			if tc.seq != 0 {
+				seq = &tc.seq
+			}
 			var outs [3]records.Envelope
-			for i, f := range []*fixture{a, b, s} {
+			for i, h := range []*applytest.Harness{a, b, s} {
 				if tc.before != nil {
-					tc.before(f)
+					tc.before(t, h)
 					[]*classifyCounter{ca, cb, cs}[i].reset() // the file's statements alone
 				}
-				_, outs[i] = f.ingest("pay-7.csv", tc.file)
+				outs[i] = h.SendCSV(t, tc.file, seq)
 			}
 			// a reads the file twice without staging exactly when it is a
 			// pure first file whose result lines Go composes; else it
@@ -339,10 +342,10 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 			if n := cs.records.Load(); n != 0 {
 				t.Errorf("database s copied into records %d time(s); want none", n)
 			}
-			if ra, rs := a.result(outs[0]), s.result(outs[2]); ra != rs {
+			if ra, rs := a.Result(t, outs[0]), s.Result(t, outs[2]); ra != rs {
 				t.Errorf("result files differ:\nread twice:\n%s\nstaged:\n%s", ra, rs)
 			}
-			ea, es := firstFileEffects(a, outs[0].ID), firstFileEffects(s, outs[2].ID)
+			ea, es := firstFileEffects(t, a, outs[0].ID), firstFileEffects(t, s, outs[2].ID)
 			for _, k := range []string{"envelope", "records", "employees", "exceptions", "history", "result chunks"} {
 				if ea[k] != es[k] {
 					t.Errorf("%s differ:\nread twice: %s\nstaged:     %s", k, ea[k], es[k])
@@ -372,14 +375,14 @@ func TestPureFirstFileMatchesClassify(t *testing.T) {
 					t.Errorf("database %s stored its result by %d COPY and %d statement(s); want one COPY", c.name, g, s)
 				}
 			}
-			ra, rb := a.result(outs[0]), b.result(outs[1])
+			ra, rb := a.Result(t, outs[0]), b.Result(t, outs[1])
 			if ra != rb {
 				t.Errorf("result files differ:\npure first file:\n%s\nclassify:\n%s", ra, rb)
 			}
 			if !strings.Contains(ra, ",created,") && tc.pure {
 				t.Errorf("no row created:\n%s", ra)
 			}
-			ea, eb := firstFileEffects(a, outs[0].ID), firstFileEffects(b, outs[1].ID)
+			ea, eb := firstFileEffects(t, a, outs[0].ID), firstFileEffects(t, b, outs[1].ID)
 			for _, k := range []string{"envelope", "records", "employees", "exceptions", "history", "result chunks"} {
 				if ea[k] != eb[k] {
 					t.Errorf("%s differ:\npure first file: %s\nclassify:        %s", k, ea[k], eb[k])
@@ -411,10 +414,10 @@ func TestFirstFileOnboardsWithoutStaging(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			ca, cs := &classifyCounter{}, &classifyCounter{}
-			a := tracedFixture(t, records.Partner{}, ca, false, tc.mapped...)
-			s := tracedFixture(t, records.Partner{}, cs, true, tc.mapped...)
-			_, outA := a.ingest("pay-1.csv", tc.file)
-			_, outS := s.ingest("pay-1.csv", tc.file)
+			a := applytest.NewWith(t, applytest.Config{Employees: tc.mapped, Tracer: ca})
+			s := applytest.NewWith(t, applytest.Config{Employees: tc.mapped, Tracer: cs, StageWholeFiles: true})
+			outA := a.SendCSV(t, tc.file, nil)
+			outS := s.SendCSV(t, tc.file, nil)
 			if n := ca.stages.Load(); n != 0 {
 				t.Errorf("database a staged the file %d time(s); want it read without staging", n)
 			}
@@ -425,26 +428,26 @@ func TestFirstFileOnboardsWithoutStaging(t *testing.T) {
 				t.Fatalf("nothing created: %v", outA.Counts)
 			}
 			var onboarded int
-			if err := a.store.Pool().QueryRow(a.ctx, `SELECT count(*) FROM employees
-				WHERE partner_id = $1 AND source = 'derived' AND employee_id = derived_employee_id(partner_id, employee_ref)`, a.partner).Scan(&onboarded); err != nil || onboarded == 0 {
+			if err := a.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM employees
+				WHERE partner_id = $1 AND source = 'derived' AND employee_id = derived_employee_id(partner_id, employee_ref)`, a.Partner).Scan(&onboarded); err != nil || onboarded == 0 {
 				t.Errorf("database a onboarded %d employee(s) under their derived ids (%v)", onboarded, err)
 			}
 			// Onboarded in the same order as staged (the references in
 			// byte order), as the heap holds them.
 			var order [2]string
-			for i, f := range []*fixture{a, s} {
-				if err := f.store.Pool().QueryRow(f.ctx, `SELECT coalesce(string_agg(employee_ref, ',' ORDER BY ctid), '') FROM employees
-					WHERE partner_id = $1 AND source = 'derived'`, f.partner).Scan(&order[i]); err != nil {
+			for i, h := range []*applytest.Harness{a, s} {
+				if err := h.Store.Pool().QueryRow(context.Background(), `SELECT coalesce(string_agg(employee_ref, ',' ORDER BY ctid), '') FROM employees
+					WHERE partner_id = $1 AND source = 'derived'`, h.Partner).Scan(&order[i]); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if order[0] != order[1] {
 				t.Errorf("onboarding order differs:\nnot staged: %s\nstaged:     %s", order[0], order[1])
 			}
-			if ra, rs := a.result(outA), s.result(outS); ra != rs {
+			if ra, rs := a.Result(t, outA), s.Result(t, outS); ra != rs {
 				t.Errorf("result files differ:\nnot staged:\n%s\nstaged:\n%s", ra, rs)
 			}
-			ea, es := firstFileEffects(a, outA.ID), firstFileEffects(s, outS.ID)
+			ea, es := firstFileEffects(t, a, outA.ID), firstFileEffects(t, s, outS.ID)
 			for _, k := range []string{"envelope", "records", "employees", "exceptions", "history", "result chunks"} {
 				if ea[k] != es[k] {
 					t.Errorf("%s differ:\nnot staged: %s\nstaged:     %s", k, ea[k], es[k])
@@ -479,56 +482,29 @@ func generatedRefs(n int) []string {
 // mapped (and PRIOR), and one record of employee prior, component PRIOR,
 // in period, from an earlier file; its classifyCounter counts from then
 // on. A prior other than PRIOR, unless in mapped, is mapped first with the
-// id and source onboarding gives it.
-func firstFileFixture(t *testing.T, p records.Partner, mapped []string, prior, period string, stageFirst bool) (*fixture, *classifyCounter) {
+// id and source onboarding gives it. Its engine stages every file whole
+// when stageWhole says so (apply.Options.StageWholeFiles).
+func firstFileFixture(t *testing.T, p records.Partner, mapped []string, prior, period string, stageWhole bool) (*applytest.Harness, *classifyCounter) {
 	t.Helper()
 	c := &classifyCounter{}
-	f := tracedFixture(t, p, c, stageFirst, append([]string{"PRIOR"}, mapped...)...)
+	h := applytest.NewWith(t, applytest.Config{Partner: p, Employees: append([]string{"PRIOR"}, mapped...), Tracer: c, StageWholeFiles: stageWhole})
 	if prior != "PRIOR" && !slices.Contains(mapped, prior) {
-		f.exec(`INSERT INTO employees (partner_id, employee_ref, employee_id, source)
-			VALUES ($1, $2, derived_employee_id($1, $2), 'derived')`, f.partner, prior)
+		h.Exec(t, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+			VALUES ($1, $2, derived_employee_id($1, $2), 'derived')`, h.Partner, prior)
 	}
-	_, out := f.ingest("pay-1.csv", "employee_ref,pay_period,component,amount,currency\n"+prior+","+period+",PRIOR,1.00,USD\n")
+	out := h.SendCSV(t, "employee_ref,pay_period,component,amount,currency\n"+prior+","+period+",PRIOR,1.00,USD\n", nil)
 	if out.Counts["created"] != 1 {
 		t.Fatalf("earlier file: %v", out.Counts)
 	}
 	c.reset()
-	return f, c
-}
-
-// tracedFixture is a database whose store tells tracer its statements,
-// with partner acme (p) and the employees refs mapped (ref to W-ref); its
-// engine stages every file whole when stageWhole says so
-// (apply.Options.StageWholeFiles).
-func tracedFixture(t *testing.T, p records.Partner, tracer pgx.QueryTracer, stageWhole bool, refs ...string) *fixture {
-	t.Helper()
-	ctx := context.Background()
-	st, err := records.Open(ctx, pgtest.New(t), records.Options{SecretKeys: pgtest.TestSecretKeys, QueryTracer: tracer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	p.ID = "acme"
-	if err := st.AddPartner(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	var m []records.EmployeeMapping
-	for i, ref := range refs {
-		m = append(m, records.EmployeeMapping{Line: i + 2, EmployeeRef: ref, EmployeeID: "W-" + ref})
-	}
-	if _, err := st.ImportEmployees(ctx, p.ID, m); err != nil {
-		t.Fatal(err)
-	}
-	in := intake.New(st, nil)
-	in.Engine = apply.New(st, apply.Options{StageWholeFiles: stageWhole})
-	return &fixture{t: t, ctx: ctx, store: st, in: in, partner: p.ID, dir: t.TempDir()}
+	return h, c
 }
 
 // firstFileEffects reads back what envelope env did: the envelope's
 // outcome, and every row of the tables it writes but the earlier file's
 // record (ids and clock times left out, the rest in a fixed order).
-func firstFileEffects(f *fixture, env int64) map[string]string {
-	f.t.Helper()
+func firstFileEffects(t *testing.T, h *applytest.Harness, env int64) map[string]string {
+	t.Helper()
 	out := map[string]string{}
 	for k, q := range map[string]string{
 		"envelope": `SELECT jsonb_build_object('status', status, 'counts', counts, 'seq', seq, 'result_size', result_size)
@@ -547,17 +523,10 @@ func firstFileEffects(f *fixture, env int64) map[string]string {
 			args = append(args, env)
 		}
 		var v []byte
-		if err := f.store.Pool().QueryRow(f.ctx, q, args...).Scan(&v); err != nil {
-			f.t.Fatalf("%s: %v", k, err)
+		if err := h.Store.Pool().QueryRow(context.Background(), q, args...).Scan(&v); err != nil {
+			t.Fatalf("%s: %v", k, err)
 		}
 		out[k] = string(v)
 	}
 	return out
-}
-
-func (f *fixture) exec(sql string, args ...any) {
-	f.t.Helper()
-	if _, err := f.store.Pool().Exec(f.ctx, sql, args...); err != nil {
-		f.t.Fatalf("%s: %v", sql, err)
-	}
 }

@@ -16,13 +16,13 @@ import (
 	"github.com/payintake/payintake/records"
 )
 
-// TestDirectFailureIsStagedAndLogged fails the read of a first file
-// whose rows go into records with an error that is no reason of the file's own (a
-// read error): the records copied so far and the employees onboarded are
-// rolled back, the file is staged from a new read and every row created
-// once, and the failure
-// is logged for the operator (without tracing, nothing else shows it).
-func TestDirectFailureIsStagedAndLogged(t *testing.T) {
+// TestFirstFileReadFailureIsStagedAndLogged fails the second read of a
+// first file read without staging (firstfile.go) with an error that is no
+// reason of the file's own (a read error): the records copied so far and
+// the employees onboarded are rolled back, the file is staged from a new
+// read and every row created once, and the failure is logged for the
+// operator (without tracing, nothing else shows it).
+func TestFirstFileReadFailureIsStagedAndLogged(t *testing.T) {
 	ctx := context.Background()
 	var logs bytes.Buffer
 	st, err := records.Open(ctx, pgtest.New(t), records.Options{SecretKeys: pgtest.TestSecretKeys})
@@ -76,7 +76,7 @@ func TestDirectFailureIsStagedAndLogged(t *testing.T) {
 		}
 	}
 	if !strings.Contains(logs.String(), "could not be read without staging") || !strings.Contains(logs.String(), failed.Error()) {
-		t.Errorf("no warning of the failed direct apply in the log:\n%s", logs.String())
+		t.Errorf("no warning in the log that the first file could not be read without staging:\n%s", logs.String())
 	}
 }
 

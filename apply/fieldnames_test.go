@@ -1,29 +1,32 @@
-package intake_test
+package apply_test
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"testing"
 
+	"github.com/payintake/payintake/apply/applytest"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
 
 // TestExceptionFieldsAreFieldNames: an exception's current and proposed
 // values and its list of differing fields are written by the processing
-// SQL (records' classify), which names the eight fields itself; they are
+// SQL (classify.go's classify), which names the eight fields itself; they are
 // normalize.FieldNames, and differing follows their order.
 func TestExceptionFieldsAreFieldNames(t *testing.T) {
-	f := newFixture(t, records.Partner{})
+	ctx := context.Background()
+	h := applytest.NewWith(t, applytest.Config{})
 	const header = "employee_ref,pay_period,component,amount,currency,hours,rate,pay_date\n"
-	f.ingest("a.csv", header+"E1,2026-11,BASE,100.00,USD,10,10.00,2026-11-30\n")
-	if _, err := f.store.LockPeriod(f.ctx, f.partner, "2026-11", records.LockPaid, "tester"); err != nil {
+	h.SendCSV(t, header+"E1,2026-11,BASE,100.00,USD,10,10.00,2026-11-30\n", nil)
+	if _, err := h.Store.LockPeriod(ctx, h.Partner, "2026-11", records.LockPaid, "tester"); err != nil {
 		t.Fatal(err)
 	}
 	// A locked record changed in every field but its key, and a new key in
 	// the closed period.
-	f.ingest("b.csv", header+"E1,2026-11,BASE,120.00,EUR,12,10.00,2026-11-29\nE2,2026-11,BASE,5.00,USD,,,\n")
-	xs, err := f.store.Exceptions(f.ctx, records.ExceptionFilter{Partner: f.partner, Status: "open"})
+	h.SendCSV(t, header+"E1,2026-11,BASE,120.00,EUR,12,10.00,2026-11-29\nE2,2026-11,BASE,5.00,USD,,,\n", nil)
+	xs, err := h.Store.Exceptions(ctx, records.ExceptionFilter{Partner: h.Partner, Status: "open"})
 	if err != nil || len(xs) != 2 {
 		t.Fatalf("exceptions %+v %v, want 2", xs, err)
 	}

@@ -1,69 +1,28 @@
-package intake_test
+package apply_test
 
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/payintake/payintake/apply/applytest"
 	"github.com/payintake/payintake/bench"
+	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
 )
 
-// unchangedSkipCounter counts the classify statements that leave the
-// unchanged rows out of classified (n: @skip_unchanged true); and the
-// files compared on their keys first:
-// keys the attempts (a COPY into stage_keys), keysUndone those rolled
-// back (the savepoint undone after it: the file was then staged whole).
-type unchangedSkipCounter struct {
-	n, keys, keysUndone atomic.Int64
-	sawKeys             atomic.Bool
-}
-
-func (c *unchangedSkipCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.Contains(d.SQL, "INSERT INTO classified") && len(d.Args) == 1 {
-		if a, ok := d.Args[0].(pgx.NamedArgs); ok && a["skip_unchanged"] == true {
-			c.n.Add(1)
-		}
-	}
-	// The savepoint of a compared file is released or rolled back next.
-	if sql := strings.ToLower(d.SQL); strings.HasPrefix(sql, "rollback to savepoint") && c.sawKeys.Swap(false) {
-		c.keysUndone.Add(1)
-	} else if strings.HasPrefix(sql, "release savepoint") {
-		c.sawKeys.Store(false)
-	}
-	return ctx
-}
-
-func (c *unchangedSkipCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (c *unchangedSkipCounter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
-	if d.TableName.Sanitize() == (pgx.Identifier{"stage_keys"}).Sanitize() {
-		c.keys.Add(1)
-		c.sawKeys.Store(true)
-	}
-	return ctx
-}
-
-func (c *unchangedSkipCounter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {
-}
-
 // A resubmission is applied three ways, which must agree: compared on its
-// keys first (records' applyCompared: only the rows whose key has no
+// keys first (applyCompared: only the rows whose key has no
 // record or whose content changed are staged whole), staged whole and
 // classified without its unchanged rows (they are not written into
 // classified; their lines come from staging's), and staged whole and
 // classified with every row (a file with a sequence number, whose
 // unchanged records' last_seq moves on). Each series of files here goes
-// to four databases that differ only in that: partner acme of database a
-// has no file pattern; c is a staging every file whole
-// (apply.Options.StageWholeFiles); b's partner takes a sequence number
-// from the same names, which no file here has out of order, and b stages
-// every file whole; d is b comparing keys first (its unchanged records'
+// to four databases that differ only in that: database a's files have
+// no sequence number; c is a staging every file whole
+// (apply.Options.StageWholeFiles); b's files have sequence numbers, none
+// out of order, and b stages every file whole; d is b comparing keys first (its unchanged records'
 // last_seq moved on by one statement over the compared keys). b is the
 // reference. Every file's result file must be the same bytes, its counts
 // the same, the records (but last_seq), exceptions and history the same
@@ -88,7 +47,7 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 		// compared is how many files a applies compared on their keys.
 		compared int
 		// after runs on every database after the file of that index.
-		after map[int]func(f *fixture)
+		after map[int]func(t *testing.T, h *applytest.Harness)
 	}{
 		"mixed outcomes": {
 			partner: records.Partner{UnknownEmployee: records.UnknownHold},
@@ -128,9 +87,9 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 				}, "\r\n") + "\r\n",
 			},
 			compared: 3, // not the second file (a repeated key)
-			after: map[int]func(f *fixture){0: func(f *fixture) {
-				if _, err := f.store.LockPeriod(f.ctx, f.partner, "2026-10", records.LockApproved, "ops"); err != nil {
-					f.t.Fatal(err)
+			after: map[int]func(t *testing.T, h *applytest.Harness){0: func(t *testing.T, h *applytest.Harness) {
+				if _, err := h.Store.LockPeriod(context.Background(), h.Partner, "2026-10", records.LockApproved, "ops"); err != nil {
+					t.Fatal(err)
 				}
 			}},
 		},
@@ -172,35 +131,36 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			a, ca := resubmissionFixture(t, tc.partner, false)
 			c, cc := resubmissionFixture(t, tc.partner, true)
-			seqPartner := tc.partner
-			seqPartner.FilePattern = `^pay-(?P<seq>[0-9]+)\.csv$`
-			b, cb := resubmissionFixture(t, seqPartner, true)
-			d, cd := resubmissionFixture(t, seqPartner, false)
+			b, cb := resubmissionFixture(t, tc.partner, true)
+			d, cd := resubmissionFixture(t, tc.partner, false)
 			skipped := 0
 			for i, file := range tc.files {
-				seq := i + 7
-				fileName := fmt.Sprintf("pay-%d.csv", seq)
+				seq := int64(i + 7)
 				var outs [4]records.Envelope
-				skipsBefore := cc.n.Load()
-				for j, f := range []*fixture{a, b, c, d} {
-					_, outs[j] = f.ingest(fileName, file)
+				skipsBefore := cc.SkipUnchanged.Load()
+				for j, h := range []*applytest.Harness{a, b, c, d} {
+					var s *int64 // b and d number their files
+					if j == 1 || j == 3 {
+						s = &seq
+					}
+					outs[j] = h.SendCSV(t, file, s)
 					if tc.after[i] != nil {
-						tc.after[i](f)
+						tc.after[i](t, h)
 					}
 				}
 				if outs[1].Seq == nil || outs[3].Seq == nil || outs[0].Seq != nil || outs[2].Seq != nil {
 					t.Fatalf("file %d: sequence numbers %v, %v, %v and %v, want none in a and c and one in b and d", i, outs[0].Seq, outs[1].Seq, outs[2].Seq, outs[3].Seq)
 				}
-				rb, eb := b.result(outs[1]), resubmissionEffects(b)
+				rb, eb := b.Result(t, outs[1]), applytest.Effects(t, b.Store)
 				for j, way := range map[int]string{0: "compared", 2: "without unchanged rows", 3: "compared with sequence numbers"} {
-					f := []*fixture{a, b, c, d}[j]
-					if r := f.result(outs[j]); r != rb {
+					h := []*applytest.Harness{a, b, c, d}[j]
+					if r := h.Result(t, outs[j]); r != rb {
 						t.Errorf("file %d: result files differ:\n%s:\n%s\nclassify:\n%s", i, way, r, rb)
 					}
 					if len(outs[j].Counts) == 0 || !equalCounts(outs[j].Counts, outs[1].Counts) {
 						t.Errorf("file %d: counts %s %v, classify %v", i, way, outs[j].Counts, outs[1].Counts)
 					}
-					e := resubmissionEffects(f)
+					e := applytest.Effects(t, h.Store)
 					for _, k := range []string{"records", "exceptions", "history"} {
 						if e[k] != eb[k] {
 							t.Errorf("file %d: %s differ:\n%s: %s\nclassify: %s", i, k, way, e[k], eb[k])
@@ -209,25 +169,25 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 				}
 				if n := outs[2].Counts["unchanged"]; n > 0 {
 					skipped++
-					if got := cc.n.Load() - skipsBefore; got != 1 {
+					if got := cc.SkipUnchanged.Load() - skipsBefore; got != 1 {
 						t.Errorf("file %d: database c left the unchanged rows out %d time(s), want 1", i, got)
 					}
 				}
 				// In b, the file's sequence number is on every record it
 				// created, updated or found unchanged, and on no other.
 				cnt := outs[1].Counts
-				for name, f := range map[string]*fixture{"b": b, "d": d} {
-					if n := f.count(`SELECT count(*) FROM records WHERE last_seq = $1`, seq); n != cnt["created"]+cnt["updated"]+cnt["unchanged"] {
+				for name, h := range map[string]*applytest.Harness{"b": b, "d": d} {
+					if n := pgtest.Count(context.Background(), t, h.Store, `SELECT count(*) FROM records WHERE last_seq = $1`, seq); n != cnt["created"]+cnt["updated"]+cnt["unchanged"] {
 						t.Errorf("file %d: %d record(s) of %s have its sequence number, want %d", i, n, name, cnt["created"]+cnt["updated"]+cnt["unchanged"])
 					}
 				}
-				if lb, ld := lastSeqs(b), lastSeqs(d); lb != ld {
+				if lb, ld := lastSeqs(t, b), lastSeqs(t, d); lb != ld {
 					t.Errorf("file %d: the records' last_seq differ:\ncompared: %s\nclassify: %s", i, ld, lb)
 				}
-				if n := cb.n.Load() + cb.keys.Load(); n != 0 {
+				if n := cb.SkipUnchanged.Load() + cb.Keys.Load(); n != 0 {
 					t.Errorf("file %d: database b (sequence numbers, staged whole) left the unchanged rows out or compared keys %d time(s)", i, n)
 				}
-				if n := cc.keys.Load(); n != 0 {
+				if n := cc.Keys.Load(); n != 0 {
 					t.Errorf("file %d: database c (every file staged whole) compared keys %d time(s)", i, n)
 				}
 				t.Logf("file %d: %v", i, outs[0].Counts)
@@ -235,9 +195,9 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 			if skipped < 2 {
 				t.Fatalf("only %d file(s) had unchanged rows", skipped)
 			}
-			for name, cx := range map[string]*unchangedSkipCounter{"a": ca, "d": cd} {
-				if got := int(cx.keys.Load() - cx.keysUndone.Load()); got != tc.compared {
-					t.Errorf("database %s compared %d file(s) on their keys (%d tried), want %d", name, got, cx.keys.Load(), tc.compared)
+			for name, cx := range map[string]*applytest.ResubmissionCounter{"a": ca, "d": cd} {
+				if got := int(cx.Keys.Load() - cx.KeysUndone.Load()); got != tc.compared {
+					t.Errorf("database %s compared %d file(s) on their keys (%d tried), want %d", name, got, cx.Keys.Load(), tc.compared)
 				}
 			}
 		})
@@ -245,12 +205,12 @@ func TestResubmissionWithoutUnchangedRowsMatchesClassify(t *testing.T) {
 }
 
 // lastSeqs reads back every record's last_seq, in the order of the key.
-func lastSeqs(f *fixture) string {
-	f.t.Helper()
+func lastSeqs(t *testing.T, h *applytest.Harness) string {
+	t.Helper()
 	var v []byte
-	if err := f.store.Pool().QueryRow(f.ctx, `SELECT jsonb_agg(jsonb_build_array(employee_ref, pay_period, component, last_seq)
+	if err := h.Store.Pool().QueryRow(context.Background(), `SELECT jsonb_agg(jsonb_build_array(employee_ref, pay_period, component, last_seq)
 		ORDER BY pay_period, employee_ref, component) FROM records`).Scan(&v); err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return string(v)
 }
@@ -270,32 +230,9 @@ func equalCounts(a, b map[string]int) bool {
 // resubmissionFixture is a database with partner acme (p) and employees
 // E1..E6 mapped, whose engine stages every file whole when stageWhole says
 // so; its counter counts from then on.
-func resubmissionFixture(t *testing.T, p records.Partner, stageWhole bool) (*fixture, *unchangedSkipCounter) {
+func resubmissionFixture(t *testing.T, p records.Partner, stageWhole bool) (*applytest.Harness, *applytest.ResubmissionCounter) {
 	t.Helper()
-	c := &unchangedSkipCounter{}
-	return tracedFixture(t, p, c, stageWhole, "E1", "E2", "E3", "E4", "E5", "E6"), c
-}
-
-// resubmissionEffects reads back the records (but their last_seq),
-// exceptions and history of the database (ids and clock times left out,
-// the rest in a fixed order).
-func resubmissionEffects(f *fixture) map[string]string {
-	f.t.Helper()
-	out := map[string]string{}
-	for k, q := range map[string]string{
-		"records": `SELECT jsonb_agg(to_jsonb(r) - 'id' - 'created_at' - 'updated_at' - 'locked_at' - 'last_seq'
-			ORDER BY pay_period, employee_ref, component) FROM records r`,
-		"exceptions": `SELECT jsonb_agg(to_jsonb(x) - 'id' - 'created_at' - 'decided_at' - 'record_id' - 'superseded_by'
-			ORDER BY envelope_id, row_no) FROM exceptions x`,
-		"history": `SELECT jsonb_agg(to_jsonb(h) - 'record_id' - 'written_at' - 'replaced_at'
-			ORDER BY h.replaced_by, r.pay_period, r.employee_ref, r.component)
-			FROM record_history h JOIN records r ON r.id = h.record_id`,
-	} {
-		var v []byte
-		if err := f.store.Pool().QueryRow(f.ctx, q).Scan(&v); err != nil {
-			f.t.Fatalf("%s: %v", k, err)
-		}
-		out[k] = string(v)
-	}
-	return out
+	c := &applytest.ResubmissionCounter{}
+	return applytest.NewWith(t, applytest.Config{Partner: p, Employees: []string{"E1", "E2", "E3", "E4", "E5", "E6"},
+		Tracer: c, StageWholeFiles: stageWhole}), c
 }
