@@ -226,8 +226,8 @@ func (e *Engine) applyEnvelope(ctx context.Context, tx pgx.Tx, env *records.Enve
 	case pl.Replay != nil:
 		err = e.applyReplayFile(ctx, tx, env, *pl.Replay)
 	default:
-		if p.Profile != nil && p.Profile.Results == normalize.ResultsXLSX {
-			pl = limitRows(pl, e.workbookRows)
+		if limit := e.RowLimit(p); limit > 0 {
+			pl = limitRows(pl, limit)
 		}
 		err = e.applyFile(ctx, tx, env, pl)
 	}
@@ -415,6 +415,24 @@ func (e *Engine) stageWhole(ctx context.Context, tx pgx.Tx, env *records.Envelop
 	return records.CloseEnvelope(ctx, tx, env, counts)
 }
 
+// RowLimit is the most data rows a file of partner p may have, or 0 for no
+// limit: a partner whose results are workbooks can send no more rows than
+// a result workbook holds (Options.WorkbookRows).
+func (e *Engine) RowLimit(p records.Partner) int {
+	if p.Profile != nil && p.Profile.Results == normalize.ResultsXLSX {
+		return e.workbookRows
+	}
+	return 0
+}
+
+// TooManyRows is the refusal of a file whose row at line is past limit
+// (RowLimit): nothing of the file is applied.
+func TooManyRows(line, limit int) *normalize.ParseError {
+	return &normalize.ParseError{Err: normalize.CodeTooManyRowsForWorkbook, StartLine: line, Line: line,
+		Message: fmt.Sprintf("the file has more than %d data rows, the most a result workbook holds, and the partner's profile asks for results: xlsx; "+
+			"nothing was applied: send the rows in files of at most %d rows each, or ask the operator for results: csv", limit, limit)}
+}
+
 // limitRows is pl with every read of its rows refusing the file at its
 // first row past limit: a file whose result a workbook cannot hold, for a
 // partner whose results are workbooks. Refused as it is read, before
@@ -447,9 +465,7 @@ type limitedRows struct {
 func (l *limitedRows) Next() (records.StagedRow, error) {
 	r, err := l.rows.Next()
 	if err == nil && r.Row > l.limit {
-		return records.StagedRow{}, &normalize.ParseError{Err: normalize.CodeTooManyRowsForWorkbook, StartLine: r.Line, Line: r.Line,
-			Message: fmt.Sprintf("the file has more than %d data rows, the most a result workbook holds, and the partner's profile asks for results: xlsx; "+
-				"nothing was applied: send the rows in files of at most %d rows each, or ask the operator for results: csv", l.limit, l.limit)}
+		return records.StagedRow{}, TooManyRows(r.Line, l.limit)
 	}
 	return r, err
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/payintake/payintake/apply"
 	"github.com/payintake/payintake/normalize"
 	"github.com/payintake/payintake/records"
 )
@@ -39,7 +40,8 @@ type PreviewRow struct {
 // PreviewFile reads body as a file of partner p called fileName would be
 // read (its settings and profile: p may carry a profile not stored yet; a
 // workbook, .xlsx, on the profile's sheet) and tells what each row would
-// get, applying nothing. A file refused whole is returned as the
+// get, applying nothing. A file refused whole (a file of more rows than
+// the partner's result workbooks hold among them) is returned as the
 // *normalize.ParseError its upload would get.
 func (in *Intake) PreviewFile(ctx context.Context, p records.Partner, fileName string, body io.Reader) (Preview, error) {
 	pv := Preview{Partner: p.ID, Counts: map[string]int{}}
@@ -58,6 +60,7 @@ func (in *Intake) PreviewFile(ctx context.Context, p records.Partner, fileName s
 	pv.Columns = rd.Columns()
 	var keys []records.PreviewKey
 	var valid []int // index in pv.Rows of each key
+	limit := in.Engine.RowLimit(p)
 	for {
 		row, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -65,6 +68,9 @@ func (in *Intake) PreviewFile(ctx context.Context, p records.Partner, fileName s
 		}
 		if err != nil {
 			return pv, err
+		}
+		if limit > 0 && row.Index > limit {
+			return pv, apply.TooManyRows(row.Line, limit)
 		}
 		pr := PreviewRow{Line: row.Line, Row: row.Index, Values: map[string]string{
 			normalize.FieldEmployeeRef: row.Display.EmployeeRef, normalize.FieldPayPeriod: row.Display.PayPeriod,

@@ -338,4 +338,19 @@ func TestWorkbookResultRowLimit(t *testing.T) {
 	refused("a resubmission of 4 rows", "four.csv", payroll("2026-11", 4))
 	f.in.Engine = apply.New(f.store, apply.Options{WorkbookRows: 3, StageWholeFiles: true})
 	refused("a file of 4 rows staged whole", "staged.csv", payroll("2026-12", 4))
+
+	// The preview gives the refusal an upload would get, and a file within
+	// the limit its rows.
+	p, err := f.store.Partner(f.ctx, f.partner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fr *normalize.ParseError
+	if _, err := f.in.PreviewFile(f.ctx, p, "preview.csv", strings.NewReader(payroll("2027-01", 4))); !errors.As(err, &fr) ||
+		fr.Err != normalize.CodeTooManyRowsForWorkbook || fr.Line != 5 {
+		t.Fatalf("preview of 4 rows: %v, want %s at line 5", err, normalize.CodeTooManyRowsForWorkbook)
+	}
+	if pv, err := f.in.PreviewFile(f.ctx, p, "preview.csv", strings.NewReader(payroll("2027-01", 3))); err != nil || len(pv.Rows) != 3 {
+		t.Fatalf("preview of 3 rows: %v, %d rows; want 3", err, len(pv.Rows))
+	}
 }
