@@ -34,7 +34,7 @@ func (s *Server) previewPartners(r *http.Request, sess records.Session) ([]strin
 	}
 	var ids []string
 	for _, p := range ps {
-		if len(sess.Reviewer.Partners) == 0 || slices.Contains(sess.Reviewer.Partners, p.ID) {
+		if records.InScope(sess.Reviewer.Partners, p.ID) {
 			ids = append(ids, p.ID)
 		}
 	}
