@@ -19,20 +19,6 @@ import (
 	"github.com/payintake/payintake/normalize"
 )
 
-// What a row whose code has no mapping gets (unknown_component).
-const (
-	UnknownReject = normalize.UnknownComponentReject // rejected, code unknown_component
-	UnknownHold   = normalize.UnknownComponentHold   // held for a reviewer, who names the component
-	UnknownKeep   = normalize.UnknownComponentKeep   // the code as it is
-)
-
-// Result file formats (results), normalize's.
-const (
-	ResultsCSV      = normalize.ResultsCSV
-	ResultsCSVExcel = normalize.ResultsCSVExcel
-	ResultsXLSX     = normalize.ResultsXLSX
-)
-
 // SettingKeys are the partner settings a profile may give, by their YAML
 // key: the flags of `payintake partner set`, with _ for -.
 var SettingKeys = []string{"delimiter", "decimal_comma", "date_format", "currency", "file_pattern", "mode", "unknown_employee"}
@@ -44,13 +30,13 @@ type Profile struct {
 	// Components maps the partner's codes to payintake's components, both
 	// as a record holds a component (trimmed, upper-cased).
 	Components map[string]string
-	// UnknownComponent: UnknownReject (the default when Components maps
-	// any code), UnknownHold or UnknownKeep.
+	// UnknownComponent: normalize.UnknownComponentReject (the default when
+	// Components maps any code), UnknownComponentHold or UnknownComponentKeep.
 	UnknownComponent string
 	// Sheet is the workbook sheet to read ("" the first).
 	Sheet string
-	// Results is the result file's format: ResultsCSV (the default),
-	// ResultsCSVExcel or ResultsXLSX.
+	// Results is the result file's format: normalize.ResultsCSV (the
+	// default), ResultsCSVExcel or ResultsXLSX.
 	Results string
 	// Settings are the partner settings the profile gives, in file order,
 	// as written: the caller checks them by the rules of partner set.
@@ -118,9 +104,9 @@ func Parse(data []byte) (Profile, error) {
 		case "components":
 			p.Components, err = parseComponents(v)
 		case "unknown_component":
-			p.UnknownComponent, err = oneOf(k, v, UnknownReject, UnknownHold, UnknownKeep)
+			p.UnknownComponent, err = oneOf(k, v, normalize.UnknownComponentReject, normalize.UnknownComponentHold, normalize.UnknownComponentKeep)
 		case "results":
-			p.Results, err = oneOf(k, v, ResultsCSV, ResultsCSVExcel, ResultsXLSX)
+			p.Results, err = oneOf(k, v, normalize.ResultsCSV, normalize.ResultsCSVExcel, normalize.ResultsXLSX)
 		case "sheet":
 			p.Sheet, err = scalar(k, v)
 			if err == nil && strings.TrimSpace(p.Sheet) == "" {
@@ -143,10 +129,10 @@ func Parse(data []byte) (Profile, error) {
 		return p, &Error{Line: seen["unknown_component"], Msg: "unknown_component is given but components: maps no code; map the partner's codes under components:, or leave unknown_component out"}
 	}
 	if len(p.Components) > 0 && p.UnknownComponent == "" {
-		p.UnknownComponent = UnknownReject
+		p.UnknownComponent = normalize.UnknownComponentReject
 	}
 	if p.Results == "" {
-		p.Results = ResultsCSV
+		p.Results = normalize.ResultsCSV
 	}
 	return p, nil
 }

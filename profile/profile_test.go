@@ -43,7 +43,7 @@ func TestParseHRProfile(t *testing.T) {
 	if p.Components["OT"] != "OVERTIME" || p.Components["REG"] != "BASE" || len(p.Components) != 3 {
 		t.Errorf("components = %v, want codes and components upper-cased", p.Components)
 	}
-	if p.UnknownComponent != profile.UnknownReject || p.Sheet != "Payroll" || p.Results != profile.ResultsCSVExcel {
+	if p.UnknownComponent != normalize.UnknownComponentReject || p.Sheet != "Payroll" || p.Results != normalize.ResultsCSVExcel {
 		t.Errorf("unknown_component %q sheet %q results %q", p.UnknownComponent, p.Sheet, p.Results)
 	}
 	want := []profile.Setting{{"delimiter", ";", 16}, {"decimal_comma", "true", 17}, {"date_format", "DD.MM.YYYY", 18}}
@@ -62,7 +62,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.UnknownComponent != profile.UnknownReject || p.Results != profile.ResultsCSV {
+	if p.UnknownComponent != normalize.UnknownComponentReject || p.Results != normalize.ResultsCSV {
 		t.Errorf("defaults: unknown_component %q results %q, want reject and csv", p.UnknownComponent, p.Results)
 	}
 }
@@ -112,7 +112,7 @@ func TestParseHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.UnknownComponent != profile.UnknownHold {
+	if p.UnknownComponent != normalize.UnknownComponentHold {
 		t.Errorf("unknown_component = %q, want hold", p.UnknownComponent)
 	}
 }
@@ -154,7 +154,7 @@ func TestApplyHoldsAnUnmappedCode(t *testing.T) {
 // (unless the profile maps it: the profile's mapping comes first).
 func TestDecidedCodesAreRead(t *testing.T) {
 	s := intake.FileSettings(records.Partner{ID: "acme", Profile: &records.PartnerProfile{Version: 1,
-		Components: map[string]string{"REG": "BASE"}, UnknownComponent: profile.UnknownHold,
+		Components: map[string]string{"REG": "BASE"}, UnknownComponent: normalize.UnknownComponentHold,
 		Decided: map[string]string{"XMAS": "BONUS", "REG": "OVERTIME"}}})
 	rd, err := normalize.NewReader(strings.NewReader("employee_ref,pay_period,component,amount,currency\nE1,2026-03,XMAS,1.00,EUR\nE1,2026-03,REG,1.00,EUR\n"), s)
 	if err != nil {
