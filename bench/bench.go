@@ -135,8 +135,8 @@ func Run(ctx context.Context, in *intake.Intake, opt Options) (Result, error) {
 		return res, errors.New("bench: the number of rows must be positive")
 	}
 	if _, err := in.Store.Partner(ctx, opt.Partner); errors.Is(err, records.ErrNotFound) {
-		if err := in.Store.AddPartner(ctx, records.Partner{ID: opt.Partner, Name: "benchmark"}); err != nil {
-			return res, fmt.Errorf("bench: add partner: %w", err)
+		if err := addPartner(ctx, in, opt.Partner, ""); err != nil {
+			return res, err
 		}
 	} else if err != nil {
 		return res, fmt.Errorf("bench: read partner: %w", err)
@@ -181,7 +181,7 @@ func Run(ctx context.Context, in *intake.Intake, opt Options) (Result, error) {
 		return res, err
 	}
 	defer os.Remove(changed)
-	clean, _, err := gen(fmt.Sprintf("bench-%d-%s-clean.csv", n, tag), File{Rows: n, Clean: true}.WriteTo)
+	clean, cleanSize, err := gen(fmt.Sprintf("bench-%d-%s-clean.csv", n, tag), File{Rows: n, Clean: true}.WriteTo)
 	if err != nil {
 		return res, err
 	}
@@ -230,7 +230,7 @@ func Run(ctx context.Context, in *intake.Intake, opt Options) (Result, error) {
 	}
 	res.PeakRSS = PeakRSS()
 	if opt.Workbooks {
-		w, err := runWorkbooks(ctx, in, opt, tag, clean, gen)
+		w, err := runWorkbooks(ctx, in, opt, progress, tag, clean, cleanSize, gen)
 		if err != nil {
 			return res, err
 		}
@@ -242,13 +242,9 @@ func Run(ctx context.Context, in *intake.Intake, opt Options) (Result, error) {
 // runWorkbooks measures WorkbookResult: the clean file (at clean) and the
 // same rows as a workbook, each ingested as the first file of a new
 // partner; then the clean file for a partner whose results are workbooks.
-func runWorkbooks(ctx context.Context, in *intake.Intake, opt Options, tag, clean string,
+func runWorkbooks(ctx context.Context, in *intake.Intake, opt Options, progress func(string), tag, clean string, cleanSize int64,
 	gen func(string, func(io.Writer) (int64, error)) (string, int64, error)) (WorkbookResult, error) {
-	var w WorkbookResult
-	progress := opt.Progress
-	if progress == nil {
-		progress = func(string) {}
-	}
+	w := WorkbookResult{CSVBytes: cleanSize}
 	n := opt.Rows
 	progress("generate the workbook")
 	book, size, err := gen(fmt.Sprintf("bench-%d-%s-book.xlsx", n, tag), func(w io.Writer) (int64, error) {
@@ -259,27 +255,15 @@ func runWorkbooks(ctx context.Context, in *intake.Intake, opt Options, tag, clea
 	}
 	defer os.Remove(book)
 	w.XLSXBytes = size
-	if fi, err := os.Stat(clean); err != nil {
-		return w, fmt.Errorf("bench: %w", err)
-	} else {
-		w.CSVBytes = fi.Size()
-	}
-	// Each file under a name of its own: the CSV already went to the
-	// baseline under its name, and a partner's files need distinct names.
-	asCSV := filepath.Join(opt.Dir, fmt.Sprintf("bench-%d-%s-sheet.csv", n, tag))
-	if err := copyFile(clean, asCSV); err != nil {
-		return w, err
-	}
-	defer os.Remove(asCSV)
 	created := map[string]int{"created": n}
 	steps := []struct {
 		what, partner, path string
 		results             string
 		run                 *Measured
 	}{
-		{"the payroll as CSV, first file", opt.Partner + "-csv", asCSV, "", &w.CSV},
+		{"the payroll as CSV, first file", opt.Partner + "-csv", clean, "", &w.CSV},
 		{"the payroll as .xlsx, first file", opt.Partner + "-xlsx", book, "", &w.XLSX},
-		{"the payroll as CSV, results: xlsx", opt.Partner + "-book", asCSV, normalize.ResultsXLSX, &w.ResultXLSX},
+		{"the payroll as CSV, results: xlsx", opt.Partner + "-book", clean, normalize.ResultsXLSX, &w.ResultXLSX},
 	}
 	if opt.XLSXFirst {
 		steps[0], steps[1] = steps[1], steps[0]
