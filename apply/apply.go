@@ -196,6 +196,15 @@ func repeatedKeys(ctx context.Context, tx pgx.Tx, cands []int64) (bool, error) {
 
 // periodsTakenSQL tells whether the partner has a record, and whether it
 // has a period lock, in any of the pay periods @periods.
+// Statements of applying staged rows (apply.sql).
+var (
+	analyzeEmpSQL      = query("AnalyzeEmp")
+	partnerHasLocksSQL = query("PartnerHasLocks")
+	materialOffSQL     = query("MaterialOff")
+	materialDefaultSQL = query("MaterialDefault")
+	countOutcomesSQL   = query("CountOutcomes")
+)
+
 var periodsTakenSQL = query("PeriodsTaken")
 
 // employeeKindsSQL tells whether any unmapped employee of the file is
@@ -453,7 +462,7 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 		joins |= joinEmp
 	}
 	if empRows > smallStageRows/10 {
-		if _, err := tx.Exec(ctx, query("AnalyzeEmp")); err != nil {
+		if _, err := tx.Exec(ctx, analyzeEmpSQL); err != nil {
 			return nil, fmt.Errorf("analyze emp: %w", err)
 		}
 	}
@@ -479,7 +488,7 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 	// The partner's closed periods, if any, are joined (they change only
 	// under the partner lock, which this transaction holds).
 	var locks bool
-	if err := tx.QueryRow(ctx, query("PartnerHasLocks"), args["partner"]).Scan(&locks); err != nil {
+	if err := tx.QueryRow(ctx, partnerHasLocksSQL, args["partner"]).Scan(&locks); err != nil {
 		return nil, fmt.Errorf("look up closed periods: %w", err)
 	}
 	if locks {
@@ -490,17 +499,17 @@ func classifyStaged(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, empRows 
 	// partner has a row or two and loops over a materialised scan of all
 	// of them for every staged employee (millions of comparisons for a
 	// 10,000-row file); without it, it hashes them or probes the index.
-	if _, err := tx.Exec(ctx, query("MaterialOff")); err != nil {
+	if _, err := tx.Exec(ctx, materialOffSQL); err != nil {
 		return nil, fmt.Errorf("classify rows: %w", err)
 	}
 	if err := probeRecords(ctx, tx, args, classifySQL(dup, joins)); err != nil {
 		return nil, fmt.Errorf("classify rows: %w", err)
 	}
-	if _, err := tx.Exec(ctx, query("MaterialDefault")); err != nil {
+	if _, err := tx.Exec(ctx, materialDefaultSQL); err != nil {
 		return nil, fmt.Errorf("classify rows: %w", err)
 	}
 	counts := map[string]int{}
-	rows, err := tx.Query(ctx, query("CountOutcomes"))
+	rows, err := tx.Query(ctx, countOutcomesSQL)
 	if err != nil {
 		return nil, fmt.Errorf("count outcomes: %w", err)
 	}

@@ -39,7 +39,7 @@ var ProcessSettingsSQL = processSettingsSQL
 
 // TempTables are the DDL of processing's temporary tables, a compared
 // file's stage_keys too.
-var TempTables = append(tempTables[:len(tempTables):len(tempTables)], stageKeysDDL)
+var TempTables = []string{stageDDL, classifiedDDL, empRefsDDL, empDDL, stageKeysDDL}
 
 // Statements are the statements of apply's .sql files, by name.
 func Statements() map[string]string { return statements.Statements() }

@@ -176,10 +176,13 @@ func (e *Engine) applyReplayFile(ctx context.Context, tx pgx.Tx, env *records.En
 	return records.CloseReplayFile(ctx, tx, env, res)
 }
 
+// legOutcomesSQL reads classify's decision for each staged leg.
+var legOutcomesSQL = query("LegOutcomes")
+
 // settledLegs reads classify's decision for each staged leg and composes
 // its line of the result file.
 func settledLegs(ctx context.Context, tx pgx.Tx, staged map[int]*records.StagedRow) ([]records.SettledLeg, error) {
-	rows, err := tx.Query(ctx, query("LegOutcomes"))
+	rows, err := tx.Query(ctx, legOutcomesSQL)
 	if err != nil {
 		return nil, fmt.Errorf("read leg outcomes: %w", err)
 	}

@@ -287,13 +287,16 @@ func (l *resultLines) storeMerged(ctx context.Context, tx pgx.Tx, env int64, mod
 	return nil
 }
 
+// classifiedLinesSQL reads classified's rows for the result lines.
+var classifiedLinesSQL = query("ClassifiedLines")
+
 // spoolClassified writes classified's rows but the unchanged ones (the
 // merge's answer for a created line classified does not hold: most rows of
 // a resubmission with a sequence number, which classify keeps) to w in row
 // order: each its row number, the length of its outcome and of its code,
 // field and message as cells (uvarints), then those two.
 func spoolClassified(ctx context.Context, tx pgx.Tx, w io.WriteSeeker) error {
-	rows, err := tx.Query(ctx, query("ClassifiedLines"))
+	rows, err := tx.Query(ctx, classifiedLinesSQL)
 	if err != nil {
 		return fmt.Errorf("store result: %w", err)
 	}

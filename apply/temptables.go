@@ -10,5 +10,3 @@ var (
 	empDDL        = query("CreateEmp")
 )
 
-// tempTables are the temporary tables, in the order processing creates them.
-var tempTables = []string{stageDDL, classifiedDDL, empRefsDDL, empDDL}
