@@ -262,7 +262,8 @@ CREATE TABLE submissions (
     CONSTRAINT submissions_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id)
 );
 
--- The original bytes of an envelope, in order, 1 MiB a chunk (streamed, never held whole).
+-- The original bytes of an envelope, in order: rows of up to 7,400 bytes, compressed in the
+-- table's own pages (STORAGE MAIN, lz4), streamed, never held whole.
 CREATE TABLE envelope_chunks (
     envelope_id bigint NOT NULL,
     n integer NOT NULL,
@@ -275,8 +276,8 @@ ALTER TABLE ONLY envelope_chunks ALTER COLUMN data SET COMPRESSION lz4;
 
 -- The time a client set on a received SFTP file lives beside the envelope,
 -- not in its row: an UPDATE of the envelope row takes the row lock that
--- processing uses as its lease, so a setstat at the moment a worker claimed
--- the envelope made the worker think another process had it.
+-- processing uses as its lease, so a setstat there would take that lock and
+-- make a worker think another process has the envelope.
 CREATE TABLE envelope_client_times (
     envelope_id bigint NOT NULL,
     client_mtime timestamp with time zone NOT NULL,
@@ -605,7 +606,7 @@ CREATE TABLE record_history (
 );
 
 -- Every new record's employee is mapped, and its partner and envelope exist: one
--- check per statement over its new rows (per-row foreign keys cost ~6 s a million rows).
+-- check per statement over its new rows (a per-row foreign key would cost a lookup per row).
 -- It only refuses: the engine onboards a file's unknown employees by a statement of
 -- its own before the records that name them.
 -- +goose StatementBegin
@@ -917,7 +918,8 @@ CREATE TABLE reviewer_sessions (
 CREATE INDEX reviewer_sessions_expiry ON reviewer_sessions USING btree (expires_at);
 
 -- What reviewers did and tried: decisions (written in the same transaction as
--- their effect), logins, refusals. via: cli, api or console.
+-- their effect), logins, refusals. via: cli, api or console for reviewers and operators;
+-- sftp, http or webhook for a partner's refused login or request.
 CREATE TABLE review_audit (
     id bigserial NOT NULL,
     at timestamp with time zone DEFAULT now() NOT NULL,
@@ -1425,7 +1427,7 @@ $$;
 CREATE TRIGGER replays_notify AFTER UPDATE OF result ON replays FOR EACH ROW WHEN (((old.result = '\x'::bytea) AND (new.result <> '\x'::bytea))) EXECUTE FUNCTION notify_on_replay();
 
 -- A review report is written when the last open exception of a submission
--- closes (exceptions_review_report, in the decision's transaction).
+-- closes (records.WriteReviewReports, in the decision's transaction).
 -- +goose StatementBegin
 CREATE FUNCTION notify_on_review() RETURNS trigger
     LANGUAGE plpgsql

@@ -7,6 +7,5 @@ import (
 	"github.com/payintake/payintake/pgserver/pgtest"
 )
 
-// The tests of this package check the migrated schema: schema.sql states
-// it, and what the migrations convert keeps its meaning.
+// The tests of this package check the migrated schema against schema.sql.
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

@@ -23,12 +23,10 @@ var (
 // fewer), in the table's own pages: STORAGE MAIN compresses a chunk in its
 // row (lz4) when that makes it smaller and never moves it out of line, so a
 // chunk is one heap tuple and one primary-key entry. A chunk of a payroll
-// CSV compresses to about half (two rows a page, as small as the TOASTed
-// 1 MiB chunks were); incompressible bytes take a page a chunk. A larger
-// chunk is TOASTed into ~2 KB pieces, each with an index entry of its
-// own, which costs PostgreSQL about twice the CPU a byte. Readers take
-// chunks of any size, by their numbers, so envelopes stored with 1 MiB
-// chunks read the same.
+// CSV compresses to about half (two rows a page); incompressible bytes
+// take a page a chunk. A larger chunk is TOASTed into ~2 KB pieces, each
+// with an index entry of its own, which costs PostgreSQL about twice the
+// CPU a byte. Readers take chunks of any size, by their numbers.
 const chunkSize = 7400
 
 // readBatch is about how many bytes a reader of envelope bytes takes from

@@ -171,7 +171,7 @@ type sealedSource struct {
 
 func (c *sealedSource) Values() ([]any, error) { return []any{c.id, c.kind, c.n - 1, c.cur}, nil }
 
-// sealResult seals the stored result of envelope id (written in tx).
+// SealResult seals the stored result of envelope id (written in tx).
 func (s *Store) SealResult(ctx context.Context, tx pgx.Tx, env *Envelope, sl *Sealer) error {
 	name := ResultName(PlainName(env.FileName))
 	return s.storeSealed(ctx, tx, env.ID, SealedResult, name, sl, func(w io.Writer) error {
@@ -179,9 +179,9 @@ func (s *Store) SealResult(ctx context.Context, tx pgx.Tx, env *Envelope, sl *Se
 	})
 }
 
-// sealReviews seals, in tx, the review reports of partner's submissions
-// whose results go back sealed and that have none sealed yet: those the
-// trigger on exceptions wrote in tx. Without a sealer (Options.Sealer)
+// SealReviews seals, in tx, the review reports of partner's submissions
+// whose results go back sealed and that have none sealed yet: those WriteReviewReports
+// wrote in tx. Without a sealer (Options.Sealer)
 // they stay plain.
 func (s *Store) SealReviews(ctx context.Context, tx pgx.Tx, partner string) error {
 	if s.sealer == nil {

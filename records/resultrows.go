@@ -78,8 +78,8 @@ type ResultRow struct {
 }
 
 // ResultRowsPerChunk is how many rows each stored result chunk holds:
-// chunk n holds rows n*4096 to n*4096+4095, whether the database built the
-// result (apply's resultFileSQL) or staging's lines were stored (apply's resultLines).
+// chunk n holds rows n*4096 to n*4096+4095, as apply's resultLines stores
+// them.
 const ResultRowsPerChunk = 4096
 
 // ResultRows reads the rows of the stored result of envelope id whose row

@@ -160,7 +160,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// partnerLock serialises every write to one partner's records. It is held
+// PartnerLock serialises every write to one partner's records. It is held
 // until the end of the transaction.
 func PartnerLock(ctx context.Context, tx pgx.Tx, partner string) error {
 	if _, err := tx.Exec(ctx, sqlPartnerLock, partner); err != nil {
@@ -169,7 +169,7 @@ func PartnerLock(ctx context.Context, tx pgx.Tx, partner string) error {
 	return nil
 }
 
-// partnerTryLock takes the lock of partnerLock if it is free, and returns
+// PartnerTryLock takes the lock of PartnerLock if it is free, and returns
 // ErrPartnerBusy if another transaction holds it.
 func PartnerTryLock(ctx context.Context, tx pgx.Tx, partner string) error {
 	var got bool
