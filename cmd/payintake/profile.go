@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/normalize"
@@ -34,7 +32,10 @@ func readProfile(path string) (data []byte, pr records.PartnerProfile, u records
 		settings[s.flag] = s
 	}
 	for _, s := range p.Settings {
-		ps := settings[strings.ReplaceAll(s.Key, "_", "-")]
+		ps, ok := settings[strings.ReplaceAll(s.Key, "_", "-")]
+		if !ok { // profile.SettingKeys names a setting partner set has no flag for
+			return nil, pr, u, fmt.Errorf("%s: profile line %d: %s is not a partner setting", path, s.Line, s.Key)
+		}
 		v := s.Value
 		if ps.isBool {
 			b, perr := strconv.ParseBool(v)
@@ -108,10 +109,10 @@ func cmdPartnerProfileShow(ctx context.Context, args []string, stdout, stderr io
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		tw := newTable(stdout)
 		fmt.Fprintln(tw, "VERSION\tSET BY\tSET AT")
 		for _, p := range prs {
-			fmt.Fprintf(tw, "%d\t%s\t%s\n", p.Version, p.SetBy, p.SetAt.UTC().Format("2006-01-02 15:04:05Z"))
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", p.Version, p.SetBy, p.SetAt.UTC().Format(profileTime))
 		}
 		return tw.Flush()
 	}
@@ -122,7 +123,7 @@ func cmdPartnerProfileShow(ctx context.Context, args []string, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "# partner %s, profile version %d, set by %s at %s\n", id, pr.Version, pr.SetBy, pr.SetAt.UTC().Format("2006-01-02 15:04:05Z"))
+	fmt.Fprintf(stdout, "# partner %s, profile version %d, set by %s at %s\n", id, pr.Version, pr.SetBy, pr.SetAt.UTC().Format(profileTime))
 	if _, err = io.WriteString(stdout, yaml); err != nil {
 		return err
 	}
@@ -137,7 +138,7 @@ func cmdPartnerProfileShow(ctx context.Context, args []string, stdout, stderr io
 	}
 	fmt.Fprintln(stdout, "# codes reviewers gave a component, read as it where components: maps them not:")
 	for _, c := range cs {
-		fmt.Fprintf(stdout, "#   %s: %s  (exception %d, approved by %s at %s)\n", c.Code, c.Component, c.ExceptionID, c.DecidedBy, c.DecidedAt.UTC().Format("2006-01-02 15:04:05Z"))
+		fmt.Fprintf(stdout, "#   %s: %s  (exception %d, approved by %s at %s)\n", c.Code, c.Component, c.ExceptionID, c.DecidedBy, c.DecidedAt.UTC().Format(profileTime))
 	}
 	return nil
 }
@@ -156,8 +157,8 @@ func cmdPartnerProfileCheck(ctx context.Context, args []string, stdout, stderr i
 	if len(pos) != 2 {
 		return usagef("partner profile check takes a partner ID and a sample file")
 	}
-	if *format != "text" && *format != "json" {
-		return usagef("--format %q: use text or json", *format)
+	if err := checkFormat(*format); err != nil {
+		return err
 	}
 	id := pos[0]
 	var pr records.PartnerProfile
@@ -197,12 +198,13 @@ func cmdPartnerProfileCheck(ctx context.Context, args []string, stdout, stderr i
 		return err
 	}
 	if *format == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(pv)
+		return writeJSON(stdout, pv)
 	}
 	return writePreview(stdout, pv)
 }
+
+// profileTime is how profile versions' times are shown.
+const profileTime = "2006-01-02 15:04:05Z"
 
 func writePreview(w io.Writer, pv intake.Preview) error {
 	which := pv.Profile
@@ -210,7 +212,7 @@ func writePreview(w io.Writer, pv intake.Preview) error {
 		which = "no profile"
 	}
 	fmt.Fprintf(w, "partner %s, read with %s; nothing was applied\n\ncolumns:\n", pv.Partner, which)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	for _, c := range pv.Columns {
 		fmt.Fprintf(tw, "  %s\t← column %d %q\n", c.Field, c.Column, c.Header)
 	}
@@ -218,7 +220,7 @@ func writePreview(w io.Writer, pv intake.Preview) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw = newTable(w)
 	fmt.Fprintln(tw, "LINE\tROW\tOUTCOME\tCODE\t"+strings.ToUpper(strings.Join(normalize.FieldNames, "\t"))+"\tMESSAGE")
 	for _, r := range pv.Rows {
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s", r.Line, r.Row, r.Outcome, orDash(r.Code))

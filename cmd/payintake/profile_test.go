@@ -19,6 +19,7 @@ import (
 
 	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/pgserver/pgtest"
+	"github.com/payintake/payintake/profile"
 	"github.com/payintake/payintake/records"
 	"github.com/payintake/payintake/workbook/workbooktest"
 )
@@ -406,4 +407,18 @@ func (d *partnerDoors) sftpRoundTrip(t *testing.T, name, content, result string)
 		t.Errorf("/results lists a size other than the %d bytes downloaded:\n%s", len(res), listing)
 	}
 	return res
+}
+
+// Every setting a profile may give is a flag of partner set, which checks
+// its value: a key without a flag would be refused at profile set.
+func TestProfileSettingsArePartnerFlags(t *testing.T) {
+	flags := map[string]bool{}
+	for _, s := range partnerSettings() {
+		flags[s.flag] = true
+	}
+	for _, k := range profile.SettingKeys {
+		if !flags[strings.ReplaceAll(k, "_", "-")] {
+			t.Errorf("profile setting %s has no partner set flag --%s", k, strings.ReplaceAll(k, "_", "-"))
+		}
+	}
 }
