@@ -66,22 +66,26 @@ func TestHelpOverviewAndGroups(t *testing.T) {
 		if !strings.Contains(out.String(), "\n  "+c.path+" ") {
 			t.Errorf("help does not list %s", c.path)
 		}
-		if w := strings.Fields(c.path); len(w) > 1 {
-			groups[w[0]] = true
+		// Every word or words before a command's last name a group:
+		// "partner" and "partner profile" of "partner profile set".
+		w := strings.Fields(c.path)
+		for i := 1; i < len(w); i++ {
+			groups[strings.Join(w[:i], " ")] = true
 		}
 	}
-	for _, g := range []string{"partner", "records", "review", "reviewer"} {
+	for _, g := range []string{"partner", "partner profile", "pgp key", "records", "review", "reviewer"} {
 		if !groups[g] {
 			t.Fatalf("no group %s", g)
 		}
 	}
 	for g := range groups {
-		if _, _, ok := find(commandTable(), []string{g}); ok {
+		words := strings.Fields(g)
+		if _, _, ok := find(commandTable(), words); ok {
 			continue // a command of its own ("dispatch"), whose -h is tested above
 		}
 		for _, h := range []string{"-h", "--help", "help"} {
 			var o, e bytes.Buffer
-			if code := run(context.Background(), []string{g, h}, &o, &e); code != 0 {
+			if code := run(context.Background(), append(words, h), &o, &e); code != 0 {
 				t.Fatalf("%s %s: exit %d %s", g, h, code, e.String())
 			}
 			for _, c := range group(commandTable(), g) {
@@ -91,10 +95,10 @@ func TestHelpOverviewAndGroups(t *testing.T) {
 			}
 		}
 		var e bytes.Buffer
-		if code := run(context.Background(), []string{g}, &bytes.Buffer{}, &e); code != 2 || !strings.Contains(e.String(), g+" needs a command") {
+		if code := run(context.Background(), words, &bytes.Buffer{}, &e); code != 2 || !strings.Contains(e.String(), g+" needs a command") {
 			t.Errorf("bare %s: exit %d %q", g, code, e.String())
 		}
-		if code := run(context.Background(), []string{g, "frobnicate"}, &bytes.Buffer{}, &e); code != 2 || !strings.Contains(e.String(), "unknown command \"frobnicate\"") {
+		if code := run(context.Background(), append(words, "frobnicate"), &bytes.Buffer{}, &e); code != 2 || !strings.Contains(e.String(), "unknown command \"frobnicate\"") {
 			t.Errorf("%s frobnicate: exit %d", g, code)
 		}
 	}

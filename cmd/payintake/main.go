@@ -92,8 +92,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	c, rest, ok := find(table, args)
 	if !ok {
-		if cs := group(table, args[0]); len(cs) > 0 {
-			return groupUsage(args, cs, stdout, stderr)
+		// The longest group named: `partner profile -h` before `partner`.
+		for n := min(len(args), 2); n >= 1; n-- {
+			word := strings.Join(args[:n], " ")
+			if cs := group(table, word); len(cs) > 0 {
+				return groupUsage(word, args[n:], cs, stdout, stderr)
+			}
 		}
 		return usagef("unknown command %q; `payintake help` lists the commands", args[0])
 	}
@@ -101,10 +105,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // groupUsage answers a group word without a known command after it:
-// `payintake partner -h` lists the group (exit 0); anything else is bad usage.
-func groupUsage(args []string, cs []command, stdout, stderr io.Writer) error {
-	word := args[0]
-	if len(args) > 1 && isHelp(args[1]) {
+// `payintake partner -h` or `payintake partner profile -h` lists the group
+// (exit 0); anything else is bad usage.
+func groupUsage(word string, rest []string, cs []command, stdout, stderr io.Writer) error {
+	if len(rest) > 0 && isHelp(rest[0]) {
 		printGroup(stdout, word, cs)
 		return nil
 	}
@@ -114,8 +118,8 @@ func groupUsage(args []string, cs []command, stdout, stderr io.Writer) error {
 		names = append(names, strings.TrimPrefix(c.path, word+" "))
 	}
 	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-	if len(args) == 1 {
+	if len(rest) == 0 {
 		return usagef("%s needs a command: %s", word, want)
 	}
-	return usagef("%s: unknown command %q (want %s)", word, args[1], want)
+	return usagef("%s: unknown command %q (want %s)", word, rest[0], want)
 }
