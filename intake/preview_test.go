@@ -11,13 +11,20 @@ import (
 // TestPreviewIsWhatProcessingDoes: a file with a row of each outcome the
 // preview tells (created, updated, unchanged, held for a locked record, a
 // closed period or an unknown employee, rejected for its values, an
-// unmapped code or a key twice) is previewed, then processed: every row
+// unmapped code, a key twice or an unknown employee whose derived id is
+// taken) is previewed, then processed: every row
 // gets the outcome and code the preview said, and the preview wrote
 // nothing (the partner's envelopes and records are as they were).
 func TestPreviewIsWhatProcessingDoes(t *testing.T) {
 	f := newFixture(t, records.Partner{ID: "acme", UnknownEmployee: records.UnknownHold})
 	if _, err := f.store.ImportEmployees(f.ctx, f.partner, []records.EmployeeMapping{
 		{Line: 2, EmployeeRef: "00042", EmployeeID: "emp-42"}, {Line: 3, EmployeeRef: "00043", EmployeeID: "emp-43"}}); err != nil {
+		t.Fatal(err)
+	}
+	// 00044 has the id 00077 would be given, so 00077, unmapped, is
+	// rejected whatever the policy (its derived id is taken).
+	if _, err := f.store.Pool().Exec(f.ctx, `INSERT INTO employees (partner_id, employee_ref, employee_id, source)
+		VALUES ($1, '00044', derived_employee_id($1, '00077'), 'derived')`, f.partner); err != nil {
 		t.Fatal(err)
 	}
 	semi := ";"
@@ -46,7 +53,8 @@ func TestPreviewIsWhatProcessingDoes(t *testing.T) {
 		"00043;2026-11;XMAS;5.00;EUR\n" + // rejected: unknown_component
 		"00043;2026-11;OT;1.234;EUR\n" + // rejected: too_many_decimals
 		"00043;2026-12;REG;1.00;EUR\n" + // rejected: duplicate_key_in_file
-		"00043;2026-12;REG;2.00;EUR\n" // rejected: duplicate_key_in_file
+		"00043;2026-12;REG;2.00;EUR\n" + // rejected: duplicate_key_in_file
+		"00077;2026-11;REG;1.00;EUR\n" // rejected: unknown_employee (its derived id taken)
 	p, err := f.store.Partner(f.ctx, f.partner)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +73,8 @@ func TestPreviewIsWhatProcessingDoes(t *testing.T) {
 		t.Fatalf("preview has %d rows, processing %d", len(pv.Rows), len(rows))
 	}
 	want := []string{"unchanged/", "updated/", "created/", "held/record_locked", "held/period_locked", "held/unknown_employee",
-		"rejected/unknown_component", "rejected/too_many_decimals", "rejected/duplicate_key_in_file", "rejected/duplicate_key_in_file"}
+		"rejected/unknown_component", "rejected/too_many_decimals", "rejected/duplicate_key_in_file", "rejected/duplicate_key_in_file",
+		"rejected/unknown_employee"}
 	for i, r := range rows {
 		got, said := r["outcome"]+"/"+r["code"], pv.Rows[i].Outcome+"/"+pv.Rows[i].Code
 		if said != got || got != want[i] {

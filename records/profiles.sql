@@ -22,9 +22,15 @@ UPDATE envelopes SET profile_version = $2 WHERE id = $1;
 -- name: PreviewRows
 -- What today's records say of each key of a file being previewed, read
 -- only: whether a record has it (and its hash, lock), whether its period
--- is closed, whether its employee is mapped.
+-- is closed, whether its employee is mapped, and the partner's policy for
+-- an unmapped one. An unmapped employee whose derived id another employee
+-- has is rejected whatever the policy (classify's employee_taken), so its
+-- policy reads as reject.
 SELECT r.content_hash, r.locked_reason IS NOT NULL, pl.reason IS NOT NULL,
-	em.employee_ref IS NOT NULL OR r.id IS NOT NULL, p.unknown_employee
+	em.employee_ref IS NOT NULL OR r.id IS NOT NULL,
+	CASE WHEN em.employee_ref IS NULL AND r.id IS NULL AND EXISTS (
+		SELECT 1 FROM employees t WHERE t.employee_id = derived_employee_id($1, f.employee_ref))
+	THEN 'reject' ELSE p.unknown_employee END
 FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS f (employee_ref, pay_period, component, i)
 CROSS JOIN partners p
 LEFT JOIN records r ON r.partner_id = $1 AND r.employee_ref = f.employee_ref
