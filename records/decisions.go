@@ -214,7 +214,9 @@ func (d Decision) normal() (Decision, error) {
 }
 
 // decideLocked decides the exceptions ids of partner inside tx, which holds
-// the partner lock, with a few set-based statements whatever their number.
+// the partner lock, with a few set-based statements whatever their number
+// (but for rows held for their component code, which take four statements
+// each: approveComponent).
 // Exceptions that cannot be decided (no longer open: *DecidedError; an
 // approval whose record moved on: *StaleError; a component that does not
 // fit: *ComponentError) are returned in refused, before anything is
