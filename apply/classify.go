@@ -333,9 +333,7 @@ var applySQL = []applyStatement{
 		current, proposed, proposed_hash, differing, envelope_id, line, row_no, partner_code)
 	SELECT @partner, c.employee_ref, c.pay_period, c.component, r.id, c.code,
 		cur.j, prop.j, c.content_hash,
-		ARRAY(SELECT f.name FROM unnest(ARRAY['employee_ref', 'pay_period', 'component', 'amount', 'currency',
-				'hours', 'rate', 'pay_date']) WITH ORDINALITY AS f(name, i)
-			WHERE prop.j ->> f.name IS DISTINCT FROM cur.j ->> f.name ORDER BY f.i),
+		` + records.DifferingSQL("prop.j", "cur.j") + `,
 		@env::bigint, nullif(c.line, 0), nullif(c.row_no, 0),
 		CASE WHEN c.code = ` + sqlCode(normalize.CodeUnknownComponent) + ` THEN c.component END
 	FROM classified c

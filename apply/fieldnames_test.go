@@ -13,8 +13,9 @@ import (
 
 // TestExceptionFieldsAreFieldNames: an exception's current and proposed
 // values and its list of differing fields are written by the processing
-// SQL (classify.go's classify), which names the eight fields itself; they are
-// normalize.FieldNames, and differing follows their order.
+// SQL (records.FieldsJSON and records.DifferingSQL in classify.go's
+// statements); they are normalize.FieldNames, and differing follows their
+// order.
 func TestExceptionFieldsAreFieldNames(t *testing.T) {
 	ctx := context.Background()
 	h := applytest.NewWith(t, applytest.Config{})

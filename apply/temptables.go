@@ -9,4 +9,3 @@ var (
 	empRefsDDL    = query("CreateEmpRefs")
 	empDDL        = query("CreateEmp")
 )
-

@@ -37,9 +37,7 @@ WHERE x.id = k.id;
 
 -- name: ExceptionDiffering
 -- The fields an exception's proposal changes, as classify writes them.
-UPDATE exceptions x SET differing = ARRAY(SELECT f.name FROM unnest(ARRAY['employee_ref', 'pay_period', 'component',
-		'amount', 'currency', 'hours', 'rate', 'pay_date']) WITH ORDINALITY AS f(name, i)
-	WHERE x.proposed ->> f.name IS DISTINCT FROM x.current ->> f.name ORDER BY f.i)
+UPDATE exceptions x SET differing = {{differing}}
 WHERE x.id = $1;
 
 -- name: KeepComponentCode

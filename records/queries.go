@@ -9,8 +9,10 @@ package records
 
 import (
 	"embed"
+	"strings"
 
 	"github.com/payintake/payintake/internal/sqlfile"
+	"github.com/payintake/payintake/normalize"
 )
 
 //go:embed *.sql
@@ -27,6 +29,7 @@ func rowFragments() map[string]string {
 		"inbox_columns":     inboxColumns,
 		"upload_columns":    uploadColumns,
 		"record_json":       FieldsJSON("r"),
+		"differing":         DifferingSQL("x.proposed", "x.current"),
 	}
 }
 
@@ -40,6 +43,14 @@ func query(name string) string { return statements.Query(name) }
 // fragment returns a fragment of the .sql files, expanded, for SQL still
 // composed in Go; an unknown name panics.
 func fragment(name string) string { return statements.Fragment(name) }
+
+// DifferingSQL is the SQL for an exception's differing: the names of the
+// fields whose values in the FieldsJSON objects proposed and current
+// differ, in FieldNames' order.
+func DifferingSQL(proposed, current string) string {
+	return `ARRAY(SELECT f.name FROM unnest(ARRAY['` + strings.Join(normalize.FieldNames, "', '") + `']) WITH ORDINALITY AS f(name, i)
+		WHERE ` + proposed + ` ->> f.name IS DISTINCT FROM ` + current + ` ->> f.name ORDER BY f.i)`
+}
 
 // FieldsJSON is the SQL for the object of the eight normalised fields of the
 // row alias (records or classified columns), as exceptions store "current"
