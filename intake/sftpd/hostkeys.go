@@ -409,24 +409,84 @@ func (s *Server) announceHostKeys(conn ssh.Conn, keys *HostKeys, log *slog.Logge
 	}
 }
 
-// globalRequests answers the client's global requests: a proof of host
-// keys, and a refusal for anything else (keep-alives included, as OpenSSH
-// expects of a server that does not know them).
-func (s *Server) globalRequests(reqs <-chan *ssh.Request, conn ssh.Conn, keys *HostKeys, log *slog.Logger) {
-	for req := range reqs {
+// globalRequests answers a connection's global requests in one goroutine,
+// in the order they arrive: a proof of host keys, and a refusal for
+// anything else (keep-alives included, as OpenSSH expects of a server that
+// does not know them).
+//
+// An OpenSSH client asks for its proof as soon as it reads the
+// announcement, before it asks for the sftp subsystem, and it exits when
+// its session closes, dropping a proof that comes later; OpenSSH's own
+// server answers in order on one loop. So a session, before it closes,
+// settles: it waits until every global request that arrived before it is
+// answered. Else a short batch session (one ls) beats the signatures and
+// the partner never learns the next key.
+type globalRequests struct {
+	barrier chan chan struct{}
+	done    chan struct{}
+}
+
+// serveGlobalRequests answers reqs until the connection closes them.
+func (s *Server) serveGlobalRequests(reqs <-chan *ssh.Request, conn ssh.Conn, keys *HostKeys, log *slog.Logger) *globalRequests {
+	g := &globalRequests{barrier: make(chan chan struct{}), done: make(chan struct{})}
+	answer := func(req *ssh.Request) {
 		if req.Type != reqHostKeysProve {
 			if req.WantReply {
 				_ = req.Reply(false, nil)
 			}
-			continue
+			return
 		}
 		sigs, err := proveHostKeys(req.Payload, conn, keys, s.cfg.LegacyAlgorithms)
 		if err != nil {
 			log.Info("host key proof refused", "err", err)
 			_ = req.Reply(false, nil)
-			continue
+			return
 		}
 		_ = req.Reply(true, sigs)
+	}
+	go func() {
+		defer close(g.done)
+		for {
+			select {
+			case req, ok := <-reqs:
+				if !ok {
+					return
+				}
+				answer(req)
+			case settled := <-g.barrier:
+				// The requests the connection has queued arrived before
+				// the settling session's own; answer them first.
+				for queued := true; queued; {
+					select {
+					case req, ok := <-reqs:
+						if !ok {
+							close(settled)
+							return
+						}
+						answer(req)
+					default:
+						queued = false
+					}
+				}
+				close(settled)
+			}
+		}
+	}()
+	return g
+}
+
+// settle returns once every global request that arrived before the call is
+// answered (or the connection is gone).
+func (g *globalRequests) settle() {
+	settled := make(chan struct{})
+	select {
+	case g.barrier <- settled:
+	case <-g.done:
+		return
+	}
+	select {
+	case <-settled:
+	case <-g.done:
 	}
 }
 

@@ -322,13 +322,14 @@ func TestHostKeyRotationAnnouncedBeforeUse(t *testing.T) {
 		}
 	}
 
-	if out, err := sftpLs(z, key, kh, "UpdateHostKeys=yes"); err != nil {
+	out, err := sftpLs(z, key, kh, "UpdateHostKeys=yes", "LogLevel=DEBUG3")
+	if err != nil {
 		t.Fatalf("sftp with UpdateHostKeys: %v\n%s", err, out)
 	}
 	for _, k := range append(h.Active, mustSigner(t, next.Private)) {
 		if !knows(t, kh, k.PublicKey()) {
 			b, _ := os.ReadFile(kh)
-			t.Fatalf("after login, known_hosts lacks the announced %s key %s:\n%s", k.PublicKey().Type(), ssh.FingerprintSHA256(k.PublicKey()), b)
+			t.Fatalf("after login, known_hosts lacks the announced %s key %s:\n%s\nDEBUG %s", k.PublicKey().Type(), ssh.FingerprintSHA256(k.PublicKey()), b, out)
 		}
 	}
 

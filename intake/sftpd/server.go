@@ -654,7 +654,7 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 	}()
 	go s.closeWhenIdle(connCtx, ic, sconn, log)
 	keys := s.hostKeys.Load()
-	go s.globalRequests(reqs, sconn.Conn, keys, log)
+	global := s.serveGlobalRequests(reqs, sconn.Conn, keys, log)
 	s.announceHostKeys(sconn, keys, log)
 	var wg sync.WaitGroup
 	var channels atomic.Int32 // open at once
@@ -677,7 +677,7 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 		go func() {
 			defer wg.Done()
 			defer channels.Add(-1)
-			s.session(connCtx, ch, creqs, partner, ic, log)
+			s.session(connCtx, ch, creqs, partner, ic, global, log)
 		}()
 	}
 	wg.Wait()
@@ -692,7 +692,7 @@ func errString(err error) string {
 }
 
 // session serves one SSH session channel: the sftp subsystem and nothing else.
-func (s *Server) session(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request, partner string, ic *idleConn, log *slog.Logger) {
+func (s *Server) session(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request, partner string, ic *idleConn, global *globalRequests, log *slog.Logger) {
 	defer ch.Close()
 	started := false
 	done := make(chan struct{})
@@ -710,10 +710,7 @@ func (s *Server) session(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.R
 				_ = req.Reply(true, nil)
 				go func() {
 					defer close(done)
-					s.serveSFTP(ctx, ch, partner, ic, log)
-					// The client sees the end of the session.
-					_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{0}))
-					ch.Close()
+					s.serveSFTP(ctx, ch, partner, ic, global, log)
 				}()
 				continue
 			}
@@ -740,7 +737,9 @@ func subsystemName(payload []byte) string {
 	return string(payload[4 : 4+n])
 }
 
-func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, ic *idleConn, log *slog.Logger) {
+// serveSFTP serves the sftp subsystem on ch until the client ends it, then
+// closes ch: answers still owed to the client first, then its exit status.
+func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, ic *idleConn, global *globalRequests, log *slog.Logger) {
 	fs := newPartnerFS(ctx, s, partner, log)
 	fs.conn = ic
 	h := sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs}
@@ -752,6 +751,9 @@ func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, 
 	} else {
 		log.Info("sftp session ended")
 	}
+	global.settle()
+	_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{0}))
+	// Closes ch.
 	_ = rs.Close()
 }
 

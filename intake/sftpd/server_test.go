@@ -1057,6 +1057,52 @@ func TestSFTPNoShell(t *testing.T) {
 	}
 }
 
+// An SFTP session ends the way OpenSSH's server ends one: exit status 0,
+// then the channel's close, so a client that waits for the session (ssh
+// -s sftp, scripts that check the status) sees a clean end, not a channel
+// closed without a status.
+func TestSFTPSessionEndsWithExitStatus(t *testing.T) {
+	t.Parallel()
+	z := newDropZone(t, zoneOpts{})
+	key := z.partner("acme")
+	conn, err := ssh.Dial("tcp", z.addr, z.clientConfig("acme", key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, reqs, err := conn.OpenChannel("session", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := ch.SendRequest("subsystem", true, ssh.Marshal(struct{ Name string }{"sftp"})); err != nil || !ok {
+		t.Fatalf("sftp subsystem: %v %v", ok, err)
+	}
+	c, err := sftp.NewClientPipe(ch, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ReadDir("/inbox"); err != nil {
+		t.Fatal(err)
+	}
+	// The client's end of the session: EOF, as OpenSSH's sftp sends when
+	// its batch is done.
+	if err := ch.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for req := range reqs { // until the server closes the channel
+		var status struct{ Status uint32 }
+		if req.Type == "exit-status" && ssh.Unmarshal(req.Payload, &status) == nil {
+			got = append(got, fmt.Sprintf("exit-status %d", status.Status))
+		} else {
+			got = append(got, req.Type)
+		}
+	}
+	if !slices.Equal(got, []string{"exit-status 0"}) {
+		t.Fatalf("before closing the session the server sent %q; want exit-status 0", got)
+	}
+}
+
 func ExampleResultName() {
 	fmt.Println(records.ResultName("payroll-2026-11.csv"), records.ResultName("run.2026.txt"), records.ResultName("noext"))
 	// Output: payroll-2026-11.result.csv run.2026.result.csv noext.result.csv
