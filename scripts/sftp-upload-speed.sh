@@ -143,14 +143,16 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 # The embedded cluster's postmaster (pg_ctl starts it outside serve's tree).
 pg_pid=$(head -1 "$(find "$work/data" -name postmaster.pid | head -1)")
 echo "pwd" >"$work/empty.batch"
-ours=() theirs=() ourcpu=() theircpu=()
+ours=() theirs=() ourcpu=() theircpu=() servecpu=()
 for r in $(seq "$runs"); do
 	echo "put $work/upload.bin /inbox/upload-$r.bin" >"$work/ours.batch"
 	echo "put $work/upload.bin upload-$r.bin" >"$work/theirs.batch"
 	c=$(time_batch "$pport" bench "$work/empty.batch")
 	a=$(cpu "$serve_pid" "$pg_pid")
+	as=$(cpu "$serve_pid")
 	t=$(time_batch "$pport" bench "$work/ours.batch")
 	ourcpu+=("$(calc "$(cpu "$serve_pid" "$pg_pid") - $a")")
+	servecpu+=("$(calc "$(cpu "$serve_pid") - $as")")
 	ours+=("$(calc "$t - $c")")
 	c=$(time_batch "$sport" "$(id -un)" "$work/empty.batch")
 	a=$(cpu "$sshd_pid")
@@ -169,7 +171,8 @@ printf 'openssh internal-sftp (written to a local file):                        
 printf 'payintake / openssh: %.2fx\n' "$(calc "$o / $t")"
 oc=$(printf '%s\n' "${ourcpu[@]}" | median)
 tc=$(printf '%s\n' "${theircpu[@]}" | median)
-printf 'CPU a put: payintake (serve + PostgreSQL) median %.2f s (%s), openssh (sshd) median %.2f s (%s): %.2fx\n' \
-	"$oc" "${ourcpu[*]}" "$tc" "${theircpu[*]}" "$(calc "$oc / $tc")"
+sc=$(printf '%s\n' "${servecpu[@]}" | median)
+printf 'CPU a put: payintake (serve + PostgreSQL) median %.2f s (%s; serve alone %.2f s), openssh (sshd) median %.2f s (%s): %.2fx\n' \
+	"$oc" "${ourcpu[*]}" "$sc" "$tc" "${theircpu[*]}" "$(calc "$oc / $tc")"
 received=$(grep -c 'envelope received' "$work/serve.log" || true)
 [ "$received" = "$runs" ] || { echo "sftp-upload-speed: payintake received $received files, want $runs" >&2; exit 1; }
