@@ -166,10 +166,6 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 		e.close()
 		return nil, err
 	}
-	if err := e.sealPlaintextSecrets(ctx); err != nil {
-		e.close()
-		return nil, err
-	}
 	// The job queue's own tables (River) are migrations too: every command
 	// applies them, so `migrate` leaves nothing for `serve` to do.
 	if err := intake.MigrateQueue(ctx, st.Pool()); err != nil {
