@@ -91,17 +91,13 @@ CREATE INDEX api_tokens_partner ON api_tokens USING btree (partner_id) WHERE (re
 CREATE TABLE webhook_secrets (
     id bigserial NOT NULL,
     partner_id text NOT NULL,
-    secret bytea,
+    -- The secret, sealed (AES-256-GCM, records/sealing.go) under a key outside
+    -- the database, with the partner id as additional data: a dump alone holds
+    -- no secret, and a sealed secret moved to another partner's row does not open.
+    sealed bytea NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     revoked_at timestamp with time zone,
-    -- Webhook secrets are kept sealed (AES-256-GCM, records/sealing.go) under
-    -- a key outside the database. Secrets written before are sealed by every
-    -- payintake command at start (records.SealWebhookSecrets), after which
-    -- `secret` is NULL everywhere; a row holds one form or the other.
-    sealed bytea,
-    CONSTRAINT webhook_secrets_one_form CHECK (((secret IS NULL) <> (sealed IS NULL))),
     CONSTRAINT webhook_secrets_sealed_check CHECK ((length(sealed) > 21)),
-    CONSTRAINT webhook_secrets_secret_check CHECK ((length(secret) >= 24)),
     CONSTRAINT webhook_secrets_pkey PRIMARY KEY (id),
     CONSTRAINT webhook_secrets_partner_id_fkey FOREIGN KEY (partner_id) REFERENCES partners(id)
 );

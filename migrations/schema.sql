@@ -1525,13 +1525,10 @@ ALTER SEQUENCE public.webhook_quarantine_id_seq OWNED BY public.webhook_quaranti
 CREATE TABLE public.webhook_secrets (
     id bigint NOT NULL,
     partner_id text NOT NULL,
-    secret bytea,
+    sealed bytea NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     revoked_at timestamp with time zone,
-    sealed bytea,
-    CONSTRAINT webhook_secrets_one_form CHECK (((secret IS NULL) <> (sealed IS NULL))),
-    CONSTRAINT webhook_secrets_sealed_check CHECK ((length(sealed) > 21)),
-    CONSTRAINT webhook_secrets_secret_check CHECK ((length(secret) >= 24))
+    CONSTRAINT webhook_secrets_sealed_check CHECK ((length(sealed) > 21))
 );
 
 --

@@ -31,7 +31,7 @@ ON CONFLICT (fingerprint) DO UPDATE SET state = 'active', activated_at = now(), 
 WHERE ssh_host_keys.state <> 'active';
 
 -- name: SealedHostKeys
-SELECT fingerprint, sealed FROM ssh_host_keys WHERE substring(sealed FROM 2 FOR 8) <> $1 ORDER BY id FOR UPDATE;
+SELECT id, fingerprint, sealed FROM ssh_host_keys WHERE substring(sealed FROM 2 FOR 8) <> $1 ORDER BY id FOR UPDATE;
 
 -- name: ResealHostKey
-UPDATE ssh_host_keys SET sealed = $2 WHERE fingerprint = $1;
+UPDATE ssh_host_keys SET sealed = $2 WHERE id = $1;

@@ -91,9 +91,9 @@ func (s *Store) PlatformPGPSecrets(ctx context.Context) ([][]byte, error) {
 	var sealed []byte
 	var out [][]byte
 	_, err = pgx.ForEachRow(rows, []any{&fp, &sealed}, func() error {
-		k, err := s.openSecret(pgpKeyAD(fp), sealed)
+		k, err := s.openSealed(pgpKeyAD(fp), "OpenPGP secret key "+fp, sealed)
 		if err != nil {
-			return fmt.Errorf("OpenPGP secret key %s: %w", fp, err)
+			return err
 		}
 		out = append(out, k)
 		return nil

@@ -28,8 +28,8 @@ WHERE partner_id = $1 AND ($2 OR replaced_at IS NULL)
 ORDER BY replaced_at IS NOT NULL, id DESC;
 
 -- name: PlatformPGPKeysToReseal
-SELECT fingerprint, sealed FROM pgp_platform_keys
-WHERE substring(sealed FROM 2 FOR 8) <> $1 ORDER BY fingerprint FOR UPDATE;
+SELECT id, fingerprint, sealed FROM pgp_platform_keys
+WHERE substring(sealed FROM 2 FOR 8) <> $1 ORDER BY id FOR UPDATE;
 
 -- name: ResealPlatformPGPKey
-UPDATE pgp_platform_keys SET sealed = $2 WHERE fingerprint = $1;
+UPDATE pgp_platform_keys SET sealed = $2 WHERE id = $1;

@@ -18,10 +18,7 @@ import (
 
 // Statements of sealing.sql.
 var (
-	sqlWebhookSecretsToSeal = query("WebhookSecretsToSeal")
-	sqlSealWebhookSecret    = query("SealWebhookSecret")
 	sqlSealedWebhookSecrets = query("SealedWebhookSecrets")
-	sqlAnyPlaintextSecret   = query("AnyPlaintextWebhookSecret")
 	sqlAnythingSealed       = query("AnythingSealed")
 )
 
@@ -226,87 +223,35 @@ func (s *Store) keyIDs() string {
 	return "key " + strings.Join(ids, ", ")
 }
 
-// SealReport says what SealWebhookSecrets did.
-type SealReport struct {
-	Sealed   int    // plaintext secrets sealed
-	Resealed int    // secrets sealed again under the sealing key
-	HostKeys int    // SSH host keys sealed again under the sealing key
-	PGPKeys  int    // platform OpenPGP secret keys sealed again under it
-	KeyID    string // the sealing key
+// ResealReport says what ResealSecrets sealed again.
+type ResealReport struct {
+	WebhookSecrets int    // webhook secrets sealed again under the sealing key
+	HostKeys       int    // SSH host keys sealed again under it
+	PGPKeys        int    // platform OpenPGP secret keys sealed again under it
+	KeyID          string // the sealing key
 }
 
-// SealWebhookSecrets seals every webhook secret still stored in plain text
-// (written before secrets were sealed) and, with reseal, every secret and
-// SSH host key sealed under another key than the first, all in one
-// transaction. Revoked secrets are sealed too: afterwards the table holds
-// no plaintext.
-func (s *Store) SealWebhookSecrets(ctx context.Context, reseal bool) (SealReport, error) {
+// ResealSecrets seals every webhook secret, SSH host key and platform
+// OpenPGP secret key sealed under another key than the first again under
+// it, all in one transaction (`secrets rotate`). Revoked secrets are sealed
+// again too: afterwards a retired key opens nothing.
+func (s *Store) ResealSecrets(ctx context.Context) (ResealReport, error) {
 	ks, err := s.keys.current(true)
 	if err != nil {
-		return SealReport{}, err
+		return ResealReport{}, err
 	}
-	rep := SealReport{KeyID: ks.ID()}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rep.Sealed, rep.Resealed, rep.HostKeys = 0, 0, 0
-		if reseal {
-			if rep.HostKeys, err = resealHostKeys(ctx, tx, ks); err != nil {
-				return err
-			}
-		}
-		rows, err := tx.Query(ctx, sqlWebhookSecretsToSeal,
-			reseal, ks.keys[0].id[:])
-		if err != nil {
-			return fmt.Errorf("read webhook secrets to seal: %w", err)
-		}
-		type row struct {
-			id             int64
-			partner        string
-			secret, sealed []byte
-		}
-		all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-			var x row
-			return x, r.Scan(&x.id, &x.partner, &x.secret, &x.sealed)
-		})
-		if err != nil {
-			return fmt.Errorf("read webhook secrets to seal: %w", err)
-		}
-		for _, x := range all {
-			plain := x.secret
-			if plain == nil {
-				if plain, err = ks.open(x.partner, x.sealed); err != nil {
-					return fmt.Errorf("webhook secret %d of partner %q: %w; list the key it was sealed with (%s) after the new one, then rotate again", x.id, x.partner, err, sealedKeyID(x.sealed))
-				}
-				rep.Resealed++
-			} else {
-				rep.Sealed++
-			}
-			sealed, err := ks.seal(x.partner, plain)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, sqlSealWebhookSecret, x.id, sealed); err != nil {
-				return fmt.Errorf("seal webhook secret %d: %w", x.id, err)
-			}
-		}
-		if reseal {
-			n, err := resealPlatformPGPKeys(ctx, tx, ks)
-			rep.PGPKeys = n
+	rep := ResealReport{KeyID: ks.ID()}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		if rep.WebhookSecrets, err = resealWebhookSecrets(ctx, tx, ks); err != nil {
 			return err
 		}
-		return nil
+		if rep.HostKeys, err = resealHostKeys(ctx, tx, ks); err != nil {
+			return err
+		}
+		rep.PGPKeys, err = resealPlatformPGPKeys(ctx, tx, ks)
+		return err
 	})
 	return rep, err
-}
-
-// HasPlaintextWebhookSecrets reports whether a webhook secret is still
-// stored in plain text (as an earlier version kept them), to be sealed
-// (SealWebhookSecrets).
-func (s *Store) HasPlaintextWebhookSecrets(ctx context.Context) (bool, error) {
-	var plain bool
-	if err := s.pool.QueryRow(ctx, sqlAnyPlaintextSecret).Scan(&plain); err != nil {
-		return false, fmt.Errorf("look for webhook secrets in plain text: %w", err)
-	}
-	return plain, nil
 }
 
 // HasSealedSecrets reports whether anything is sealed under a secret key
@@ -343,37 +288,38 @@ func (s *Store) CheckWebhookSecrets(ctx context.Context) error {
 }
 
 // resealAll seals again under ks's first key every secret that list (run
-// with that key's id) returns as (fingerprint, sealed), locked for update,
-// writing each back with update (fingerprint, sealed); what names the
-// secrets in errors and ad gives each one's associated data. It returns
-// how many it sealed again.
-func (ks *SecretKeys) resealAll(ctx context.Context, tx pgx.Tx, what, list, update string, ad func(fingerprint string) string) (int, error) {
+// with that key's id) returns as (id, subject, sealed), locked for update,
+// writing each back with update (id, sealed); what names the secrets in
+// errors and ad gives the associated data of a secret of that subject. It
+// returns how many it sealed again.
+func (ks *SecretKeys) resealAll(ctx context.Context, tx pgx.Tx, what, list, update string, ad func(subject string) string) (int, error) {
 	rows, err := tx.Query(ctx, list, ks.keys[0].id[:])
 	if err != nil {
 		return 0, fmt.Errorf("read the %ss to seal: %w", what, err)
 	}
 	type row struct {
-		fp     string
-		sealed []byte
+		id      int64
+		subject string
+		sealed  []byte
 	}
 	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
 		var x row
-		return x, r.Scan(&x.fp, &x.sealed)
+		return x, r.Scan(&x.id, &x.subject, &x.sealed)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("read the %ss to seal: %w", what, err)
 	}
 	for _, x := range all {
-		plain, err := ks.open(ad(x.fp), x.sealed)
+		plain, err := ks.open(ad(x.subject), x.sealed)
 		if err != nil {
-			return 0, fmt.Errorf("%s %s: %w; list the key it was sealed with (%s) after the new one, then rotate again", what, x.fp, err, sealedKeyID(x.sealed))
+			return 0, fmt.Errorf("%s %d (%s): %w; list the key it was sealed with (%s) after the new one, then rotate again", what, x.id, x.subject, err, sealedKeyID(x.sealed))
 		}
-		sealed, err := ks.seal(ad(x.fp), plain)
+		sealed, err := ks.seal(ad(x.subject), plain)
 		if err != nil {
 			return 0, err
 		}
-		if _, err := tx.Exec(ctx, update, x.fp, sealed); err != nil {
-			return 0, fmt.Errorf("seal %s %s: %w", what, x.fp, err)
+		if _, err := tx.Exec(ctx, update, x.id, sealed); err != nil {
+			return 0, fmt.Errorf("seal %s %d (%s): %w", what, x.id, x.subject, err)
 		}
 	}
 	return len(all), nil

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -34,17 +35,17 @@ func storeWithKeys(t *testing.T, url string, keys ...[]byte) *records.Store {
 func tableBytes(t *testing.T, st *records.Store) string {
 	t.Helper()
 	var s string
-	if err := st.Pool().QueryRow(context.Background(), `SELECT coalesce(string_agg(encode(coalesce(secret, ''), 'hex') || encode(coalesce(sealed, ''), 'hex'), ''), '')
+	if err := st.Pool().QueryRow(context.Background(), `SELECT coalesce(string_agg(encode(sealed, 'hex'), ''), '')
 		FROM webhook_secrets`).Scan(&s); err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-// Webhook secrets are sealed at rest: the database holds no plaintext, a
-// secret stored in plain text by an earlier version is sealed, a process
-// with another key says which key it lacks, a sealed secret moved to another
-// partner does not open, and rotation seals everything under the new key.
+// Webhook secrets are sealed at rest: the database holds no plaintext and
+// takes no row without its sealed secret, a process with another key says
+// which key it lacks, a sealed secret moved to another partner does not
+// open, and rotation seals everything under the new key.
 func TestWebhookSecretsSealedAtRest(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.New(t)
@@ -55,38 +56,34 @@ func TestWebhookSecretsSealedAtRest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	printable, err := st.AddWebhookSecret(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
+	var secrets [][]byte // oldest first
+	for range 2 {
+		printable, err := st.AddWebhookSecret(ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := records.ParseWebhookSecret(printable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets = append(secrets, k)
 	}
-	fresh, err := records.ParseWebhookSecret(printable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A secret an earlier version stored in plain text.
-	legacy := testKey("legacy secret")
-	if _, err := st.Pool().Exec(ctx, `INSERT INTO webhook_secrets (partner_id, secret) VALUES ('acme', $1)`, legacy); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(tableBytes(t, st), hex.EncodeToString(legacy)) {
-		t.Fatal("the legacy secret is not in the table: the test proves nothing")
-	}
-	rep, err := st.SealWebhookSecrets(ctx, false)
-	if err != nil || rep.Sealed != 1 || rep.Resealed != 0 {
-		t.Fatalf("seal: %+v %v, want 1 sealed", rep, err)
-	}
+	older, newer := secrets[0], secrets[1]
 	dump := tableBytes(t, st)
-	for name, k := range map[string][]byte{"new": fresh, "legacy": legacy, "key": k1} {
+	if len(dump) == 0 {
+		t.Fatal("webhook_secrets is empty: the test proves nothing")
+	}
+	for name, k := range map[string][]byte{"older": older, "newer": newer, "key": k1} {
 		if strings.Contains(dump, hex.EncodeToString(k)) {
 			t.Errorf("the %s secret is in webhook_secrets in plain text", name)
 		}
 	}
-	if n := pgtest.Count(ctx, t, st, `SELECT count(*) FROM webhook_secrets WHERE secret IS NOT NULL`); n != 0 {
-		t.Errorf("%d plaintext secrets left", n)
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO webhook_secrets (partner_id) VALUES ('acme')`); err == nil {
+		t.Error("a webhook secret row without its sealed secret was stored")
 	}
 	got, err := st.WebhookSecrets(ctx, "acme")
-	if err != nil || len(got) != 2 || !bytes.Equal(got[0], legacy) || !bytes.Equal(got[1], fresh) {
-		t.Fatalf("secrets of acme: %x %v, want the legacy and the new one", got, err)
+	if err != nil || len(got) != 2 || !bytes.Equal(got[0], newer) || !bytes.Equal(got[1], older) {
+		t.Fatalf("secrets of acme: %x %v, want the newer and the older one", got, err)
 	}
 
 	// Another key: a clear error naming the key that is missing.
@@ -100,23 +97,48 @@ func TestWebhookSecretsSealedAtRest(t *testing.T) {
 	if err := wrong.CheckWebhookSecrets(ctx); !errors.Is(err, records.ErrSecretKeyUnknown) {
 		t.Errorf("check with the wrong key: %v", err)
 	}
-	if _, err := wrong.SealWebhookSecrets(ctx, true); err == nil || !strings.Contains(err.Error(), "list the key") {
+	if _, err := wrong.ResealSecrets(ctx); err == nil || !strings.Contains(err.Error(), "list the key") {
 		t.Errorf("rotate with the wrong key: %v", err)
 	}
 
-	// Rotation: k2 seals, k1 still opens; afterwards k2 alone opens all.
+	// Rotation: k2 seals, k1 still opens; afterwards k2 alone opens all,
+	// the SSH host keys and platform OpenPGP keys sealed beside the secrets
+	// too.
+	if _, err := st.AddHostKey(ctx, hostKey("ssh-ed25519", "a", records.HostKeyActive)); err != nil {
+		t.Fatal(err)
+	}
+	pgpSecret := []byte("pgp secret key")
+	if err := st.AddPlatformPGPKey(ctx, records.PlatformPGPKey{Fingerprint: strings.Repeat("AB", 20), Algorithm: "test",
+		PublicKey: "public", CreatedAt: time.Now()}, pgpSecret); err != nil {
+		t.Fatal(err)
+	}
 	rot := storeWithKeys(t, url, k2, k1)
-	rep, err = rot.SealWebhookSecrets(ctx, true)
-	if err != nil || rep.Resealed != 2 {
-		t.Fatalf("rotate: %+v %v, want 2 resealed", rep, err)
+	rep, err := rot.ResealSecrets(ctx)
+	if err != nil || rep.WebhookSecrets != 2 || rep.HostKeys != 1 || rep.PGPKeys != 1 {
+		t.Fatalf("rotate: %+v %v, want 2 webhook secrets, 1 host key and 1 OpenPGP key sealed again", rep, err)
+	}
+	if rep, err := rot.ResealSecrets(ctx); err != nil || rep.WebhookSecrets != 0 {
+		t.Fatalf("rotate again under the same key: %+v %v, want none sealed again", rep, err)
 	}
 	after := storeWithKeys(t, url, k2)
 	got, err = after.WebhookSecrets(ctx, "acme")
-	if err != nil || len(got) != 2 || !bytes.Equal(got[0], legacy) || !bytes.Equal(got[1], fresh) {
+	if err != nil || len(got) != 2 || !bytes.Equal(got[0], newer) || !bytes.Equal(got[1], older) {
 		t.Fatalf("after rotation: %x %v", got, err)
+	}
+	if keys, err := after.HostKeys(ctx); err != nil || len(keys) != 1 || string(keys[0].Private) != "private a" {
+		t.Fatalf("host keys after rotation: %+v %v", keys, err)
+	}
+	if got, err := after.PlatformPGPSecrets(ctx); err != nil || len(got) != 1 || !bytes.Equal(got[0], pgpSecret) {
+		t.Fatalf("OpenPGP secret keys after rotation: %q %v", got, err)
 	}
 	if _, err := st.WebhookSecrets(ctx, "acme"); !errors.Is(err, records.ErrSecretKeyUnknown) {
 		t.Errorf("the retired key still opens: %v", err)
+	}
+	if _, err := st.HostKeys(ctx); !errors.Is(err, records.ErrSecretKeyUnknown) {
+		t.Errorf("the retired key still opens the host keys: %v", err)
+	}
+	if _, err := st.PlatformPGPSecrets(ctx); !errors.Is(err, records.ErrSecretKeyUnknown) || !strings.Contains(err.Error(), "OpenPGP secret key") {
+		t.Errorf("the retired key still opens the OpenPGP keys: %v", err)
 	}
 
 	// A sealed secret moved to another partner's row does not open.

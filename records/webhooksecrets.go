@@ -18,6 +18,8 @@ var (
 	sqlRevokeOldWebhookSecrets = query("RevokeOldWebhookSecrets")
 	sqlAddWebhookSecret        = query("AddWebhookSecret")
 	sqlWebhookSecrets          = query("WebhookSecrets")
+	sqlWebhookSecretsToReseal  = query("WebhookSecretsToReseal")
+	sqlResealWebhookSecret     = query("ResealWebhookSecret")
 )
 
 // Webhook secrets (Standard Webhooks): "whsec_" + base64 of 32 random bytes.
@@ -71,6 +73,13 @@ func (s *Store) WebhookSecrets(ctx context.Context, partner string) ([][]byte, e
 		keys = append(keys, k)
 	}
 	return keys, nil
+}
+
+// resealWebhookSecrets seals every webhook secret sealed under another key
+// than the sealing one again under it, in tx; it returns how many it sealed
+// again. A secret's associated data is its partner's id.
+func resealWebhookSecrets(ctx context.Context, tx pgx.Tx, ks *SecretKeys) (int, error) {
+	return ks.resealAll(ctx, tx, "webhook secret", sqlWebhookSecretsToReseal, sqlResealWebhookSecret, func(partner string) string { return partner })
 }
 
 // ParseWebhookSecret decodes a printable secret ("whsec_" + base64) to its key.

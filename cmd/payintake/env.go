@@ -45,7 +45,7 @@ func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	g := &globals{stderr: stderr}
-	fs.StringVar(&g.dataDir, "data-dir", envOr("PAYINTAKE_DATA_DIR", "./payintake-data"), "the embedded database, secret.key, spool files (the SSH host keys live in the database)")
+	fs.StringVar(&g.dataDir, "data-dir", envOr("PAYINTAKE_DATA_DIR", "./payintake-data"), "the embedded database, secret.key, spool files")
 	fs.StringVar(&g.databaseURL, "database-url", os.Getenv("PAYINTAKE_DATABASE_URL"), "an external PostgreSQL; empty means the embedded one")
 	fs.BoolVar(&g.verbose, "verbose", false, "log progress to stderr")
 	g.log.register(fs)
@@ -163,10 +163,6 @@ func (g *globals) open(ctx context.Context, log *slog.Logger, maxConns int32) (*
 	}
 	e.store = st
 	if sealedExist, err = st.HasSealedSecrets(ctx); err != nil {
-		e.close()
-		return nil, err
-	}
-	if err := e.sealPlaintextSecrets(ctx); err != nil {
 		e.close()
 		return nil, err
 	}

@@ -94,7 +94,7 @@ func cmdHostKeyKnownHosts(ctx context.Context, args []string, stdout, stderr io.
 		return err
 	}
 	if len(keys) == 0 {
-		return errors.New("the database holds no SSH host keys yet: the first `payintake serve` creates them (importing its data dir's key from before), or `payintake hostkey import FILE --activate`")
+		return errors.New("the database holds no SSH host keys yet: the first `payintake serve` creates them, or `payintake hostkey import FILE --activate`")
 	}
 	for _, k := range keys {
 		if k.State == records.HostKeyRetired {
@@ -192,7 +192,7 @@ func cmdHostKeyRotate(ctx context.Context, args []string, stdout, stderr io.Writ
 }
 
 // cmdHostKeyImport: `hostkey import FILE [--activate]` stores a private
-// host key (a data dir's key from before, or one of your own).
+// host key (one partners know already, from another server, or one of your own).
 func cmdHostKeyImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, g := newFlagSet("hostkey import", stderr)
 	activate := fs.Bool("activate", false, "serve it at once, retiring the active key of its type (for a key partners know already); without: add it as the next key, announced until promoted")

@@ -105,21 +105,6 @@ func writeSecretKeyFile(path string, keys []string) error {
 	return nil
 }
 
-// sealPlaintextSecrets seals the webhook secrets an earlier version stored
-// in plain text; every command does it at start, so none is left.
-func (e *env) sealPlaintextSecrets(ctx context.Context) error {
-	plain, err := e.store.HasPlaintextWebhookSecrets(ctx)
-	if err != nil || !plain {
-		return err
-	}
-	rep, err := e.store.SealWebhookSecrets(ctx, false)
-	if err != nil {
-		return fmt.Errorf("seal the webhook secrets stored in plain text: %w", err)
-	}
-	e.log.Info("webhook secrets stored in plain text are now sealed", "sealed", rep.Sealed, "key_id", rep.KeyID)
-	return nil
-}
-
 // cmdSecretsRotate: `secrets rotate` seals every webhook secret and SSH
 // host key again under
 // a new key. With secret.key it creates the key, lists it first (the old
@@ -143,12 +128,12 @@ func cmdSecretsRotate(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	defer e.close()
 	if os.Getenv(secretKeyEnv) != "" {
-		rep, err := e.store.SealWebhookSecrets(ctx, true)
+		rep, err := e.store.ResealSecrets(ctx)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%d webhook secrets sealed again under key %s (the first of %s), and %d SSH host keys; the other keys can now be removed from it\n",
-			rep.Resealed+rep.Sealed, rep.KeyID, secretKeyEnv, rep.HostKeys)
+			rep.WebhookSecrets, rep.KeyID, secretKeyEnv, rep.HostKeys)
 		if rep.PGPKeys > 0 {
 			fmt.Fprintf(stdout, "%d OpenPGP secret keys sealed again under it\n", rep.PGPKeys)
 		}
@@ -173,7 +158,7 @@ func cmdSecretsRotate(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err := writeSecretKeyFile(path, append([]string{newKey}, oldKeys...)); err != nil {
 		return err
 	}
-	rep, err := e.store.SealWebhookSecrets(ctx, true)
+	rep, err := e.store.ResealSecrets(ctx)
 	if err != nil {
 		return fmt.Errorf("%w (%s now lists the new key first and the old ones after it; run `payintake secrets rotate` again)", err, path)
 	}
@@ -181,7 +166,7 @@ func cmdSecretsRotate(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	fmt.Fprintf(stdout, "%d webhook secrets sealed again under the new key %s, and %d SSH host keys; %s holds only it now (%d old keys dropped)\n",
-		rep.Resealed+rep.Sealed, rep.KeyID, rep.HostKeys, path, len(oldKeys))
+		rep.WebhookSecrets, rep.KeyID, rep.HostKeys, path, len(oldKeys))
 	if rep.PGPKeys > 0 {
 		fmt.Fprintf(stdout, "%d OpenPGP secret keys sealed again under it\n", rep.PGPKeys)
 	}

@@ -175,9 +175,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	// The host keys are the database's, the same on every server; a data
-	// dir's key from before is imported on the first start.
-	hostKeys, err := sftpd.EnsureHostKeys(ctx, e.store, filepath.Join(dataDir, sftpd.HostKeyFile), log)
+	// The host keys are the database's, the same on every server; the
+	// first start creates them.
+	hostKeys, err := sftpd.EnsureHostKeys(ctx, e.store, log)
 	if err != nil {
 		return err
 	}

@@ -23,11 +23,6 @@ import (
 	"github.com/payintake/payintake/records"
 )
 
-// HostKeyFile is the name of the SSH host key a data dir held before host
-// keys lived in the database: imported once, so that partners' known_hosts
-// stay valid (EnsureHostKeys).
-const HostKeyFile = "ssh_host_ed25519_key"
-
 // The server holds one active host key of each of these types (SSH key
 // formats), and clients choose among them: Ed25519 for OpenSSH and most,
 // ECDSA P-256 for clients without Ed25519 (JSch 0.1.55, FIPS-mode
@@ -184,42 +179,12 @@ func hostKeysOf(keys []records.HostKey, now time.Time) (*HostKeys, error) {
 }
 
 // EnsureHostKeys makes sure the store holds an active host key of each
-// type and returns the keys. On a database without an Ed25519 key, the key
-// a data dir held (dataDirKey, the path of HostKeyFile; skipped when it
-// does not exist) is imported first, so that partners who know it go on
-// connecting. Servers starting at once on one database may each add keys:
-// one of each type is kept (records.AddHostKey), and all return the same.
-func EnsureHostKeys(ctx context.Context, st *records.Store, dataDirKey string, log *slog.Logger) (*HostKeys, error) {
+// type and returns the keys. Servers starting at once on one database may
+// each add keys: one of each type is kept (records.AddHostKey), and all
+// return the same.
+func EnsureHostKeys(ctx context.Context, st *records.Store, log *slog.Logger) (*HostKeys, error) {
 	keys, err := st.HostKeys(ctx)
 	if err != nil {
-		return nil, err
-	}
-	var fileKey *records.HostKey
-	if dataDirKey != "" {
-		data, err := os.ReadFile(dataDirKey)
-		switch {
-		case err == nil:
-			k, err := ParseHostKey(data, "imported from "+dataDirKey)
-			if err != nil {
-				return nil, fmt.Errorf("the data dir's host key %s: %w", dataDirKey, err)
-			}
-			fileKey = &k
-		case !errors.Is(err, os.ErrNotExist):
-			return nil, fmt.Errorf("read the data dir's host key: %w", err)
-		}
-	}
-	if fileKey != nil && !slices.ContainsFunc(keys, func(k records.HostKey) bool { return k.Type == fileKey.Type }) {
-		k := *fileKey
-		k.State = records.HostKeyActive
-		added, err := st.AddHostKey(ctx, k)
-		if err != nil {
-			return nil, err
-		}
-		if added {
-			log.Info("ssh host key imported from the data dir into the database", "type", k.Type, "fingerprint", k.Fingerprint, "file", dataDirKey)
-		}
-	}
-	if keys, err = st.HostKeys(ctx); err != nil {
 		return nil, err
 	}
 	for _, typ := range hostKeyTypes {
@@ -241,10 +206,6 @@ func EnsureHostKeys(ctx context.Context, st *records.Store, dataDirKey string, l
 	}
 	if keys, err = st.HostKeys(ctx); err != nil {
 		return nil, err
-	}
-	if fileKey != nil && !slices.ContainsFunc(keys, func(k records.HostKey) bool { return k.Fingerprint == fileKey.Fingerprint }) {
-		log.Warn("the data dir's ssh host key is not one the database holds, so it is not served: partners who know it see another key (import it with `payintake hostkey import` if they must go on using it)",
-			"file", dataDirKey, "fingerprint", fileKey.Fingerprint)
 	}
 	return hostKeysOf(keys, time.Now())
 }

@@ -183,7 +183,7 @@ func newDropZone(t testing.TB, o zoneOpts) *dropZone {
 	}
 	hks, refresh := o.hostKeys, time.Duration(0)
 	if o.fromStore {
-		if hks, err = sftpd.EnsureHostKeys(ctx, st, "", log); err != nil {
+		if hks, err = sftpd.EnsureHostKeys(ctx, st, log); err != nil {
 			t.Fatal(err)
 		}
 		refresh = 50 * time.Millisecond
