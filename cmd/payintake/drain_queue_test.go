@@ -216,7 +216,7 @@ func TestDrainReleasesQueueWork(t *testing.T) {
 	}
 
 	sigterm := time.Now()
-	a.drain()
+	a.drain(t)
 	b := startServer(t, url, filepath.Join(t.TempDir(), "b"), nil, "--workers", "2")
 
 	// n1's receiver answers during the drain: A records the delivery.
@@ -245,7 +245,7 @@ func TestDrainReleasesQueueWork(t *testing.T) {
 	}
 
 	// At the drain's end A cuts what still runs and exits 0.
-	a.waitExit(drain + workGrace + 15*time.Second)
+	a.waitExit(t, drain+workGrace+15*time.Second)
 	exited := time.Now()
 	t.Logf("A exited %v after SIGTERM (--drain-timeout %v)", exited.Sub(sigterm).Round(time.Millisecond), drain)
 
@@ -325,7 +325,7 @@ func TestDrainTakesNoNewJobs(t *testing.T) {
 	hold := payrollFile("HO", 2000)
 	f := c.halfUpload(t, "hold.csv", hold)
 
-	a.drain()
+	a.drain(t)
 	// Received on A during the drain: its job is left to the other replicas.
 	if err := c.upload("late.csv", payrollFile("LA", 50)); err != nil {
 		t.Fatalf("upload on the open connection during the drain: %v", err)
@@ -334,7 +334,7 @@ func TestDrainTakesNoNewJobs(t *testing.T) {
 	bc := b.login("late", key)
 	bc.waitResult(t, "late.csv", 30*time.Second)
 	finishUpload(t, f, hold)
-	a.waitExit(30 * time.Second)
+	a.waitExit(t, 30*time.Second)
 	bc.waitResult(t, "hold.csv", 30*time.Second)
 	for _, name := range []string{"late.csv", "hold.csv"} {
 		done := `msg="envelope processed" envelope=\d+ door=sftp partner=late file=` + name
@@ -407,9 +407,9 @@ func TestDrainReleasesDispatch(t *testing.T) {
 	}
 
 	sigterm := time.Now()
-	a.drain()
+	a.drain(t)
 	b := startServer(t, url, filepath.Join(t.TempDir(), "b"), nil, "--workers", "1")
-	a.waitExit(drain + workGrace + 15*time.Second)
+	a.waitExit(t, drain+workGrace+15*time.Second)
 	exited := time.Now()
 	waitDispatched(t, st, "disp", time.Minute)
 	t.Logf("A exited %v after SIGTERM; B finished the period %v later",
