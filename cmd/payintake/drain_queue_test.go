@@ -16,12 +16,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	outbound "github.com/payintake/payintake/dispatch"
-	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -170,33 +167,20 @@ func TestDrainReleasesQueueWork(t *testing.T) {
 	up(a, "q1", "q1.csv", payrollFile("QA", 50))
 	up(a, "q2", "q2.csv", payrollFile("QB", 50))
 
-	rc, err := river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	jobOf := func(partner, file string) *rivertype.JobRow {
 		t.Helper()
 		var id int64
 		if err := st.Pool().QueryRow(ctx, `SELECT id FROM envelopes WHERE partner_id = $1 AND file_name = $2`, partner, file).Scan(&id); err != nil {
 			t.Fatalf("envelope %s of %s: %v", file, partner, err)
 		}
-		res, err := rc.JobList(ctx, river.NewJobListParams().Kinds(intake.ProcessArgs{}.Kind()).First(1000).
-			States(rivertype.JobStateAvailable, rivertype.JobStateRunning, rivertype.JobStateCompleted, rivertype.JobStateRetryable,
-				rivertype.JobStateScheduled, rivertype.JobStateDiscarded, rivertype.JobStateCancelled))
-		if err != nil {
-			t.Fatal(err)
-		}
 		var found *rivertype.JobRow
-		for _, j := range res.Jobs {
-			var args intake.ProcessArgs
-			if err := json.Unmarshal(j.EncodedArgs, &args); err != nil {
-				t.Fatal(err)
-			}
-			if args.EnvelopeID == id {
+		for _, j := range processJobs(t, st, rivertype.JobStateAvailable, rivertype.JobStateRunning, rivertype.JobStateCompleted, rivertype.JobStateRetryable,
+			rivertype.JobStateScheduled, rivertype.JobStateDiscarded, rivertype.JobStateCancelled) {
+			if j.Args.EnvelopeID == id {
 				if found != nil {
 					t.Fatalf("envelope %s of %s has two processing jobs: %d and %d", file, partner, found.ID, j.ID)
 				}
-				found = j
+				found = j.JobRow
 			}
 		}
 		if found == nil {
