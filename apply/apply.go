@@ -328,6 +328,25 @@ func classifyAndApply(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, hasSeq
 	return applyClassified(ctx, tx, args, counts, hasSeq, withResult, nil)
 }
 
+// stageAndApply stages rows composed in Go rather than read from a file (a
+// webhook's change, a replay's legs) and classifies and applies them by the
+// very statements of a file's rows (classifyAndApply), the result file
+// aside: theirs is not a file's.
+func stageAndApply(ctx context.Context, tx pgx.Tx, rows []*records.StagedRow, args pgx.NamedArgs, hasSeq bool) error {
+	if _, err := tx.Exec(ctx, stageDDL); err != nil {
+		return fmt.Errorf("create stage: %w", err)
+	}
+	var buf []byte
+	for _, r := range rows {
+		buf = appendStageRow(buf, r, keyHash(r), nil)
+	}
+	if err := copyText(ctx, tx.Conn(), "stage", stageColumns, bytes.NewReader(buf)); err != nil {
+		return fmt.Errorf("stage rows: %w", err)
+	}
+	_, err := classifyAndApply(ctx, tx, args, hasSeq, false)
+	return err
+}
+
 // applyClassified runs the statements of applySQL that the classified
 // rows' outcome counts need (the result file's too when withResult). lines
 // are the result lines staging composed (see storeMerged), needed

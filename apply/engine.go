@@ -11,7 +11,6 @@
 package apply
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -170,7 +169,7 @@ func (e *Engine) Open(ctx context.Context, id int64, ifPartnerFree bool) (*Job, 
 	env, p, todo, err := e.store.LockForProcessing(ctx, tx, id, ifPartnerFree)
 	j.Envelope, j.Partner = env, p
 	if err == nil && todo {
-		j.file, err = e.spool(ctx, tx, id)
+		j.file, err = e.store.SpoolEnvelope(ctx, tx, id)
 		j.Body = j.file
 	}
 	if err != nil {
@@ -474,27 +473,4 @@ func (l *limitedRows) Next() (records.StagedRow, error) {
 func (l *limitedRows) Close() error {
 	closeRows(l.rows)
 	return nil
-}
-
-// spool copies an envelope's bytes to a temporary file through tx (one
-// query, its chunks read as they come).
-func (e *Engine) spool(ctx context.Context, tx pgx.Tx, id int64) (*os.File, error) {
-	f, err := os.CreateTemp(e.spoolDir, "payintake-envelope-*")
-	if err != nil {
-		return nil, fmt.Errorf("spool envelope %d: %w", id, err)
-	}
-	_ = os.Remove(f.Name()) // unlinked: the space is freed whatever happens
-	w := bufio.NewWriterSize(f, records.FileBuffer)
-	err = records.CopyEnvelopeBytes(ctx, tx, id, w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		_, err = f.Seek(0, io.SeekStart)
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("spool envelope %d: %w", id, err)
-	}
-	return f, nil
 }

@@ -98,25 +98,19 @@ func replay(ctx context.Context, tx pgx.Tx, req records.ReplayRequest, sum []byt
 		return res, err
 	}
 	if len(claimed) > 0 {
-		if _, err := tx.Exec(ctx, stageDDL); err != nil {
-			return res, fmt.Errorf("create stage: %w", err)
-		}
-		var buf []byte
+		var legs []*records.StagedRow
 		staged := map[int]*records.StagedRow{}
 		for _, l := range req.Legs {
 			if claimed[l.Row] {
 				st := l.Staged
 				st.Row, st.Line = l.Row, orig[l.Row].Line
-				buf = appendStageRow(buf, &st, keyHash(&st), nil)
+				legs = append(legs, &st)
 				staged[l.Row] = &st
 			}
 		}
-		if err := copyText(ctx, tx.Conn(), "stage", stageColumns, bytes.NewReader(buf)); err != nil {
-			return res, fmt.Errorf("stage legs: %w", err)
-		}
 		args := pgx.NamedArgs{"partner": req.PartnerID, "seq": req.Of.Seq, "env": req.Of.ID,
 			"by": fmt.Sprintf("replay %d of envelope %d", res.ID, req.Of.ID), "file_rejected": false}
-		if _, err := classifyAndApply(ctx, tx, args, req.Of.Seq != nil, false); err != nil {
+		if err := stageAndApply(ctx, tx, legs, args, req.Of.Seq != nil); err != nil {
 			return res, err
 		}
 		settled, err := settledLegs(ctx, tx, staged)

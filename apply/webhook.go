@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -74,16 +73,10 @@ func applyWebhook(ctx context.Context, tx pgx.Tx, partner, webhookID string, ch 
 
 	// The change goes through the same classification and statements as a
 	// file's rows (classify.go), as a one-row stage with no line.
-	if _, err := tx.Exec(ctx, stageDDL); err != nil {
-		return res, fmt.Errorf("create stage: %w", err)
-	}
 	r.Row, r.Line = 0, 0
-	if err := copyText(ctx, tx.Conn(), "stage", stageColumns, bytes.NewReader(appendStageRow(nil, &r, keyHash(&r), nil))); err != nil {
-		return res, fmt.Errorf("stage change: %w", err)
-	}
 	args := pgx.NamedArgs{"partner": partner, "seq": nil, "env": nil, "by": "webhook " + webhookID,
 		"file_rejected": false, "held": "the change"}
-	if _, err := classifyAndApply(ctx, tx, args, false, false); err != nil {
+	if err := stageAndApply(ctx, tx, []*records.StagedRow{&r}, args, false); err != nil {
 		return res, err
 	}
 	if err := classifiedWebhookChange(ctx, tx, partner, &res); err != nil {

@@ -154,6 +154,7 @@ func TestHostileFailingFileIsNotRetriedInALoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := f.store.Pool()
+	rc := f.riverClient()
 	const after = time.Millisecond
 	requeues, sweeps := 0, 0
 	for sweeps < 3*intake.MaxRequeues {
@@ -173,7 +174,11 @@ func TestHostileFailingFileIsNotRetriedInALoop(t *testing.T) {
 		}
 		// The job's process "dies": the job is gone, the envelope still
 		// received; the backoff is made to pass.
-		if _, err := pool.Exec(f.ctx, `DELETE FROM river_job WHERE (args->>'envelope_id')::bigint = $1`, env.ID); err != nil {
+		job := f.processJobs(rc)[env.ID]
+		if job == nil {
+			t.Fatalf("sweep %d: envelope %d was requeued without a job", sweeps, env.ID)
+		}
+		if _, err := rc.JobDelete(f.ctx, job.ID); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := pool.Exec(f.ctx, `UPDATE envelope_attempts SET last_requeued_at = now() - interval '1 day' WHERE envelope_id = $1`, env.ID); err != nil {

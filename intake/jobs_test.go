@@ -45,27 +45,8 @@ func TestSweepAsksRiverForJobs(t *testing.T) {
 		}
 	}
 
-	rc, err := river.NewClient(riverpgxv5.New(f.store.Pool()), &river.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobsOf := func() map[int64]*rivertype.JobRow { // by envelope, the partner's jobs
-		res, err := rc.JobList(f.ctx, river.NewJobListParams().Kinds(intake.ProcessArgs{}.Kind()).
-			Metadata(fmt.Sprintf(`{"partner": %q}`, f.partner)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[int64]*rivertype.JobRow{}
-		for _, j := range res.Jobs {
-			var a intake.ProcessArgs
-			if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
-				t.Fatal(err)
-			}
-			out[a.EnvelopeID] = j
-		}
-		return out
-	}
-	jobs := jobsOf()
+	rc := f.riverClient()
+	jobs := f.processJobs(rc)
 	if len(jobs) != 2 || jobs[waits.ID] == nil || jobs[given.ID] == nil {
 		t.Fatalf("jobs found by partner: %v, want those of envelopes %d and %d", jobs, waits.ID, given.ID)
 	}
@@ -82,7 +63,7 @@ func TestSweepAsksRiverForJobs(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("requeued %d (%v), want 1: the envelope without a job", n, err)
 	}
-	jobs = jobsOf()
+	jobs = f.processJobs(rc)
 	if j := jobs[none.ID]; j == nil || j.State != rivertype.JobStateAvailable {
 		t.Fatalf("envelope %d has no waiting job with its partner after the sweep: %v", none.ID, jobs)
 	}
@@ -103,4 +84,39 @@ func TestSweepAsksRiverForJobs(t *testing.T) {
 	if requeues != 1 {
 		t.Errorf("requeues recorded: %d, want 1", requeues)
 	}
+}
+
+// riverClient asks River about the fixture's jobs through its client API,
+// as intake does (never through its tables); it works none.
+func (f *fixture) riverClient() *river.Client[pgx.Tx] {
+	f.t.Helper()
+	rc, err := river.NewClient(riverpgxv5.New(f.store.Pool()), &river.Config{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return rc
+}
+
+// processJobs lists the fixture partner's envelope processing jobs by
+// envelope, found by the partner each carries in its metadata; an envelope
+// with two fails the test.
+func (f *fixture) processJobs(rc *river.Client[pgx.Tx]) map[int64]*rivertype.JobRow {
+	f.t.Helper()
+	res, err := rc.JobList(f.ctx, river.NewJobListParams().Kinds(intake.ProcessArgs{}.Kind()).
+		Metadata(fmt.Sprintf(`{"partner": %q}`, f.partner)))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := map[int64]*rivertype.JobRow{}
+	for _, j := range res.Jobs {
+		var a intake.ProcessArgs
+		if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
+			f.t.Fatal(err)
+		}
+		if prev := out[a.EnvelopeID]; prev != nil {
+			f.t.Fatalf("envelope %d has two processing jobs: %d and %d", a.EnvelopeID, prev.ID, j.ID)
+		}
+		out[a.EnvelopeID] = j
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -97,10 +98,19 @@ func (s *Store) LockForProcessing(ctx context.Context, tx pgx.Tx, id int64, ifPa
 	return env, p, true, nil
 }
 
-// CopyEnvelopeBytes writes the bytes of envelope id, as received, to w
-// through tx (one query, its chunks written as they come).
-func CopyEnvelopeBytes(ctx context.Context, tx pgx.Tx, id int64, w io.Writer) error {
-	return copyEnvelopeBytes(ctx, tx, id, w)
+// SpoolEnvelope copies the bytes of envelope id, as received, through tx
+// (one query, its chunks written as they come) to an unlinked temporary
+// file in the spool directory (spoolFile), and returns it rewound: the
+// file processing reads, so that it needs one connection and flat memory.
+// The caller closes it.
+func (s *Store) SpoolEnvelope(ctx context.Context, tx pgx.Tx, id int64) (*os.File, error) {
+	f, _, err := s.spoolFile(fmt.Sprintf("bytes of envelope %d", id), func(w io.Writer) error {
+		if err := copyEnvelopeBytes(ctx, tx, id, w); err != nil {
+			return fmt.Errorf("spool the bytes of envelope %d: %w", id, err)
+		}
+		return nil
+	})
+	return f, err
 }
 
 // CloseEnvelope marks env processed with its counts and the size of the

@@ -124,7 +124,7 @@ func (s *Server) routesConsole(mux *http.ServeMux) {
 	mux.HandleFunc("POST /review/exceptions/{id}/decide", s.authConsole(s.decidePost))
 	mux.HandleFunc("GET /review/bulk", s.authConsole(s.bulkPage))
 	mux.HandleFunc("GET /review/preview", s.authConsole(s.previewPage))
-	mux.HandleFunc("POST /review/preview", s.authConsoleUpTo(sampleMax, s.previewPost))
+	mux.HandleFunc("POST /review/preview", s.authConsoleUpTo(sampleMax, sampleTooLarge, s.previewPost))
 	mux.HandleFunc("POST /review/bulk", s.authConsole(s.bulkPost))
 	s.routesDispatch(mux)
 	mux.HandleFunc("/review/", func(w http.ResponseWriter, r *http.Request) {
@@ -163,14 +163,19 @@ func (s *Server) cookie(r *http.Request, value string, maxAge int) *http.Cookie 
 		SameSite: http.SameSiteStrictMode, Secure: s.SecureCookies || clientaddr.HTTPS(r)}
 }
 
+// formMax bounds a console form that carries no file: a decision's note,
+// a bulk decision's filters.
+const formMax = 64 << 10
+
 // authConsole requires a console session; on POST it also requires the
 // session's CSRF token in the form.
 func (s *Server) authConsole(h func(http.ResponseWriter, *http.Request, records.Session)) http.HandlerFunc {
-	return s.authConsoleUpTo(64<<10, h)
+	return s.authConsoleUpTo(formMax, fmt.Sprintf("The form is larger than the %d KiB the console reads: shorten the note and send it again.", formMax>>10), h)
 }
 
-// authConsoleUpTo is authConsole for a form of at most limit bytes.
-func (s *Server) authConsoleUpTo(limit int64, h func(http.ResponseWriter, *http.Request, records.Session)) http.HandlerFunc {
+// authConsoleUpTo is authConsole for a form of at most limit bytes;
+// tooLarge is what a reviewer whose form is larger is told (413).
+func (s *Server) authConsoleUpTo(limit int64, tooLarge string, h func(http.ResponseWriter, *http.Request, records.Session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var sess records.Session
 		c, err := r.Cookie(cookieName)
@@ -194,11 +199,9 @@ func (s *Server) authConsoleUpTo(limit int64, h func(http.ResponseWriter, *http.
 		}
 		r = r.WithContext(contextWith(r, sess))
 		if r.Method == http.MethodPost {
-			if r.ContentLength > limit {
-				s.consoleError(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("The form is larger than %d KiB: send less (for a sample, its first rows).", limit>>10))
+			if !s.readForm(w, r, s.bodyLimits(limit), tooLarge) {
 				return
 			}
-			r.Body = httpbody.Reader(w, r, s.bodyLimits(limit))
 			got := r.PostFormValue("csrf")
 			if subtle.ConstantTimeCompare([]byte(got), []byte(sess.CSRFToken)) != 1 || got == "" {
 				s.audit(r.Context(), records.AuditEntry{Actor: sess.Reviewer.Name, Via: records.ViaConsole, Action: "denied",
@@ -209,6 +212,38 @@ func (s *Server) authConsoleUpTo(limit int64, h func(http.ResponseWriter, *http.
 		}
 		h(w, r, sess)
 	}
+}
+
+// readForm reads a console form (URL-encoded or multipart) under l before
+// anything in it is looked at, so that a form cut off by its limit is
+// answered as such and not as one without its CSRF token: 413 with
+// tooLarge whether the size was declared or found as a chunked body
+// arrived, 408 for a form too slow, 400 for one unreadable. When it has
+// answered it returns false.
+func (s *Server) readForm(w http.ResponseWriter, r *http.Request, l httpbody.Limits, tooLarge string) bool {
+	r.Body = httpbody.Reader(w, r, l)
+	// ParseForm first, on its own: ParseMultipartForm drops its error for
+	// a form that is not multipart. It reads a URL-encoded body and leaves
+	// a multipart one, whose parts are then kept in memory up to the
+	// form's own limit (a form the limit admits never spills to a file).
+	err := r.ParseForm()
+	if err == nil {
+		if err = r.ParseMultipartForm(l.Max); errors.Is(err, http.ErrNotMultipart) {
+			err = nil
+		}
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &mbe):
+		s.consoleError(w, r, http.StatusRequestEntityTooLarge, tooLarge)
+	case httpbody.TimedOut(err):
+		s.consoleError(w, r, http.StatusRequestTimeout, "The form arrived too slowly and was cut off; nothing was done. Send it again.")
+	default:
+		s.consoleError(w, r, http.StatusBadRequest, "The form did not arrive whole; nothing was done. Reload the page and try again.")
+	}
+	return false
 }
 
 type loginView struct{ Name, Next string }
@@ -228,12 +263,14 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "login", p)
 }
 
+// loginMax bounds a login form: a name, a password and where to go next.
+const loginMax = 16 << 10
+
 func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 	// A login form is small: it arrives within LoginReadTimeout or the
 	// connection is dropped, so stalled logins hold nothing for long.
-	r.Body = httpbody.Reader(w, r, httpbody.Limits{Max: 16 << 10, Timeout: s.LoginReadTimeout})
-	if err := r.ParseForm(); err != nil {
-		s.consoleError(w, r, http.StatusBadRequest, "The login form did not arrive whole: open the login page and try again.")
+	if !s.readForm(w, r, httpbody.Limits{Max: loginMax, Timeout: s.LoginReadTimeout},
+		fmt.Sprintf("The login form is larger than the %d KiB a name and password need: open the login page and try again.", loginMax>>10)) {
 		return
 	}
 	name := strings.TrimSpace(r.PostFormValue("name"))
@@ -466,10 +503,7 @@ func (s *Server) bulkPage(w http.ResponseWriter, r *http.Request, sess records.S
 }
 
 func (s *Server) bulkPost(w http.ResponseWriter, r *http.Request, sess records.Session) {
-	if err := r.ParseForm(); err != nil {
-		s.consoleError(w, r, http.StatusBadRequest, "The form could not be read; go back to the queue and try again.")
-		return
-	}
+	// authConsole has read the form (r.PostForm).
 	v, b, ok := s.bulkRequest(w, r, sess, r.PostForm)
 	if !ok {
 		return

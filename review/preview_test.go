@@ -20,6 +20,12 @@ import (
 // upload posts a sample to the console's preview as the browser's form does.
 func (c *console) upload(partner, name, content, csrf string) (int, string) {
 	c.t.Helper()
+	ctype, body := sampleForm(partner, name, content, csrf)
+	return c.post("/review/preview", ctype, bytes.NewReader(body))
+}
+
+// sampleForm is the preview's multipart form: its content type and body.
+func sampleForm(partner, name, content, csrf string) (string, []byte) {
 	var b bytes.Buffer
 	mw := multipart.NewWriter(&b)
 	_ = mw.WriteField("csrf", csrf)
@@ -27,15 +33,23 @@ func (c *console) upload(partner, name, content, csrf string) (int, string) {
 	fw, _ := mw.CreateFormFile("sample", name)
 	_, _ = io.WriteString(fw, content)
 	_ = mw.Close()
-	req, _ := http.NewRequest("POST", c.base+"/review/preview", &b)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
+	return mw.FormDataContentType(), b.Bytes()
+}
+
+// post sends body to path as Go's client sends it: with its length
+// declared for a *bytes.Reader, chunked for a reader whose length it cannot
+// know.
+func (c *console) post(path, ctype string, body io.Reader) (int, string) {
+	c.t.Helper()
+	req, _ := http.NewRequest("POST", c.base+path, body)
+	req.Header.Set("Content-Type", ctype)
 	res, err := c.c.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(body)
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
 }
 
 // TestConsolePreview: a reviewer uploads a partner's sample and sees the

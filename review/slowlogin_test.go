@@ -3,6 +3,7 @@ package review
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,9 +12,9 @@ import (
 	"time"
 )
 
-// A console login whose form stalls after a few bytes is answered and
-// its connection closed after LoginReadTimeout; it is not counted as a
-// failed login.
+// A console login whose form stalls after a few bytes is answered 408
+// and its connection closed after LoginReadTimeout; it is not counted as
+// a failed login.
 func TestHostileStalledLoginForm(t *testing.T) {
 	f := newFixture(t)
 	s := New(f.store, nil)
@@ -32,11 +33,12 @@ func TestHostileStalledLoginForm(t *testing.T) {
 	if err != nil {
 		t.Fatalf("stalled login form got no answer: %v", err)
 	}
+	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	took := time.Since(start)
 	t.Logf("SUMMARY stalled /review/login form: answered %d after %v (deadline %v)", resp.StatusCode, took.Round(time.Millisecond), s.LoginReadTimeout)
-	if resp.StatusCode != http.StatusBadRequest || took > 5*time.Second {
-		t.Errorf("stalled login: %d after %v, want 400 within seconds", resp.StatusCode, took)
+	if resp.StatusCode != http.StatusRequestTimeout || took > 5*time.Second || !strings.Contains(string(page), "The form arrived too slowly") {
+		t.Errorf("stalled login: %d after %v, want 408 within seconds saying the form was too slow:\n%s", resp.StatusCode, took, page)
 	}
 	if n := f.count(`SELECT count(*) FROM login_failures`); n != 0 {
 		t.Errorf("a stalled form counted as %d failed logins", n)

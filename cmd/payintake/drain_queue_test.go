@@ -16,12 +16,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	outbound "github.com/payintake/payintake/dispatch"
-	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -170,33 +167,20 @@ func TestDrainReleasesQueueWork(t *testing.T) {
 	up(a, "q1", "q1.csv", payrollFile("QA", 50))
 	up(a, "q2", "q2.csv", payrollFile("QB", 50))
 
-	rc, err := river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	jobOf := func(partner, file string) *rivertype.JobRow {
 		t.Helper()
 		var id int64
 		if err := st.Pool().QueryRow(ctx, `SELECT id FROM envelopes WHERE partner_id = $1 AND file_name = $2`, partner, file).Scan(&id); err != nil {
 			t.Fatalf("envelope %s of %s: %v", file, partner, err)
 		}
-		res, err := rc.JobList(ctx, river.NewJobListParams().Kinds(intake.ProcessArgs{}.Kind()).First(1000).
-			States(rivertype.JobStateAvailable, rivertype.JobStateRunning, rivertype.JobStateCompleted, rivertype.JobStateRetryable,
-				rivertype.JobStateScheduled, rivertype.JobStateDiscarded, rivertype.JobStateCancelled))
-		if err != nil {
-			t.Fatal(err)
-		}
 		var found *rivertype.JobRow
-		for _, j := range res.Jobs {
-			var args intake.ProcessArgs
-			if err := json.Unmarshal(j.EncodedArgs, &args); err != nil {
-				t.Fatal(err)
-			}
-			if args.EnvelopeID == id {
+		for _, j := range processJobs(t, st, rivertype.JobStateAvailable, rivertype.JobStateRunning, rivertype.JobStateCompleted, rivertype.JobStateRetryable,
+			rivertype.JobStateScheduled, rivertype.JobStateDiscarded, rivertype.JobStateCancelled) {
+			if j.Args.EnvelopeID == id {
 				if found != nil {
 					t.Fatalf("envelope %s of %s has two processing jobs: %d and %d", file, partner, found.ID, j.ID)
 				}
-				found = j
+				found = j.JobRow
 			}
 		}
 		if found == nil {
@@ -216,7 +200,7 @@ func TestDrainReleasesQueueWork(t *testing.T) {
 	}
 
 	sigterm := time.Now()
-	a.drain()
+	a.drain(t)
 	b := startServer(t, url, filepath.Join(t.TempDir(), "b"), nil, "--workers", "2")
 
 	// n1's receiver answers during the drain: A records the delivery.
@@ -245,7 +229,7 @@ func TestDrainReleasesQueueWork(t *testing.T) {
 	}
 
 	// At the drain's end A cuts what still runs and exits 0.
-	a.waitExit(drain + workGrace + 15*time.Second)
+	a.waitExit(t, drain+workGrace+15*time.Second)
 	exited := time.Now()
 	t.Logf("A exited %v after SIGTERM (--drain-timeout %v)", exited.Sub(sigterm).Round(time.Millisecond), drain)
 
@@ -325,7 +309,7 @@ func TestDrainTakesNoNewJobs(t *testing.T) {
 	hold := payrollFile("HO", 2000)
 	f := c.halfUpload(t, "hold.csv", hold)
 
-	a.drain()
+	a.drain(t)
 	// Received on A during the drain: its job is left to the other replicas.
 	if err := c.upload("late.csv", payrollFile("LA", 50)); err != nil {
 		t.Fatalf("upload on the open connection during the drain: %v", err)
@@ -334,7 +318,7 @@ func TestDrainTakesNoNewJobs(t *testing.T) {
 	bc := b.login("late", key)
 	bc.waitResult(t, "late.csv", 30*time.Second)
 	finishUpload(t, f, hold)
-	a.waitExit(30 * time.Second)
+	a.waitExit(t, 30*time.Second)
 	bc.waitResult(t, "hold.csv", 30*time.Second)
 	for _, name := range []string{"late.csv", "hold.csv"} {
 		done := `msg="envelope processed" envelope=\d+ door=sftp partner=late file=` + name
@@ -407,9 +391,9 @@ func TestDrainReleasesDispatch(t *testing.T) {
 	}
 
 	sigterm := time.Now()
-	a.drain()
+	a.drain(t)
 	b := startServer(t, url, filepath.Join(t.TempDir(), "b"), nil, "--workers", "1")
-	a.waitExit(drain + workGrace + 15*time.Second)
+	a.waitExit(t, drain+workGrace+15*time.Second)
 	exited := time.Now()
 	waitDispatched(t, st, "disp", time.Minute)
 	t.Logf("A exited %v after SIGTERM; B finished the period %v later",

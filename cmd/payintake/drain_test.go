@@ -88,7 +88,7 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 	default:
 	}
 	finishUpload(t, f, data)
-	srv.waitExit(40 * time.Second)
+	srv.waitExit(t, 40*time.Second)
 
 	var sum []byte
 	if err := st.Pool().QueryRow(t.Context(), `SELECT sha256 FROM envelopes WHERE partner_id = 'drain' AND file_name = 'drain.csv' AND status <> 'incomplete'`).Scan(&sum); err != nil {
@@ -103,26 +103,28 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 }
 
 // waitExit waits for the process to exit with status 0 within d (after a
-// SIGTERM the test sent: a drain).
-func (s *server) waitExit(within time.Duration) {
-	s.t.Helper()
+// SIGTERM the test sent: a drain). t is the test that waits, which may be
+// a subtest of the one that started s (the fleet's replicas).
+func (s *server) waitExit(t testing.TB, within time.Duration) {
+	t.Helper()
 	select {
 	case <-s.done:
 		if !s.state.Success() {
-			s.t.Fatalf("serve exited with %v after the drain", s.state)
+			t.Fatalf("serve exited with %v after the drain", s.state)
 		}
 	case <-time.After(within):
-		s.t.Fatalf("serve did not exit within %v of the drain's end", within)
+		t.Fatalf("serve did not exit within %v of the drain's end", within)
 	}
 }
 
-// drain sends SIGTERM and waits until serve says it drains.
-func (s *server) drain() {
-	s.t.Helper()
+// drain sends SIGTERM and waits until serve says it drains (t as for
+// waitExit).
+func (s *server) drain(t testing.TB) {
+	t.Helper()
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
-	eventually.True(s.t, 10*time.Second, func() bool { return strings.Contains(s.logs.String(), "msg=draining") }, "serve draining")
+	eventually.True(t, 10*time.Second, func() bool { return strings.Contains(s.logs.String(), "msg=draining") }, "serve draining")
 }
 
 // halfUpload opens /inbox/name and writes the first half of data: an

@@ -22,7 +22,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -651,26 +650,14 @@ func fleetResume(t *testing.T, f *fleet, acmeKey, knownHosts string, drain bool)
 	time.Sleep(time.Second) // time must pass: mid-upload, about a quarter is sent
 	r := f.replicas[victim]
 	if drain {
-		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
+		r.drain(t)
+		if code, _ := r.get("/readyz"); code != http.StatusServiceUnavailable {
+			t.Errorf("/readyz of the draining replica answered %d, want 503", code)
 		}
-		// At once once the replica has the signal: the kill returns before
-		// its signal handler runs, so the first probe may still beat it.
-		eventually.True(t, 2*time.Second, func() bool {
-			code, _ := r.get("/readyz")
-			return code == http.StatusServiceUnavailable
-		}, "/readyz of the draining replica answers 503")
 		if err := <-done; err != nil {
 			t.Fatalf("the upload to a replica given SIGTERM failed: %v\n%s", err, out.String())
 		}
-		select {
-		case <-r.done:
-		case <-time.After(70 * time.Second):
-			t.Fatal("the draining replica did not exit")
-		}
-		if !r.state.Success() {
-			t.Fatalf("the drained replica exited with %v", r.state)
-		}
+		r.waitExit(t, 70*time.Second)
 	} else {
 		r.kill()
 		if err := <-done; err == nil {

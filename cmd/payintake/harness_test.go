@@ -10,6 +10,7 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -194,20 +195,10 @@ func (s *server) stop() {
 // only after the job timeout.
 func (s *server) stopIdle(st *records.Store, since time.Time, within time.Duration) {
 	s.t.Helper()
-	ctx := context.Background()
-	rc, err := river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{})
-	if err != nil {
-		s.t.Fatal(err)
-	}
 	eventually.NoError(s.t, within, func() error {
-		res, err := rc.JobList(ctx, river.NewJobListParams().Kinds(intake.ProcessArgs{}.Kind()).First(1000).
-			States(rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
-				rivertype.JobStateScheduled, rivertype.JobStateRunning))
-		if err != nil {
-			s.t.Fatal(err)
-		}
 		var busy []string
-		for _, j := range res.Jobs {
+		for _, j := range processJobs(s.t, st, rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+			rivertype.JobStateScheduled, rivertype.JobStateRunning) {
 			if j.State != rivertype.JobStateRunning || j.AttemptedAt == nil || !j.AttemptedAt.Before(since) {
 				busy = append(busy, fmt.Sprintf("job %d %s %s", j.ID, j.State, j.EncodedArgs))
 			}
@@ -223,6 +214,42 @@ func (s *server) stopIdle(st *records.Store, since time.Time, within time.Durati
 		return fmt.Errorf("jobs still queued or running: %v", busy)
 	})
 	s.stop()
+}
+
+// processJob is an envelope processing job and its arguments.
+type processJob struct {
+	*rivertype.JobRow
+	Args intake.ProcessArgs
+}
+
+// processJobs lists the envelope processing jobs in states (none: in any),
+// asked of River's client as intake asks it (never of its tables).
+func processJobs(t testing.TB, st *records.Store, states ...rivertype.JobState) []processJob {
+	t.Helper()
+	const most = 1000 // a test queues fewer: more is a test gone wrong, not a page to read on
+	rc, err := river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := river.NewJobListParams().Kinds(intake.ProcessArgs{}.Kind()).First(most)
+	if len(states) > 0 { // none: River's default, every state
+		params = params.States(states...)
+	}
+	res, err := rc.JobList(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Jobs) == most {
+		t.Fatalf("%d processing jobs or more in states %v: the test queued more than it means to", most, states)
+	}
+	jobs := make([]processJob, len(res.Jobs))
+	for i, j := range res.Jobs {
+		jobs[i].JobRow = j
+		if err := json.Unmarshal(j.EncodedArgs, &jobs[i].Args); err != nil {
+			t.Fatalf("job %d: %v", j.ID, err)
+		}
+	}
+	return jobs
 }
 
 // dbNow is the database's clock, as River's timestamps are.

@@ -187,7 +187,7 @@ func TestHostileStalledBodiesServe(t *testing.T) {
 		c.Close()
 		report = append(report, fmt.Sprintf("%s %d in %v", path, resp.StatusCode, took.Round(time.Millisecond)))
 		if resp.StatusCode < 400 || err != io.EOF || took > 3*time.Second {
-			t.Errorf("%s: %d, then %v, after %v; want a refusal and the connection closed at once", path, resp.StatusCode, err, took)
+			t.Errorf("%s: %d, then %v, after %v; want a refusal and the connection closed once httpbody.Linger has passed", path, resp.StatusCode, err, took)
 		}
 	}
 	t.Logf("SUMMARY stalled unauthenticated bodies against serve (--http-read-timeout 5m): %s; each connection closed", strings.Join(report, "; "))

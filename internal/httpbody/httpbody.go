@@ -12,7 +12,9 @@
 //   - Guard: an answer to a request whose body was not read to its end
 //     (refused for its credentials, its content type, its size, a busy
 //     key…) is sent at once with "Connection: close", and the connection
-//     is closed without reading the rest.
+//     is closed without waiting for the rest: what arrives within Linger
+//     is dropped (so that a client still sending reads the answer, not a
+//     reset), and then the connection is closed.
 //   - Reader: a handler reads a body within Limits.Timeout plus its size at
 //     Limits.MinRate; a client slower than that gets its read cut off
 //     (TimedOut) and its connection closed.
@@ -52,6 +54,14 @@ type Limits struct {
 	// deadline is still ahead when the body has arrived).
 	Ceiling time.Duration
 }
+
+// Linger is how long a connection whose answer Guard sent before its body
+// was read still takes the body in, dropping it (up to the 256 KiB Go's
+// server drops after an answer), before it is closed. A client that is
+// still sending when the answer comes (a browser uploading a file over a
+// limit, a chunked body) would otherwise have its connection reset with
+// the answer unread; one that stalls costs no more than Linger.
+const Linger = 500 * time.Millisecond
 
 // TimedOut reports whether err is a body read cut off by its deadline.
 func TimedOut(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
@@ -138,6 +148,11 @@ func Guard(h http.Handler) http.Handler {
 		body := &trackedBody{ReadCloser: r.Body}
 		r.Body = body
 		h.ServeHTTP(&guardedWriter{ResponseWriter: w, body: body}, r)
+		// The server's own body again (h may have set another): finding it
+		// closed with more left than it drops, the server half-closes the
+		// connection and waits before closing it, so that the client reads
+		// the answer rather than a reset.
+		r.Body = body.ReadCloser
 	})
 }
 
@@ -166,10 +181,10 @@ func (g *guardedWriter) WriteHeader(code int) {
 		g.wrote = true
 		if !g.body.eof.Load() {
 			// Connection: close stops the server from reading up to 256 KiB
-			// of the body before the answer; the deadline in the past stops
-			// it from reading the rest after.
+			// of the body before the answer; the deadline stops it from
+			// reading the rest after for longer than Linger.
 			g.Header().Set("Connection", "close")
-			_ = http.NewResponseController(g.ResponseWriter).SetReadDeadline(time.Now())
+			_ = http.NewResponseController(g.ResponseWriter).SetReadDeadline(time.Now().Add(Linger))
 		}
 	}
 	g.ResponseWriter.WriteHeader(code)

@@ -2,6 +2,7 @@ package httpbody
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -133,5 +134,39 @@ func TestReaderRefusesDeclaredTooLarge(t *testing.T) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	if _, err := br.ReadByte(); resp.StatusCode != http.StatusRequestEntityTooLarge || err != io.EOF || time.Since(start) > 5*time.Second {
 		t.Errorf("answer %d, then %v, after %v; want 413 and the connection closed at once", resp.StatusCode, err, time.Since(start))
+	}
+}
+
+// A client still sending a body over Max when it is refused reads the
+// refusal, whether it declared the body's length (refused before a byte is
+// read) or sent it chunked (refused once Max is passed): the connection
+// takes the rest in for Linger instead of being reset under the client.
+func TestRefusedClientStillSendingReadsTheAnswer(t *testing.T) {
+	srv := httptest.NewServer(Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := ReadAll(w, r, Limits{Max: 64 << 10})
+		var mbe *http.MaxBytesError
+		if !errors.As(err, &mbe) {
+			t.Errorf("read: %v; want *http.MaxBytesError", err)
+		}
+		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+	})))
+	defer srv.Close()
+	body := []byte(strings.Repeat("x", 4<<20))
+	for _, how := range []string{"declared", "chunked"} {
+		for i := range 20 {
+			var r io.Reader = bytes.NewReader(body)
+			if how == "chunked" {
+				r = io.MultiReader(r) // no length Go's client can know: sent chunked
+			}
+			resp, err := http.Post(srv.URL, "text/plain", r)
+			if err != nil {
+				t.Fatalf("%s body, try %d: %v; want the 413", how, i, err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || err != nil || string(b) != "too large\n" {
+				t.Fatalf("%s body, try %d: %d %q %v; want the 413 whole", how, i, resp.StatusCode, b, err)
+			}
+		}
 	}
 }
