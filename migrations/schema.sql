@@ -164,25 +164,6 @@ END
 $$;
 
 --
--- Name: employees_referenced_guard(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.employees_referenced_guard() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-    IF TG_OP = 'UPDATE' AND NEW.id = OLD.id THEN
-        RETURN NULL;
-    END IF;
-    IF EXISTS (SELECT 1 FROM employees WHERE partner_id = OLD.id) THEN
-        RAISE EXCEPTION 'update or delete on table "partners" violates the reference from table "employees"'
-            USING ERRCODE = 'foreign_key_violation', DETAIL = format('Key (id)=(%s) is still referenced from table "employees".', OLD.id);
-    END IF;
-    RETURN NULL;
-END
-$$;
-
---
 -- Name: notify_enqueue(text, text, bigint, json); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -378,30 +359,26 @@ END
 $$;
 
 --
--- Name: records_referenced_guard(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: referenced_guard(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.records_referenced_guard() RETURNS trigger
+CREATE FUNCTION public.referenced_guard() RETURNS trigger
     LANGUAGE plpgsql
-    AS $$
+    AS $_$
 DECLARE
     referenced boolean;
 BEGIN
     IF TG_OP = 'UPDATE' AND NEW.id = OLD.id THEN
         RETURN NULL;
     END IF;
-    IF TG_TABLE_NAME = 'partners' THEN
-        referenced := EXISTS (SELECT 1 FROM records WHERE partner_id = OLD.id::text);
-    ELSE
-        referenced := EXISTS (SELECT 1 FROM records WHERE envelope_id = OLD.id::bigint);
-    END IF;
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I WHERE %I = $1)', TG_ARGV[0], TG_ARGV[1]) INTO referenced USING OLD.id;
     IF referenced THEN
-        RAISE EXCEPTION 'update or delete on table "%" violates the reference from table "records"', TG_TABLE_NAME
-            USING ERRCODE = 'foreign_key_violation', DETAIL = format('Key (id)=(%s) is still referenced from table "records".', OLD.id);
+        RAISE EXCEPTION 'update or delete on table "%" violates the reference from table "%"', TG_TABLE_NAME, TG_ARGV[0]
+            USING ERRCODE = 'foreign_key_violation', DETAIL = format('Key (id)=(%s) is still referenced from table "%s".', OLD.id, TG_ARGV[0]);
     END IF;
     RETURN NULL;
 END
-$$;
+$_$;
 
 --
 -- Name: api_tokens; Type: TABLE; Schema: public; Owner: -
@@ -673,8 +650,7 @@ CREATE TABLE public.envelope_chunks (
     n integer NOT NULL,
     data bytea NOT NULL
 );
-ALTER TABLE ONLY public.envelope_chunks ALTER COLUMN data SET STORAGE MAIN;
-ALTER TABLE ONLY public.envelope_chunks ALTER COLUMN data SET COMPRESSION lz4;
+ALTER TABLE ONLY public.envelope_chunks ALTER COLUMN data SET STORAGE PLAIN;
 
 --
 -- Name: envelope_client_times; Type: TABLE; Schema: public; Owner: -
@@ -1363,8 +1339,7 @@ CREATE TABLE public.sftp_upload_chunks (
     n integer NOT NULL,
     data bytea NOT NULL
 );
-ALTER TABLE ONLY public.sftp_upload_chunks ALTER COLUMN data SET STORAGE MAIN;
-ALTER TABLE ONLY public.sftp_upload_chunks ALTER COLUMN data SET COMPRESSION lz4;
+ALTER TABLE ONLY public.sftp_upload_chunks ALTER COLUMN data SET STORAGE PLAIN;
 
 --
 -- Name: sftp_uploads; Type: TABLE; Schema: public; Owner: -
@@ -2272,22 +2247,28 @@ CREATE TRIGGER envelope_reviews_notify AFTER INSERT ON public.envelope_reviews F
 CREATE TRIGGER envelopes_notify AFTER UPDATE OF status ON public.envelopes FOR EACH ROW WHEN (((old.status = 'received'::text) AND (new.status = ANY (ARRAY['processed'::text, 'key_reuse'::text])))) EXECUTE FUNCTION public.notify_on_envelope();
 
 --
+-- Name: envelopes envelopes_referenced_by_chunks; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER envelopes_referenced_by_chunks AFTER DELETE OR UPDATE OF id ON public.envelopes FOR EACH ROW EXECUTE FUNCTION public.referenced_guard('envelope_chunks', 'envelope_id');
+
+--
 -- Name: envelopes envelopes_referenced_by_records; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER envelopes_referenced_by_records AFTER DELETE OR UPDATE OF id ON public.envelopes FOR EACH ROW EXECUTE FUNCTION public.records_referenced_guard();
+CREATE TRIGGER envelopes_referenced_by_records AFTER DELETE OR UPDATE OF id ON public.envelopes FOR EACH ROW EXECUTE FUNCTION public.referenced_guard('records', 'envelope_id');
 
 --
 -- Name: partners partners_referenced_by_employees; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER partners_referenced_by_employees AFTER DELETE OR UPDATE OF id ON public.partners FOR EACH ROW EXECUTE FUNCTION public.employees_referenced_guard();
+CREATE TRIGGER partners_referenced_by_employees AFTER DELETE OR UPDATE OF id ON public.partners FOR EACH ROW EXECUTE FUNCTION public.referenced_guard('employees', 'partner_id');
 
 --
 -- Name: partners partners_referenced_by_records; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER partners_referenced_by_records AFTER DELETE OR UPDATE OF id ON public.partners FOR EACH ROW EXECUTE FUNCTION public.records_referenced_guard();
+CREATE TRIGGER partners_referenced_by_records AFTER DELETE OR UPDATE OF id ON public.partners FOR EACH ROW EXECUTE FUNCTION public.referenced_guard('records', 'partner_id');
 
 --
 -- Name: period_locks period_locks_dispatch; Type: TRIGGER; Schema: public; Owner: -
@@ -2393,13 +2374,6 @@ ALTER TABLE ONLY public.dispatch_runs
 
 ALTER TABLE ONLY public.envelope_attempts
     ADD CONSTRAINT envelope_attempts_envelope_id_fkey FOREIGN KEY (envelope_id) REFERENCES public.envelopes(id);
-
---
--- Name: envelope_chunks envelope_chunks_envelope_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.envelope_chunks
-    ADD CONSTRAINT envelope_chunks_envelope_id_fkey FOREIGN KEY (envelope_id) REFERENCES public.envelopes(id) DEFERRABLE;
 
 --
 -- Name: envelope_client_times envelope_client_times_envelope_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -17,7 +17,7 @@ import (
 )
 
 // employees' reference to partners is checked per statement (the schema's
-// employees_check_partner and employees_referenced_guard) exactly as a
+// employees_check_partner and referenced_guard) exactly as a
 // foreign key would be.
 func TestEmployeeReferencesAreEnforced(t *testing.T) {
 	ctx := context.Background()

@@ -19,15 +19,13 @@ var (
 )
 
 // An envelope's bytes are the rows of envelope_chunks numbered 0, 1, 2, …
-// in order. A row holds chunkSize bytes (the last one
-// fewer), in the table's own pages: STORAGE MAIN compresses a chunk in its
-// row (lz4) when that makes it smaller and never moves it out of line, so a
-// chunk is one heap tuple and one primary-key entry. A chunk of a payroll
-// CSV compresses to about half (two rows a page); incompressible bytes
-// take a page a chunk. A larger chunk is TOASTed into ~2 KB pieces, each
-// with an index entry of its own, which costs PostgreSQL about twice the
-// CPU a byte. Readers take chunks of any size, by their numbers.
-const chunkSize = 7400
+// in order. A row holds chunkSize bytes (the last one fewer) as they came,
+// in the table's own pages (STORAGE PLAIN: never compressed, never moved out
+// of line): one heap tuple, one primary-key entry and one page a chunk, the
+// most a page holds. A larger chunk would be TOASTed into ~2 KB pieces, each
+// with an index entry of its own, which costs PostgreSQL about twice the CPU
+// a byte. Readers take chunks of any size, by their numbers.
+const chunkSize = 8000
 
 // readBatch is about how many bytes a reader of envelope bytes takes from
 // the database a query.
