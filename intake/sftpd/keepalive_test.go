@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/pkg/sftp"
-	"golang.org/x/crypto/ssh"
 )
 
 // A client that only sends SSH keepalives (as OpenSSH's
@@ -15,12 +14,7 @@ func TestSFTPKeepalivesAreNotActivity(t *testing.T) {
 	t.Parallel()
 	const idle = 500 * time.Millisecond
 	z := newDropZone(t, zoneOpts{idle: idle, workers: -1})
-	key := z.partner("acme")
-	conn, err := ssh.Dial("tcp", z.addr, z.clientConfig("acme", key))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := z.dial("acme", z.partner("acme"))
 	c, err := sftp.NewClient(conn)
 	if err != nil {
 		t.Fatal(err)

@@ -279,6 +279,18 @@ func (z *dropZone) clientConfig(user string, key ssh.Signer) *ssh.ClientConfig {
 		HostKeyCallback: ssh.FixedHostKey(z.hostKey), HostKeyAlgorithms: []string{z.hostKey.Type()}, Timeout: 10 * time.Second}
 }
 
+// dial logs in over SSH as user, without a session; it fails the test if
+// the login fails, and closes the connection when the test ends.
+func (z *dropZone) dial(user string, key ssh.Signer) *ssh.Client {
+	z.t.Helper()
+	conn, err := ssh.Dial("tcp", z.addr, z.clientConfig(user, key))
+	if err != nil {
+		z.t.Fatalf("ssh login as %s: %v", user, err)
+	}
+	z.t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
 // login opens an SFTP session; it fails the test if the login fails.
 func (z *dropZone) login(user string, key ssh.Signer) *sftp.Client {
 	z.t.Helper()
@@ -1068,12 +1080,7 @@ func TestSFTPKeysAddedAndRevokedWithoutRestart(t *testing.T) {
 func TestSFTPNoShell(t *testing.T) {
 	t.Parallel()
 	z := newDropZone(t, zoneOpts{})
-	key := z.partner("acme")
-	conn, err := ssh.Dial("tcp", z.addr, z.clientConfig("acme", key))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := z.dial("acme", z.partner("acme"))
 	s, err := conn.NewSession()
 	if err != nil {
 		t.Fatal(err)
@@ -1094,12 +1101,7 @@ func TestSFTPNoShell(t *testing.T) {
 func TestSFTPSessionEndsWithExitStatus(t *testing.T) {
 	t.Parallel()
 	z := newDropZone(t, zoneOpts{})
-	key := z.partner("acme")
-	conn, err := ssh.Dial("tcp", z.addr, z.clientConfig("acme", key))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := z.dial("acme", z.partner("acme"))
 	ch, reqs, err := conn.OpenChannel("session", nil)
 	if err != nil {
 		t.Fatal(err)
