@@ -169,7 +169,7 @@ func (e *Engine) Open(ctx context.Context, id int64, ifPartnerFree bool) (*Job, 
 	env, p, todo, err := e.store.LockForProcessing(ctx, tx, id, ifPartnerFree)
 	j.Envelope, j.Partner = env, p
 	if err == nil && todo {
-		j.file, err = e.store.SpoolEnvelope(ctx, tx, id)
+		j.file, err = e.store.SpoolEnvelope(ctx, tx, env)
 		j.Body = j.file
 	}
 	if err != nil {

@@ -261,11 +261,14 @@ CREATE TABLE submissions (
 -- The original bytes of an envelope, in order: rows of up to 8,000 bytes, one a page,
 -- stored as they came (STORAGE PLAIN: never compressed, never TOASTed), streamed, never
 -- held whole. The upload's slowest stage is this table's backend: lz4 in the rows took a
--- quarter of its CPU, and a foreign key's check per row a sixth, so neither is here; a
+-- quarter of its CPU, and a foreign key's check per row up to a sixth, so neither is here; a
 -- CSV takes twice the space it would compressed. The reference to envelopes is kept by
 -- the writers (records/stream.go and envelopebytes.go copy chunks only in the
--- transaction that holds their envelope's row) and by the guard below on envelopes: an
--- envelope with chunks is neither deleted nor renumbered.
+-- transaction that inserted their envelope's row, so no other can delete it meanwhile)
+-- and by the guards below on envelopes: an envelope with chunks is neither deleted nor
+-- renumbered, and envelopes are not truncated while chunks remain. Nothing checks a
+-- chunk's own insert or update: processing refuses an envelope whose chunks do not
+-- add up to its size (records/processing.go).
 CREATE TABLE envelope_chunks (
     envelope_id bigint NOT NULL,
     n integer NOT NULL,
@@ -276,8 +279,11 @@ ALTER TABLE ONLY envelope_chunks ALTER COLUMN data SET STORAGE PLAIN;
 
 -- The guard of a reference that its table checks otherwise than by a foreign key
 -- (envelope_chunks here; employees' and records' references, checked per statement,
--- below): a row still referenced is neither deleted nor renumbered, refused with the
--- error a foreign key gives. Its arguments: the referencing table and its column.
+-- below): a row still referenced is neither deleted nor renumbered, and the table is
+-- not truncated while the referencing one has rows (TRUNCATE … CASCADE empties only the
+-- tables with foreign keys), refused with the error a foreign key gives. Its arguments:
+-- the referencing table and its column. Fired AFTER, so a TRUNCATE of both tables in
+-- one statement passes.
 -- +goose StatementBegin
 CREATE FUNCTION referenced_guard() RETURNS trigger
     LANGUAGE plpgsql
@@ -285,6 +291,14 @@ CREATE FUNCTION referenced_guard() RETURNS trigger
 DECLARE
     referenced boolean;
 BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I)', TG_ARGV[0]) INTO referenced;
+        IF referenced THEN
+            RAISE EXCEPTION 'truncate of table "%" leaves rows of table "%" referencing it', TG_TABLE_NAME, TG_ARGV[0]
+                USING ERRCODE = 'foreign_key_violation', HINT = format('Truncate table "%s" in the same statement.', TG_ARGV[0]);
+        END IF;
+        RETURN NULL;
+    END IF;
     IF TG_OP = 'UPDATE' AND NEW.id = OLD.id THEN
         RETURN NULL;
     END IF;
@@ -299,6 +313,7 @@ $_$;
 -- +goose StatementEnd
 
 CREATE TRIGGER envelopes_referenced_by_chunks AFTER DELETE OR UPDATE OF id ON envelopes FOR EACH ROW EXECUTE FUNCTION referenced_guard('envelope_chunks', 'envelope_id');
+CREATE TRIGGER envelopes_truncate_referenced_by_chunks AFTER TRUNCATE ON envelopes FOR EACH STATEMENT EXECUTE FUNCTION referenced_guard('envelope_chunks', 'envelope_id');
 
 -- The time a client set on a received SFTP file lives beside the envelope,
 -- not in its row: an UPDATE of the envelope row takes the row lock that
@@ -557,6 +572,7 @@ $$;
 CREATE TRIGGER employees_never_deleted BEFORE DELETE ON employees FOR EACH ROW EXECUTE FUNCTION employees_never_deleted();
 
 CREATE TRIGGER partners_referenced_by_employees AFTER DELETE OR UPDATE OF id ON partners FOR EACH ROW EXECUTE FUNCTION referenced_guard('employees', 'partner_id');
+CREATE TRIGGER partners_truncate_referenced_by_employees AFTER TRUNCATE ON partners FOR EACH STATEMENT EXECUTE FUNCTION referenced_guard('employees', 'partner_id');
 
 -- ================================================================================================
 -- Records: the current version of every business fact, and its history
@@ -722,8 +738,10 @@ $$;
 CREATE TRIGGER records_references_update AFTER UPDATE ON records REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION records_check_references();
 
 CREATE TRIGGER envelopes_referenced_by_records AFTER DELETE OR UPDATE OF id ON envelopes FOR EACH ROW EXECUTE FUNCTION referenced_guard('records', 'envelope_id');
+CREATE TRIGGER envelopes_truncate_referenced_by_records AFTER TRUNCATE ON envelopes FOR EACH STATEMENT EXECUTE FUNCTION referenced_guard('records', 'envelope_id');
 
 CREATE TRIGGER partners_referenced_by_records AFTER DELETE OR UPDATE OF id ON partners FOR EACH ROW EXECUTE FUNCTION referenced_guard('records', 'partner_id');
+CREATE TRIGGER partners_truncate_referenced_by_records AFTER TRUNCATE ON partners FOR EACH STATEMENT EXECUTE FUNCTION referenced_guard('records', 'partner_id');
 
 -- ================================================================================================
 -- Result files
@@ -743,8 +761,8 @@ ALTER TABLE ONLY envelope_results ALTER COLUMN data SET COMPRESSION lz4;
 
 -- The result of an envelope whose partner's profile asked for results: xlsx, as the
 -- workbook the partner downloads: built once from envelope_results, in the transaction
--- that stores them, and kept in chunks (as envelope bytes are: STORAGE MAIN, the zip's
--- deflated bytes take a page a chunk). Every download and every repeat reads these bytes;
+-- that stores them, and kept in chunks (STORAGE MAIN: compressed when it pays, which
+-- the zip's deflated bytes rarely do, and kept in the table's pages). Every download and every repeat reads these bytes;
 -- nothing builds the workbook again, so what a partner got never depends on the version
 -- of the writer serving it.
 CREATE TABLE result_workbooks (
@@ -757,9 +775,9 @@ CREATE TABLE result_workbooks (
 ALTER TABLE ONLY result_workbooks ALTER COLUMN data SET STORAGE MAIN;
 ALTER TABLE ONLY result_workbooks ALTER COLUMN data SET COMPRESSION lz4;
 
--- A result or review report sealed for its partner, stored once in chunks
--- (as envelope bytes are): the encryption is randomised, so every read
--- after the first returns these bytes, never a new encryption.
+-- A result or review report sealed for its partner, stored once in chunks: the
+-- encryption is randomised, so every read after the first returns these bytes, never a
+-- new encryption.
 CREATE TABLE sealed_results (
     envelope_id bigint NOT NULL,
     kind text NOT NULL,

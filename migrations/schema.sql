@@ -368,6 +368,14 @@ CREATE FUNCTION public.referenced_guard() RETURNS trigger
 DECLARE
     referenced boolean;
 BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I)', TG_ARGV[0]) INTO referenced;
+        IF referenced THEN
+            RAISE EXCEPTION 'truncate of table "%" leaves rows of table "%" referencing it', TG_TABLE_NAME, TG_ARGV[0]
+                USING ERRCODE = 'foreign_key_violation', HINT = format('Truncate table "%s" in the same statement.', TG_ARGV[0]);
+        END IF;
+        RETURN NULL;
+    END IF;
     IF TG_OP = 'UPDATE' AND NEW.id = OLD.id THEN
         RETURN NULL;
     END IF;
@@ -2259,6 +2267,18 @@ CREATE TRIGGER envelopes_referenced_by_chunks AFTER DELETE OR UPDATE OF id ON pu
 CREATE TRIGGER envelopes_referenced_by_records AFTER DELETE OR UPDATE OF id ON public.envelopes FOR EACH ROW EXECUTE FUNCTION public.referenced_guard('records', 'envelope_id');
 
 --
+-- Name: envelopes envelopes_truncate_referenced_by_chunks; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER envelopes_truncate_referenced_by_chunks AFTER TRUNCATE ON public.envelopes FOR EACH STATEMENT EXECUTE FUNCTION public.referenced_guard('envelope_chunks', 'envelope_id');
+
+--
+-- Name: envelopes envelopes_truncate_referenced_by_records; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER envelopes_truncate_referenced_by_records AFTER TRUNCATE ON public.envelopes FOR EACH STATEMENT EXECUTE FUNCTION public.referenced_guard('records', 'envelope_id');
+
+--
 -- Name: partners partners_referenced_by_employees; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2269,6 +2289,18 @@ CREATE TRIGGER partners_referenced_by_employees AFTER DELETE OR UPDATE OF id ON 
 --
 
 CREATE TRIGGER partners_referenced_by_records AFTER DELETE OR UPDATE OF id ON public.partners FOR EACH ROW EXECUTE FUNCTION public.referenced_guard('records', 'partner_id');
+
+--
+-- Name: partners partners_truncate_referenced_by_employees; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER partners_truncate_referenced_by_employees AFTER TRUNCATE ON public.partners FOR EACH STATEMENT EXECUTE FUNCTION public.referenced_guard('employees', 'partner_id');
+
+--
+-- Name: partners partners_truncate_referenced_by_records; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER partners_truncate_referenced_by_records AFTER TRUNCATE ON public.partners FOR EACH STATEMENT EXECUTE FUNCTION public.referenced_guard('records', 'partner_id');
 
 --
 -- Name: period_locks period_locks_dispatch; Type: TRIGGER; Schema: public; Owner: -

@@ -16,6 +16,7 @@ import (
 var (
 	sqlEnvelopeChunks     = query("EnvelopeChunks")
 	sqlEnvelopeChunksFrom = query("EnvelopeChunksFrom")
+	sqlEnvelopeStoredSize = query("EnvelopeStoredSize")
 )
 
 // An envelope's bytes are the rows of envelope_chunks numbered 0, 1, 2, …
@@ -183,8 +184,11 @@ func chunkRowOf(rows pgx.Rows, what string, id int64, want int32) ([]byte, error
 }
 
 // EnvelopeBytes returns a reader over the original bytes of an envelope,
-// fetched about readBatch bytes a query on its own connection (for audit
-// and downloads; processing copies the bytes through its own transaction).
+// fetched about readBatch bytes a query on connections of the pool, for a
+// reader outside processing (which copies them through its own
+// transaction, SpoolEnvelope). Like that copy, it fails when the chunks do
+// not add up to the envelope's size; a repeat or an incomplete upload,
+// which keep no bytes of their own, reads as empty.
 func (s *Store) EnvelopeBytes(ctx context.Context, id int64) io.Reader {
 	return &chunkReader{ctx: ctx, s: s, id: id, per: 1}
 }
@@ -194,6 +198,7 @@ type chunkReader struct {
 	s    *Store
 	id   int64
 	next int32  // the number of the next chunk to fetch
+	read int64  // bytes fetched so far
 	per  int    // chunks a query: 1 until the first chunk's size is known
 	buf  []byte // what is left of the last fetch
 	mem  []byte // the memory buf is taken from
@@ -239,8 +244,16 @@ func (r *chunkReader) fetch() error {
 		return fmt.Errorf("read bytes of envelope %d: %w", r.id, err)
 	}
 	r.buf = r.mem
+	r.read += int64(len(r.mem))
 	if got < r.per {
 		r.done = true
+		var size int64
+		if err := r.s.pool.QueryRow(r.ctx, sqlEnvelopeStoredSize, r.id, []string{StatusRepeat, StatusIncomplete}).Scan(&size); err != nil {
+			return fmt.Errorf("read bytes of envelope %d: %w", r.id, err)
+		}
+		if r.read != size {
+			return fmt.Errorf("read bytes of envelope %d: its chunks hold %d bytes of the %d received: its bytes are incomplete", r.id, r.read, size)
+		}
 	}
 	if first > 0 {
 		r.per = max(1, readBatch/first)

@@ -24,8 +24,9 @@ import (
 // An envelope's bytes read back the same, by the download reader
 // (EnvelopeBytes) and by processing (the job's body), stored as rows of
 // ChunkSize bytes in the table's pages as they came, one a page; a missing
-// chunk is an error, never a shorter file; an envelope with chunks is
-// neither deleted nor renumbered.
+// chunk, in the middle or at the end, is an error, never a shorter file; an
+// envelope with chunks is neither deleted nor renumbered, and envelopes are
+// not truncated without their chunks.
 func TestEnvelopeBytes(t *testing.T) {
 	st := pgtest.Store(t)
 	ctx := t.Context()
@@ -146,5 +147,44 @@ func TestEnvelopeBytes(t *testing.T) {
 	}
 	if _, err := apply.New(st, apply.Options{}).Open(ctx, gap.ID, false); err == nil || !strings.Contains(err.Error(), "chunk 200 is missing") {
 		t.Fatalf("processing with chunk 200 missing: %v, want an error naming it", err)
+	}
+
+	// Chunks missing at the end, or every chunk: no gap to see, so both
+	// readers compare what they read with the size received.
+	tail := receive("tail.csv")
+	for _, c := range []struct{ what, del string }{
+		{"the last chunk missing", `DELETE FROM envelope_chunks WHERE envelope_id = $1 AND n = (SELECT max(n) FROM envelope_chunks WHERE envelope_id = $1)`},
+		{"every chunk missing", `DELETE FROM envelope_chunks WHERE envelope_id = $1`},
+	} {
+		if _, err := st.Pool().Exec(ctx, c.del, tail.ID); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("of the %d received: its bytes are incomplete", len(data))
+		if _, err := io.ReadAll(st.EnvelopeBytes(ctx, tail.ID)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("EnvelopeBytes with %s: %v, want an error saying %q", c.what, err, want)
+		}
+		if _, err := apply.New(st, apply.Options{}).Open(ctx, tail.ID, false); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("processing with %s: %v, want an error saying %q", c.what, err, want)
+		}
+	}
+
+	// TRUNCATE … CASCADE empties the tables with a foreign key to
+	// envelopes, which envelope_chunks is not: refused while chunks remain;
+	// both in one statement pass.
+	err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `TRUNCATE envelopes CASCADE`)
+		return err
+	})
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != pgerrcode.ForeignKeyViolation || !strings.Contains(pe.Message, `"envelope_chunks"`) {
+		t.Fatalf("TRUNCATE envelopes CASCADE with chunks stored: %v, want foreign_key_violation naming envelope_chunks", err)
+	}
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `TRUNCATE envelopes, envelope_chunks CASCADE`); err != nil {
+		t.Fatalf("TRUNCATE envelopes, envelope_chunks CASCADE: %v", err)
 	}
 }

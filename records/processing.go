@@ -98,18 +98,27 @@ func (s *Store) LockForProcessing(ctx context.Context, tx pgx.Tx, id int64, ifPa
 	return env, p, true, nil
 }
 
-// SpoolEnvelope copies the bytes of envelope id, as received, through tx
-// (one query, its chunks written as they come) to an unlinked temporary
-// file in the spool directory (spoolFile), and returns it rewound: the
-// file processing reads, so that it needs one connection and flat memory.
-// The caller closes it.
-func (s *Store) SpoolEnvelope(ctx context.Context, tx pgx.Tx, id int64) (*os.File, error) {
-	f, _, err := s.spoolFile(fmt.Sprintf("bytes of envelope %d", id), func(w io.Writer) error {
-		if err := copyEnvelopeBytes(ctx, tx, id, w); err != nil {
-			return fmt.Errorf("spool the bytes of envelope %d: %w", id, err)
+// SpoolEnvelope copies the bytes of env, as received, through tx (one
+// query, its chunks written as they come) to an unlinked temporary file in
+// the spool directory (spoolFile), and returns it rewound: the file
+// processing reads, so that it needs one connection and flat memory. The
+// caller closes it.
+//
+// The copy must come to env.Size bytes. Nothing checks a chunk's reference
+// to its envelope when it is written (no foreign key), and a gap between
+// chunks is caught as they are read, but chunks missing at the end would
+// leave a shorter file that reads as a valid one.
+func (s *Store) SpoolEnvelope(ctx context.Context, tx pgx.Tx, env Envelope) (*os.File, error) {
+	f, size, err := s.spoolFile(fmt.Sprintf("bytes of envelope %d", env.ID), func(w io.Writer) error {
+		if err := copyEnvelopeBytes(ctx, tx, env.ID, w); err != nil {
+			return fmt.Errorf("spool the bytes of envelope %d: %w", env.ID, err)
 		}
 		return nil
 	})
+	if err == nil && size != env.Size {
+		f.Close()
+		return nil, fmt.Errorf("spool the bytes of envelope %d: its chunks hold %d bytes of the %d received: its bytes are incomplete", env.ID, size, env.Size)
+	}
 	return f, err
 }
 
