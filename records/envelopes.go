@@ -19,8 +19,8 @@ var (
 	sqlEnvelope                 = query("Envelope")
 	sqlSubmissions              = query("Submissions")
 	sqlInsertEnvelope           = query("InsertEnvelope")
+	sqlReserveEnvelopeID        = query("ReserveEnvelopeID")
 	sqlInsertStreamedEnvelope   = query("InsertStreamedEnvelope")
-	sqlCompleteStreamedEnvelope = query("CompleteStreamedEnvelope")
 	sqlInsertEnvelopeClientTime = query("InsertEnvelopeClientTime")
 	sqlClaimSubmissionKey       = query("ClaimSubmissionKey")
 	sqlFirstOfSubmissionKey     = query("FirstOfSubmissionKey")
@@ -179,6 +179,9 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 	st := in.Stream
 	if st != nil {
 		defer st.Abort() // after its commit, only gives the connection back
+		if st.partner != in.PartnerID {
+			return Envelope{}, fmt.Errorf("receive %q: its bytes were streamed for partner %q, not %q", in.FileName, st.partner, in.PartnerID)
+		}
 		if err := st.finish(size); err != nil {
 			// The bytes are still in the spool: stored from there.
 			s.log.Warn("streamed upload bytes lost; storing them from the spool", "file", in.FileName, "err", err)
@@ -192,9 +195,9 @@ func (s *Store) receive(ctx context.Context, in Incoming, after AfterInsert) (En
 	}
 	if st != nil {
 		store = func(pgx.Tx) error { return nil }
-		// The stream's stub row (its partner's) becomes the envelope.
+		// The envelope takes the id its chunks were copied under.
 		insert = func(tx pgx.Tx) pgx.Row {
-			return tx.QueryRow(ctx, sqlCompleteStreamedEnvelope, env.PartnerID, env.FileName, env.Key, env.SHA256, env.Size, env.Source, st.id)
+			return tx.QueryRow(ctx, sqlInsertStreamedEnvelope, env.PartnerID, env.FileName, env.Key, env.SHA256, env.Size, env.Source, st.id)
 		}
 	}
 	record := func(tx pgx.Tx) error {

@@ -3,22 +3,17 @@ INSERT INTO envelopes (partner_id, file_name, submission_key, sha256, size, sour
 VALUES ($1, $2, $3, $4, $5, $6, 'received', clock_timestamp())
 RETURNING id, received_at;
 
--- name: InsertStreamedEnvelope
--- A streamed file's envelope row goes in first, a stub that nobody sees
--- before CompleteStreamedEnvelope fills it in the same transaction: the
--- chunks' references to it are then checked when the stream's COPY ends
--- (an AFTER row trigger fires at the end of its statement), not deferred
--- to the commit, where the 8,000 checks of a 60 MB file made the close
--- 0.2 s longer. Copying in several statements checks them earlier, while
--- the upload arrives, but PostgreSQL is the slower side of a stream: the
--- checks then only delay the copy, and each statement's round trip adds.
-INSERT INTO envelopes (id, partner_id, file_name, submission_key, sha256, size, source, status)
-VALUES (nextval(pg_get_serial_sequence('envelopes', 'id')), $1, '', '', decode(repeat('00', 32), 'hex'), 0, '', 'received')
-RETURNING id;
+-- name: ReserveEnvelopeID
+-- A streamed file's envelope id, taken when its upload starts: its chunks
+-- are copied under it while the upload arrives, and the envelope row
+-- (InsertStreamedEnvelope) goes in at the close, in the same transaction.
+-- No other transaction can be given this id, so none can write or delete
+-- an envelope the chunks would then belong to.
+SELECT nextval(pg_get_serial_sequence('envelopes', 'id'));
 
--- name: CompleteStreamedEnvelope
-UPDATE envelopes SET file_name = $2, submission_key = $3, sha256 = $4, size = $5, source = $6, received_at = clock_timestamp()
-WHERE id = $7 AND partner_id = $1 AND status = 'received'
+-- name: InsertStreamedEnvelope
+INSERT INTO envelopes (id, partner_id, file_name, submission_key, sha256, size, source, status, received_at)
+VALUES ($7, $1, $2, $3, $4, $5, $6, 'received', clock_timestamp())
 RETURNING id, received_at;
 
 -- name: InsertEnvelopeClientTime

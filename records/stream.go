@@ -24,8 +24,8 @@ const (
 // the transaction that Receive (with Incoming.Stream) then completes: the
 // envelope row, its submission key and outcome are written in that same
 // transaction, so nothing of the file is visible before the outcome, and an
-// aborted stream leaves no trace. The envelope's row is a stub from the
-// start (InsertStreamedEnvelope), completed by Receive.
+// aborted stream leaves no trace. The envelope's id is taken at the start
+// (ReserveEnvelopeID); Receive inserts its row under it.
 //
 // Write is not safe for concurrent use. A stream that fails (database
 // error) says so on Write; the caller then drops it (Abort) and stores the
@@ -35,6 +35,7 @@ type Stream struct {
 	conn    *pgxpool.Conn
 	tx      pgx.Tx
 	id      int64
+	partner string
 	cancel  context.CancelFunc
 	release func()
 
@@ -62,7 +63,7 @@ func (s *Store) StartStream(ctx context.Context, partner string) (*Stream, error
 		return nil, ErrNoStream
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	st := &Stream{s: s, cancel: cancel, release: func() { <-s.streams },
+	st := &Stream{s: s, partner: partner, cancel: cancel, release: func() { <-s.streams },
 		batches: make(chan []byte, streamQueue), done: make(chan struct{})}
 	fail := func(err error) (*Stream, error) {
 		st.Abort()
@@ -75,7 +76,7 @@ func (s *Store) StartStream(ctx context.Context, partner string) (*Stream, error
 	if st.tx, err = st.conn.Begin(ctx); err != nil {
 		return fail(fmt.Errorf("stream upload: begin: %w", err))
 	}
-	if err := st.tx.QueryRow(ctx, sqlInsertStreamedEnvelope, partner).Scan(&st.id); err != nil {
+	if err := st.tx.QueryRow(ctx, sqlReserveEnvelopeID).Scan(&st.id); err != nil {
 		return fail(fmt.Errorf("stream upload: reserve the envelope: %w", err))
 	}
 	st.copying = true

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/payintake/payintake/pgserver/pgtest"
@@ -116,6 +117,19 @@ func TestStreamedReceive(t *testing.T) {
 	c := receive("c.csv", path3, data3, stream(data3[:1<<20]))
 	if n, want := chunksOf(c.ID), (len(data3)+records.ChunkSize-1)/records.ChunkSize; n != want {
 		t.Fatalf("fallback: %d chunks stored, want %d", n, want)
+	}
+	// 6. A stream is its partner's: received for another, it is refused,
+	// and nothing of it stays.
+	if err := st.AddPartner(ctx, records.Partner{ID: "globex"}); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data2)
+	if _, err := st.Receive(ctx, records.Incoming{PartnerID: "globex", FileName: "d.csv", Source: "sftp", Path: path2,
+		SHA256: sum[:], Size: int64(len(data2)), Stream: stream(data2)}, nil); err == nil || !strings.Contains(err.Error(), `streamed for partner "acme", not "globex"`) {
+		t.Fatalf("acme's stream received for globex: %v, want a refusal naming both", err)
+	}
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM envelope_chunks c WHERE NOT EXISTS (SELECT FROM envelopes e WHERE e.id = c.envelope_id)`).Scan(&orphans); err != nil || orphans != 0 {
+		t.Fatalf("%d chunks without an envelope after a refused stream (%v)", orphans, err)
 	}
 	// A stream never waits for a connection: it is refused when the slots
 	// (a share of the pool) are taken.
