@@ -389,8 +389,7 @@ type globalRequests struct {
 
 // serveGlobalRequests answers reqs until the connection closes them.
 func (s *Server) serveGlobalRequests(reqs <-chan *ssh.Request, conn ssh.Conn, keys *HostKeys, log *slog.Logger) *globalRequests {
-	g := &globalRequests{barrier: make(chan chan struct{}), done: make(chan struct{})}
-	answer := func(req *ssh.Request) {
+	return newGlobalRequests(reqs, func(req *ssh.Request) {
 		if req.Type != reqHostKeysProve {
 			if req.WantReply {
 				_ = req.Reply(false, nil)
@@ -404,7 +403,13 @@ func (s *Server) serveGlobalRequests(reqs <-chan *ssh.Request, conn ssh.Conn, ke
 			return
 		}
 		_ = req.Reply(true, sigs)
-	}
+	})
+}
+
+// newGlobalRequests answers reqs with answer, one at a time in their
+// order, until the connection closes them.
+func newGlobalRequests(reqs <-chan *ssh.Request, answer func(*ssh.Request)) *globalRequests {
+	g := &globalRequests{barrier: make(chan chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
 		for {
@@ -437,17 +442,20 @@ func (s *Server) serveGlobalRequests(reqs <-chan *ssh.Request, conn ssh.Conn, ke
 }
 
 // settle returns once every global request that arrived before the call is
-// answered (or the connection is gone).
-func (g *globalRequests) settle() {
+// answered, or the connection is gone, or ctx is done.
+func (g *globalRequests) settle(ctx context.Context) {
 	settled := make(chan struct{})
 	select {
 	case g.barrier <- settled:
 	case <-g.done:
 		return
+	case <-ctx.Done():
+		return
 	}
 	select {
 	case <-settled:
 	case <-g.done:
+	case <-ctx.Done():
 	}
 }
 

@@ -385,3 +385,57 @@ func TestLegacyAlgorithmsOnlyWithTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// A session closes only after the global requests that arrived before its
+// end are answered, however long an answer takes (a host-key proof signs
+// with three keys): the client learns its next keys from those answers.
+func TestSessionEndWaitsForGlobalRequestsBeforeIt(t *testing.T) {
+	t.Parallel()
+	reqs := make(chan *ssh.Request, 2)
+	gate := make(chan struct{})
+	var mu sync.Mutex
+	var answered []string
+	settle := sftpd.GlobalRequests(reqs, func(req *ssh.Request) {
+		if req.Type == "slow" {
+			<-gate
+		}
+		mu.Lock()
+		answered = append(answered, req.Type)
+		mu.Unlock()
+	})
+	reqs <- &ssh.Request{Type: "slow"}
+	reqs <- &ssh.Request{Type: "queued"}
+	settled := make(chan struct{})
+	go func() {
+		settle(t.Context())
+		close(settled)
+	}()
+	// Blocked on the slow answer, settle must not return: give a wrong
+	// settle time to show it.
+	select {
+	case <-settled:
+		t.Fatal("settle returned while a request that arrived before it was being answered")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(gate)
+	select {
+	case <-settled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("settle still waiting 10 s after the slow answer was let through")
+	}
+	mu.Lock()
+	got := slices.Clone(answered)
+	mu.Unlock()
+	if !slices.Equal(got, []string{"slow", "queued"}) {
+		t.Fatalf("answered %q before settle returned, want both requests queued before it, in order", got)
+	}
+
+	// The connection gone, settle returns at once; so does a cancelled one.
+	close(reqs)
+	settle(t.Context())
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	blocked := make(chan *ssh.Request)
+	sftpd.GlobalRequests(blocked, func(*ssh.Request) {})(ctx)
+	close(blocked)
+}

@@ -751,7 +751,7 @@ func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, 
 	} else {
 		log.Info("sftp session ended")
 	}
-	global.settle()
+	global.settle(ctx)
 	_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{0}))
 	// Closes ch.
 	_ = rs.Close()
