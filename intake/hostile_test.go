@@ -174,7 +174,7 @@ func TestHostileFailingFileIsNotRetriedInALoop(t *testing.T) {
 		}
 		// The job's process "dies": the job is gone, the envelope still
 		// received; the backoff is made to pass.
-		job := f.processJobs(rc)[env.ID]
+		job := f.processJobs()[env.ID]
 		if job == nil {
 			t.Fatalf("sweep %d: envelope %d was requeued without a job", sweeps, env.ID)
 		}

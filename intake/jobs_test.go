@@ -1,8 +1,6 @@
 package intake_test
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/intake/intaketest"
 	"github.com/payintake/payintake/records"
 )
 
@@ -46,7 +45,7 @@ func TestSweepAsksRiverForJobs(t *testing.T) {
 	}
 
 	rc := f.riverClient()
-	jobs := f.processJobs(rc)
+	jobs := f.processJobs()
 	if len(jobs) != 2 || jobs[waits.ID] == nil || jobs[given.ID] == nil {
 		t.Fatalf("jobs found by partner: %v, want those of envelopes %d and %d", jobs, waits.ID, given.ID)
 	}
@@ -63,7 +62,7 @@ func TestSweepAsksRiverForJobs(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("requeued %d (%v), want 1: the envelope without a job", n, err)
 	}
-	jobs = f.processJobs(rc)
+	jobs = f.processJobs()
 	if j := jobs[none.ID]; j == nil || j.State != rivertype.JobStateAvailable {
 		t.Fatalf("envelope %d has no waiting job with its partner after the sweep: %v", none.ID, jobs)
 	}
@@ -98,25 +97,15 @@ func (f *fixture) riverClient() *river.Client[pgx.Tx] {
 }
 
 // processJobs lists the fixture partner's envelope processing jobs by
-// envelope, found by the partner each carries in its metadata; an envelope
-// with two fails the test.
-func (f *fixture) processJobs(rc *river.Client[pgx.Tx]) map[int64]*rivertype.JobRow {
+// envelope; an envelope with two fails the test.
+func (f *fixture) processJobs() map[int64]*rivertype.JobRow {
 	f.t.Helper()
-	res, err := rc.JobList(f.ctx, river.NewJobListParams().Kinds(intake.ProcessArgs{}.Kind()).
-		Metadata(fmt.Sprintf(`{"partner": %q}`, f.partner)))
-	if err != nil {
-		f.t.Fatal(err)
-	}
 	out := map[int64]*rivertype.JobRow{}
-	for _, j := range res.Jobs {
-		var a intake.ProcessArgs
-		if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
-			f.t.Fatal(err)
+	for _, j := range intaketest.ProcessJobs(f.t, f.store.Pool(), f.partner) {
+		if prev := out[j.Args.EnvelopeID]; prev != nil {
+			f.t.Fatalf("envelope %d has two processing jobs: %d and %d", j.Args.EnvelopeID, prev.ID, j.ID)
 		}
-		if prev := out[a.EnvelopeID]; prev != nil {
-			f.t.Fatalf("envelope %d has two processing jobs: %d and %d", a.EnvelopeID, prev.ID, j.ID)
-		}
-		out[a.EnvelopeID] = j
+		out[j.Args.EnvelopeID] = j.JobRow
 	}
 	return out
 }

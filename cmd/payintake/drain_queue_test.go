@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	outbound "github.com/payintake/payintake/dispatch"
+	"github.com/payintake/payintake/intake/intaketest"
 	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/pgserver/pgtest"
 	"github.com/payintake/payintake/records"
@@ -174,8 +175,7 @@ func TestDrainReleasesQueueWork(t *testing.T) {
 			t.Fatalf("envelope %s of %s: %v", file, partner, err)
 		}
 		var found *rivertype.JobRow
-		for _, j := range processJobs(t, st, rivertype.JobStateAvailable, rivertype.JobStateRunning, rivertype.JobStateCompleted, rivertype.JobStateRetryable,
-			rivertype.JobStateScheduled, rivertype.JobStateDiscarded, rivertype.JobStateCancelled) {
+		for _, j := range intaketest.ProcessJobs(t, st.Pool(), partner) {
 			if j.Args.EnvelopeID == id {
 				if found != nil {
 					t.Fatalf("envelope %s of %s has two processing jobs: %d and %d", file, partner, found.ID, j.ID)

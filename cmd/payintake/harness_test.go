@@ -10,7 +10,6 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,12 +31,11 @@ import (
 	"github.com/payintake/payintake/internal/syncbuf"
 
 	"github.com/pkg/sftp"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/intake/intaketest"
 	"github.com/payintake/payintake/records"
 )
 
@@ -197,7 +195,7 @@ func (s *server) stopIdle(st *records.Store, since time.Time, within time.Durati
 	s.t.Helper()
 	eventually.NoError(s.t, within, func() error {
 		var busy []string
-		for _, j := range processJobs(s.t, st, rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+		for _, j := range intaketest.ProcessJobs(s.t, st.Pool(), "", rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
 			rivertype.JobStateScheduled, rivertype.JobStateRunning) {
 			if j.State != rivertype.JobStateRunning || j.AttemptedAt == nil || !j.AttemptedAt.Before(since) {
 				busy = append(busy, fmt.Sprintf("job %d %s %s", j.ID, j.State, j.EncodedArgs))
@@ -214,42 +212,6 @@ func (s *server) stopIdle(st *records.Store, since time.Time, within time.Durati
 		return fmt.Errorf("jobs still queued or running: %v", busy)
 	})
 	s.stop()
-}
-
-// processJob is an envelope processing job and its arguments.
-type processJob struct {
-	*rivertype.JobRow
-	Args intake.ProcessArgs
-}
-
-// processJobs lists the envelope processing jobs in states (none: in any),
-// asked of River's client as intake asks it (never of its tables).
-func processJobs(t testing.TB, st *records.Store, states ...rivertype.JobState) []processJob {
-	t.Helper()
-	const most = 1000 // a test queues fewer: more is a test gone wrong, not a page to read on
-	rc, err := river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	params := river.NewJobListParams().Kinds(intake.ProcessArgs{}.Kind()).First(most)
-	if len(states) > 0 { // none: River's default, every state
-		params = params.States(states...)
-	}
-	res, err := rc.JobList(context.Background(), params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Jobs) == most {
-		t.Fatalf("%d processing jobs or more in states %v: the test queued more than it means to", most, states)
-	}
-	jobs := make([]processJob, len(res.Jobs))
-	for i, j := range res.Jobs {
-		jobs[i].JobRow = j
-		if err := json.Unmarshal(j.EncodedArgs, &jobs[i].Args); err != nil {
-			t.Fatalf("job %d: %v", j.ID, err)
-		}
-	}
-	return jobs
 }
 
 // dbNow is the database's clock, as River's timestamps are.

@@ -27,12 +27,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pkg/sftp"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/payintake/payintake/intake"
+	"github.com/payintake/payintake/intake/intaketest"
 	"github.com/payintake/payintake/intake/sftpd"
 	"github.com/payintake/payintake/internal/clientaddr"
 	"github.com/payintake/payintake/partnerauth"
@@ -364,21 +363,6 @@ func (z *dropZone) count(q string, args ...any) int {
 	return pgtest.Count(z.ctx, z.t, z.store, q, args...)
 }
 
-// processJobs lists the zone's envelope processing jobs, in any state,
-// asked of River's client as intake asks it (never of its tables).
-func (z *dropZone) processJobs() []*rivertype.JobRow {
-	z.t.Helper()
-	rc, err := river.NewClient(riverpgxv5.New(z.store.Pool()), &river.Config{})
-	if err != nil {
-		z.t.Fatal(err)
-	}
-	res, err := rc.JobList(z.ctx, river.NewJobListParams().Kinds(intake.ProcessArgs{}.Kind()).First(1000))
-	if err != nil {
-		z.t.Fatal(err)
-	}
-	return res.Jobs
-}
-
 func (z *dropZone) statuses(partner string) []string {
 	z.t.Helper()
 	rows, err := z.store.Pool().Query(z.ctx, `SELECT status FROM envelopes WHERE partner_id = $1 ORDER BY id`, partner)
@@ -474,7 +458,7 @@ func TestSFTPUploadThenDownloadResult(t *testing.T) {
 	}
 	eventually.True(t, 10*time.Second, func() bool {
 		completed := 0
-		for _, j := range z.processJobs() {
+		for _, j := range intaketest.ProcessJobs(z.t, z.store.Pool(), "") {
 			if j.State == rivertype.JobStateCompleted {
 				completed++
 			}
@@ -618,7 +602,7 @@ func TestSFTPTwoServersOneDatabase(t *testing.T) {
 	// One job per new envelope, each completed at its first attempt (River
 	// records completions in batches, so wait for them).
 	eventually.NoError(t, 10*time.Second, func() error {
-		jobs := z1.processJobs()
+		jobs := intaketest.ProcessJobs(t, z1.store.Pool(), "")
 		done := 0
 		for _, j := range jobs {
 			if j.State == rivertype.JobStateCompleted && j.Attempt == 1 {
@@ -1121,6 +1105,9 @@ func TestSFTPSessionEndsWithExitStatus(t *testing.T) {
 	if err := ch.CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
+	// A server that never closes the channel fails the test, not the run.
+	stop := time.AfterFunc(10*time.Second, func() { conn.Close() })
+	defer stop.Stop()
 	var got []string
 	for req := range reqs { // until the server closes the channel
 		var status struct{ Status uint32 }
