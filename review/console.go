@@ -124,7 +124,7 @@ func (s *Server) routesConsole(mux *http.ServeMux) {
 	mux.HandleFunc("POST /review/exceptions/{id}/decide", s.authConsole(s.decidePost))
 	mux.HandleFunc("GET /review/bulk", s.authConsole(s.bulkPage))
 	mux.HandleFunc("GET /review/preview", s.authConsole(s.previewPage))
-	mux.HandleFunc("POST /review/preview", s.authConsoleUpTo(sampleMax, sampleTooLarge, s.previewPost))
+	mux.HandleFunc("POST /review/preview", s.authConsoleUpTo(sampleMax, sampleTooLarge(), s.previewPost))
 	mux.HandleFunc("POST /review/bulk", s.authConsole(s.bulkPost))
 	s.routesDispatch(mux)
 	mux.HandleFunc("/review/", func(w http.ResponseWriter, r *http.Request) {
@@ -241,7 +241,10 @@ func (s *Server) readForm(w http.ResponseWriter, r *http.Request, l httpbody.Lim
 	case httpbody.TimedOut(err):
 		s.consoleError(w, r, http.StatusRequestTimeout, "The form arrived too slowly and was cut off; nothing was done. Send it again.")
 	default:
-		s.consoleError(w, r, http.StatusBadRequest, "The form did not arrive whole; nothing was done. Reload the page and try again.")
+		// A malformed body (a bad escape, a broken multipart boundary):
+		// the reviewer sees a plain message, the operator the cause.
+		s.Log.InfoContext(r.Context(), "review console: form unreadable", "path", r.URL.Path, "err", err)
+		s.consoleError(w, r, http.StatusBadRequest, "The form could not be read; nothing was done. Reload the page and try again.")
 	}
 	return false
 }

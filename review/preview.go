@@ -18,8 +18,10 @@ const sampleMax = 1 << 20
 
 // sampleTooLarge is what a reviewer whose sample is over sampleMax is told:
 // the command line reads a whole file.
-var sampleTooLarge = fmt.Sprintf("The sample is larger than the %d KiB a preview reads. Send a smaller sample (its first rows are enough to check the columns and codes), "+
-	"or check the whole file on the command line: payintake partner profile check PARTNER FILE.", sampleMax>>10)
+func sampleTooLarge() string {
+	return fmt.Sprintf("The sample is larger than the %d KiB a preview reads. Send a smaller sample (its first rows are enough to check the columns and codes), "+
+		"or check the whole file on the command line: payintake partner profile check PARTNER FILE.", sampleMax>>10)
+}
 
 type previewView struct {
 	Partners []string

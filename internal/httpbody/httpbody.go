@@ -55,12 +55,14 @@ type Limits struct {
 	Ceiling time.Duration
 }
 
-// Linger is how long a connection whose answer Guard sent before its body
-// was read still takes the body in, dropping it (up to the 256 KiB Go's
-// server drops after an answer), before it is closed. A client that is
-// still sending when the answer comes (a browser uploading a file over a
-// limit, a chunked body) would otherwise have its connection reset with
-// the answer unread; one that stalls costs no more than Linger.
+// Linger bounds how long a connection whose answer Guard sent before its
+// body was read still takes the body in before it is closed. Go's server,
+// finding the handler's body unread, drops up to 256 KiB of it; past that
+// (or a body declared larger) it reads none and instead half-closes the
+// connection and waits its own 500 ms for the client to stop. Either way a
+// client still sending when the answer comes (a browser uploading a file
+// over a limit, a chunked body) reads the answer instead of a reset; one
+// that stalls holds the connection about Linger, plus the server's wait.
 const Linger = 500 * time.Millisecond
 
 // TimedOut reports whether err is a body read cut off by its deadline.
@@ -138,7 +140,9 @@ func (b *bodyReader) setDeadline(t time.Time) {
 }
 
 // Guard wraps h so that an answer to a request whose body h did not read
-// to its end closes the connection at once, without reading the rest.
+// to its end closes the connection (Connection: close) after the client
+// has had Linger to take the answer in, instead of the server reading on
+// to the body's end.
 func Guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
