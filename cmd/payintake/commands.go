@@ -113,6 +113,8 @@ func commandTable() []command {
 			"payintake dispatch retry --partner acme --period 2026-11", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return cmdDispatch(ctx, append([]string{"retry"}, args...), stdout, stderr)
 			}},
+		{"submission bytes", "ID [--output FILE]", "write a submission's file exactly as it was received (checked against its SHA-256), for audit",
+			"payintake submission bytes 42 --output received.csv", cmdSubmissionBytes},
 		{"records lock", "--partner ID --period PERIOD [--reason approved|paid]", "lock a pay period: its records, and no new ones",
 			"payintake records lock --partner acme --period 2026-11 --reason approved", cmdRecordsLock},
 		{"records unlock", "--partner ID --period PERIOD --by NAME --reason TEXT", "reopen a locked period for an authorised correction",
