@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -407,6 +408,55 @@ func TestConsoleDecideAndCSRF(t *testing.T) {
 	}
 	if n := f.count(`SELECT count(*) FROM review_audit WHERE action = 'denied' AND via = 'console'`); n != 3 {
 		t.Fatalf("%d CSRF refusals audited, want 3", n)
+	}
+}
+
+// From an exception's page the reviewer downloads the file its row came
+// from, byte for byte as the partner sent it, under its name; a chunk of it
+// lost in storage fails the download instead of giving a shorter file.
+func TestConsoleReceivedFile(t *testing.T) {
+	f := newFixture(t)
+	ts := serve(t, f)
+	c := newConsole(t, ts.URL)
+	if st := c.login("alice", testPassword); st != 303 {
+		t.Fatalf("login: %d", st)
+	}
+	page := fmt.Sprintf("/review/exceptions/%d", f.e1.ID)
+	_, _, body := c.do("GET", page, nil, nil)
+	link := fmt.Sprintf(`href="%s/file"`, page)
+	if !strings.Contains(body, link) {
+		t.Fatalf("the exception page has no link %s", link)
+	}
+	sent, err := os.ReadFile(filepath.Join(f.dir, "jan-fix.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, h, got := c.do("GET", page+"/file", nil, nil)
+	if st != 200 || got != string(sent) {
+		t.Fatalf("GET %s/file: %d, %q; want 200 and the %d bytes of jan-fix.csv", page, st, got, len(sent))
+	}
+	if cd := h.Get("Content-Disposition"); cd != `attachment; filename=jan-fix.csv` {
+		t.Errorf("Content-Disposition %q, want an attachment named jan-fix.csv", cd)
+	}
+	if ct, n := h.Get("Content-Type"), h.Get("X-Content-Type-Options"); ct != "application/octet-stream" || n != "nosniff" {
+		t.Errorf("Content-Type %q, X-Content-Type-Options %q: a browser must not render the partner's bytes", ct, n)
+	}
+	if st, _, _ := newConsole(t, ts.URL).do("GET", page+"/file", nil, nil); st != 401 && st != 303 {
+		t.Errorf("without a session: %d, want a refusal", st)
+	}
+
+	// A lost chunk: the connection ends before the declared length.
+	if _, err := f.store.Pool().Exec(f.ctx, `DELETE FROM envelope_chunks WHERE envelope_id = $1`, f.e1.EnvelopeID); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", ts.URL+page+"/file", nil)
+	res, err := c.c.Do(req)
+	if err == nil {
+		b, rerr := io.ReadAll(res.Body)
+		res.Body.Close()
+		if rerr == nil {
+			t.Fatalf("a file whose bytes are lost downloaded whole: %d, %q", res.StatusCode, b)
+		}
 	}
 }
 

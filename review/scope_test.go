@@ -60,6 +60,7 @@ func TestHostileScopedReviewerLearnsNothing(t *testing.T) {
 		form         url.Values
 	}{
 		{"GET", "/review/exceptions/%d", nil},
+		{"GET", "/review/exceptions/%d/file", nil},
 		{"POST", "/review/exceptions/%d/decide", url.Values{"action": {"approve"}, "csrf": {m[1]}}},
 	} {
 		st, body := page(p.method, fmt.Sprintf(p.path, f.e1.ID), p.form)
