@@ -762,9 +762,9 @@ ALTER TABLE ONLY envelope_results ALTER COLUMN data SET COMPRESSION lz4;
 -- The result of an envelope whose partner's profile asked for results: xlsx, as the
 -- workbook the partner downloads: built once from envelope_results, in the transaction
 -- that stores them, and kept in chunks (STORAGE MAIN: compressed when it pays, which
--- the zip's deflated bytes rarely do, and kept in the table's pages). Every download and every repeat reads these bytes;
--- nothing builds the workbook again, so what a partner got never depends on the version
--- of the writer serving it.
+-- the zip's deflated bytes rarely do, and kept in the table's pages). Every download and
+-- every repeat reads these bytes; nothing builds the workbook again, so what a partner got
+-- never depends on the version of the writer serving it.
 CREATE TABLE result_workbooks (
     envelope_id bigint NOT NULL,
     n integer NOT NULL,

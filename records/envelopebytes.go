@@ -183,6 +183,16 @@ func chunkRowOf(rows pgx.Rows, what string, id int64, want int32) ([]byte, error
 	return rows.RawValues()[1], nil
 }
 
+// checkStoredSize refuses an envelope's bytes read back whole (no gap
+// between chunks) that still do not come to the size received: chunks
+// missing at the end would otherwise read as a shorter, valid file.
+func checkStoredSize(read, received int64) error {
+	if read != received {
+		return fmt.Errorf("its chunks hold %d bytes of the %d received: its bytes are incomplete", read, received)
+	}
+	return nil
+}
+
 // EnvelopeBytes returns a reader over the original bytes of an envelope,
 // fetched about readBatch bytes a query on connections of the pool, for a
 // reader outside processing (which copies them through its own
@@ -251,8 +261,8 @@ func (r *chunkReader) fetch() error {
 		if err := r.s.pool.QueryRow(r.ctx, sqlEnvelopeStoredSize, r.id, []string{StatusRepeat, StatusIncomplete}).Scan(&size); err != nil {
 			return fmt.Errorf("read bytes of envelope %d: %w", r.id, err)
 		}
-		if r.read != size {
-			return fmt.Errorf("read bytes of envelope %d: its chunks hold %d bytes of the %d received: its bytes are incomplete", r.id, r.read, size)
+		if err := checkStoredSize(r.read, size); err != nil {
+			return fmt.Errorf("read bytes of envelope %d: %w", r.id, err)
 		}
 	}
 	if first > 0 {

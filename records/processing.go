@@ -102,12 +102,7 @@ func (s *Store) LockForProcessing(ctx context.Context, tx pgx.Tx, id int64, ifPa
 // query, its chunks written as they come) to an unlinked temporary file in
 // the spool directory (spoolFile), and returns it rewound: the file
 // processing reads, so that it needs one connection and flat memory. The
-// caller closes it.
-//
-// The copy must come to env.Size bytes. Nothing checks a chunk's reference
-// to its envelope when it is written (no foreign key), and a gap between
-// chunks is caught as they are read, but chunks missing at the end would
-// leave a shorter file that reads as a valid one.
+// caller closes it. The copy must come to env.Size bytes (checkStoredSize).
 func (s *Store) SpoolEnvelope(ctx context.Context, tx pgx.Tx, env Envelope) (*os.File, error) {
 	f, size, err := s.spoolFile(fmt.Sprintf("bytes of envelope %d", env.ID), func(w io.Writer) error {
 		if err := copyEnvelopeBytes(ctx, tx, env.ID, w); err != nil {
@@ -115,11 +110,14 @@ func (s *Store) SpoolEnvelope(ctx context.Context, tx pgx.Tx, env Envelope) (*os
 		}
 		return nil
 	})
-	if err == nil && size != env.Size {
-		f.Close()
-		return nil, fmt.Errorf("spool the bytes of envelope %d: its chunks hold %d bytes of the %d received: its bytes are incomplete", env.ID, size, env.Size)
+	if err != nil {
+		return nil, err
 	}
-	return f, err
+	if err := checkStoredSize(size, env.Size); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("spool the bytes of envelope %d: %w", env.ID, err)
+	}
+	return f, nil
 }
 
 // CloseEnvelope marks env processed with its counts and the size of the
