@@ -13,8 +13,9 @@ import (
 
 // A stream hands the bytes to its COPY in batches of streamBatch bytes
 // (whole chunks), and holds at most streamQueue full batches for the
-// database while the upload goes on (memory per stream: streamQueue+1
-// batches, about 5 MB).
+// database while the upload goes on. A batch the COPY has encoded is filled
+// again, so a stream allocates at most streamQueue+2 batches, about 6 MB,
+// however long the file.
 const (
 	streamBatch = 128 * chunkSize
 	streamQueue = 4
@@ -40,6 +41,7 @@ type Stream struct {
 	release func()
 
 	batches   chan []byte
+	free      chan []byte // batches the copy has used, to be filled again
 	buf       []byte
 	total     int64
 	copying   bool
@@ -64,7 +66,7 @@ func (s *Store) StartStream(ctx context.Context, partner string) (*Stream, error
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	st := &Stream{s: s, partner: partner, cancel: cancel, release: func() { <-s.streams },
-		batches: make(chan []byte, streamQueue), done: make(chan struct{})}
+		batches: make(chan []byte, streamQueue), free: make(chan []byte, streamQueue+1), done: make(chan struct{})}
 	fail := func(err error) (*Stream, error) {
 		st.Abort()
 		return nil, err
@@ -82,7 +84,7 @@ func (s *Store) StartStream(ctx context.Context, partner string) (*Stream, error
 	st.copying = true
 	go func() {
 		defer close(st.done)
-		src := &streamSource{id: st.id, batches: st.batches, ctx: ctx}
+		src := &streamSource{id: st.id, batches: st.batches, free: st.free, ctx: ctx}
 		_, err := st.tx.CopyFrom(ctx, pgx.Identifier{"envelope_chunks"}, []string{"envelope_id", "n", "data"}, src)
 		if err != nil {
 			st.err = fmt.Errorf("stream upload bytes: %w", err)
@@ -96,7 +98,12 @@ func (s *Store) StartStream(ctx context.Context, partner string) (*Stream, error
 func (st *Stream) Write(p []byte) error {
 	for len(p) > 0 {
 		if st.buf == nil {
-			st.buf = make([]byte, 0, streamBatch)
+			select {
+			case b := <-st.free:
+				st.buf = b[:0]
+			default:
+				st.buf = make([]byte, 0, streamBatch)
+			}
 		}
 		k := min(len(p), streamBatch-len(st.buf))
 		st.buf = append(st.buf, p[:k]...)
@@ -178,7 +185,9 @@ type streamSource struct {
 	ctx     context.Context
 	id      int64
 	batches <-chan []byte
-	rest    []byte // what is left of the batch being copied
+	free    chan<- []byte
+	batch   []byte // the batch being copied
+	rest    []byte // what is left of it
 	n       int32
 	cur     []byte
 	err     error
@@ -191,7 +200,14 @@ func (c *streamSource) Next() bool {
 			if !ok {
 				return false
 			}
-			c.rest = b
+			if c.batch != nil {
+				// pgx has encoded the rows of the batch before.
+				select {
+				case c.free <- c.batch:
+				default:
+				}
+			}
+			c.batch, c.rest = b, b
 		case <-c.ctx.Done():
 			c.err = c.ctx.Err()
 			return false

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,10 +27,10 @@ func TestStreamedReceive(t *testing.T) {
 	}
 	dir := t.TempDir()
 	file := func(name string, size int, seed byte) (string, []byte) {
+		// Bytes that never repeat: a batch copied from the wrong buffer
+		// would not pass for the right one.
 		data := make([]byte, size)
-		for i := range data {
-			data[i] = byte(i*7) ^ seed
-		}
+		_, _ = rand.NewChaCha8([32]byte{seed}).Read(data)
 		path := filepath.Join(dir, name)
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
@@ -75,9 +76,10 @@ func TestStreamedReceive(t *testing.T) {
 		return env
 	}
 
-	// 1. A new file, 3.5 MiB: 3.5 batches of the stream (about 128 chunks
-	// each), the last chunk not full.
-	path, data := file("a.csv", 3<<20+1<<19, 1)
+	// 1. A new file, 9.5 MiB: 9.5 batches of the stream (about 128 chunks
+	// each), more than its queue holds, so that batches the copy has
+	// used are filled again; the last chunk not full.
+	path, data := file("a.csv", 9<<20+1<<19, 1)
 	a := receive("a.csv", path, data, stream(data))
 	if a.Status != records.StatusReceived {
 		t.Fatalf("a.csv: status %s, want received", a.Status)

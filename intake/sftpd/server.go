@@ -743,7 +743,13 @@ func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, 
 	fs := newPartnerFS(ctx, s, partner, log)
 	fs.conn = ic
 	h := sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs}
-	rs := sftp.NewRequestServer(ic.channel(ch), h, sftp.WithStartDirectory("/"+dirInbox))
+	// The allocator reuses each request's buffer once it is answered,
+	// instead of a new one a request (a 60 MB upload is 1,800 writes of
+	// 32 KiB): collecting garbage took a quarter of serve's CPU on an
+	// upload, and these buffers were a third of that garbage. It relies
+	// on the handlers keeping no slice they are given past the call, which
+	// they do not (a write held for later is copied).
+	rs := sftp.NewRequestServer(ic.channel(ch), h, sftp.WithStartDirectory("/"+dirInbox), sftp.WithRSAllocator())
 	log.Info("sftp session started")
 	err := rs.Serve()
 	if err != nil && !errors.Is(err, io.EOF) {

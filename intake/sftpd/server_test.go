@@ -847,7 +847,25 @@ func TestSFTPOutOfOrderAndConcurrentWrites(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"concurrent.bin", "backwards.bin"} {
+	// Each pair of blocks swapped: every second block waits for the one
+	// before it, and the memory that held it holds later ones.
+	f, err = c.Create("/inbox/swapped.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < len(data); off += 2 * blk {
+		for _, o := range []int{off + blk, off} {
+			if o < len(data) {
+				if _, err := f.WriteAt(data[o:min(o+blk, len(data))], int64(o)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"concurrent.bin", "backwards.bin", "swapped.bin"} {
 		var id int64
 		if err := z.store.Pool().QueryRow(z.ctx, `SELECT id FROM envelopes WHERE file_name = $1`, name).Scan(&id); err != nil {
 			t.Fatal(err)

@@ -102,6 +102,7 @@ type pending struct {
 	h       hash.Hash
 	held    map[int64]heldWrite // writes past hashed, waiting for the gap before them
 	heldMem int64
+	spare   [][]byte      // buffers of held writes hashed since, to hold others
 	writer  *upload       // the handle writing
 	done    chan struct{} // closed once the handle's end is stored
 	touched time.Time
@@ -697,7 +698,8 @@ func (p *pending) write(u *upload, b []byte, off int64) *failReason {
 		if hw, ok := p.held[off]; !ok || hw.n < int64(len(b)) {
 			hw = heldWrite{n: int64(len(b))}
 			if p.heldMem+hw.n <= maxHeldInMemory {
-				hw.data = append([]byte(nil), b...)
+				hw.data = p.holdBuf(len(b))
+				copy(hw.data, b)
 				p.heldMem += hw.n
 			}
 			p.held[off] = hw
@@ -707,6 +709,18 @@ func (p *pending) write(u *upload, b []byte, off int64) *failReason {
 	p.touched = time.Now()
 	p.checkpoint(u.fs)
 	return nil
+}
+
+// holdBuf is a buffer of n bytes for a held write.
+func (p *pending) holdBuf(n int) []byte {
+	for i, b := range p.spare {
+		if cap(b) >= n {
+			p.spare[i] = p.spare[len(p.spare)-1]
+			p.spare = p.spare[:len(p.spare)-1]
+			return b[:n]
+		}
+	}
+	return make([]byte, n)
 }
 
 // drain hashes held writes that the contiguous prefix has reached.
@@ -728,6 +742,9 @@ func (p *pending) drain(fs *partnerFS) error {
 				p.addHashed(fs, data[p.hashed-off:])
 			}
 			p.heldMem -= int64(len(hw.data))
+			if hw.data != nil {
+				p.spare = append(p.spare, hw.data)
+			}
 			delete(p.held, off)
 			progress = true
 		}
