@@ -131,12 +131,16 @@ func TestStartStopReuse(t *testing.T) {
 	if err := conn.QueryRow(ctx, "select 1").Scan(&one); err != nil || one != 1 {
 		t.Fatalf("select 1 = %d, %v", one, err)
 	}
-	var listen, fsync string
-	if err := conn.QueryRow(ctx, "select current_setting('listen_addresses'), current_setting('fsync')").Scan(&listen, &fsync); err != nil {
+	var listen, fsync, walBuffers, walWriterDelay string
+	if err := conn.QueryRow(ctx, "select current_setting('listen_addresses'), current_setting('fsync'), current_setting('wal_buffers'), current_setting('wal_writer_delay')").
+		Scan(&listen, &fsync, &walBuffers, &walWriterDelay); err != nil {
 		t.Fatal(err)
 	}
 	if listen != "" || fsync != "on" {
 		t.Errorf("listen_addresses = %q, fsync = %q; want empty and on", listen, fsync)
+	}
+	if walBuffers != "64MB" || walWriterDelay != "10ms" {
+		t.Errorf("wal_buffers = %q, wal_writer_delay = %q; want 64MB and 10ms (uploads' WAL written behind them)", walBuffers, walWriterDelay)
 	}
 	exec1(t, ctx, conn, "create table kept (v text)")
 	exec1(t, ctx, conn, "insert into kept values ('survives')")
