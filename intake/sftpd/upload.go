@@ -67,6 +67,8 @@ const (
 	// maxHeldInMemory bounds the out-of-order bytes of one upload kept in
 	// memory for hashing; more are re-read from the spool when the gap closes.
 	maxHeldInMemory = 1 << 20
+	// maxSpareBuffers bounds the buffers of held writes kept for reuse.
+	maxSpareBuffers = 16
 	// maxPendingPerPartner bounds the files of one partner not received yet
 	// (open, cut off, or temp-named waiting for a rename).
 	maxPendingPerPartner = 64
@@ -94,19 +96,20 @@ type pending struct {
 	partner string
 	started time.Time
 
-	mu      sync.Mutex
-	name    string
-	f       *os.File // open while the handle writes
-	size    int64    // end of the furthest write
-	hashed  int64    // bytes [0, hashed) are hashed into h
-	h       hash.Hash
-	held    map[int64]heldWrite // writes past hashed, waiting for the gap before them
-	heldMem int64
-	spare   [][]byte      // buffers of held writes hashed since, to hold others
-	writer  *upload       // the handle writing
-	done    chan struct{} // closed once the handle's end is stored
-	touched time.Time
-	mtime   time.Time // set by the client, zero if never
+	mu       sync.Mutex
+	name     string
+	f        *os.File // open while the handle writes
+	size     int64    // end of the furthest write
+	hashed   int64    // bytes [0, hashed) are hashed into h
+	h        hash.Hash
+	held     map[int64]heldWrite // writes past hashed, waiting for the gap before them
+	heldMem  int64
+	spare    [][]byte      // buffers of held writes hashed since, to hold others
+	spareMem int64         // their capacity
+	writer   *upload       // the handle writing
+	done     chan struct{} // closed once the handle's end is stored
+	touched  time.Time
+	mtime    time.Time // set by the client, zero if never
 	// saving is closed when the running checkpoint ends (nil: none runs);
 	// saved is how many bytes are stored, savedAt when the last checkpoint
 	// began (or the handle opened).
@@ -695,8 +698,12 @@ func (p *pending) write(u *upload, b []byte, off int64) *failReason {
 			return &failReason{failure("the server could not store the upload (disk error); nothing will be received: try again later"), "failed"}
 		}
 	case off > p.hashed:
-		if hw, ok := p.held[off]; !ok || hw.n < int64(len(b)) {
-			hw = heldWrite{n: int64(len(b))}
+		if old, ok := p.held[off]; !ok || old.n < int64(len(b)) {
+			if ok {
+				// A longer write at the same offset takes its place.
+				p.unhold(old)
+			}
+			hw := heldWrite{n: int64(len(b))}
 			if p.heldMem+hw.n <= maxHeldInMemory {
 				hw.data = p.holdBuf(len(b))
 				copy(hw.data, b)
@@ -717,10 +724,26 @@ func (p *pending) holdBuf(n int) []byte {
 		if cap(b) >= n {
 			p.spare[i] = p.spare[len(p.spare)-1]
 			p.spare = p.spare[:len(p.spare)-1]
+			p.spareMem -= int64(cap(b))
 			return b[:n]
 		}
 	}
 	return make([]byte, n)
+}
+
+// unhold accounts for the held write hw no longer being held, and keeps its
+// buffer for a later one while the kept buffers stay few and within
+// maxHeldInMemory (a client writing ever larger blocks out of order would
+// otherwise leave one behind each time).
+func (p *pending) unhold(hw heldWrite) {
+	if hw.data == nil {
+		return
+	}
+	p.heldMem -= int64(len(hw.data))
+	if c := int64(cap(hw.data)); len(p.spare) < maxSpareBuffers && p.spareMem+c <= maxHeldInMemory {
+		p.spare = append(p.spare, hw.data)
+		p.spareMem += c
+	}
 }
 
 // drain hashes held writes that the contiguous prefix has reached.
@@ -741,10 +764,7 @@ func (p *pending) drain(fs *partnerFS) error {
 				}
 				p.addHashed(fs, data[p.hashed-off:])
 			}
-			p.heldMem -= int64(len(hw.data))
-			if hw.data != nil {
-				p.spare = append(p.spare, hw.data)
-			}
+			p.unhold(hw)
 			delete(p.held, off)
 			progress = true
 		}
