@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	outbound "github.com/payintake/payintake/dispatch"
+	"github.com/payintake/payintake/intake"
 	"github.com/payintake/payintake/intake/intaketest"
 	"github.com/payintake/payintake/internal/eventually"
 	"github.com/payintake/payintake/pgserver/pgtest"
@@ -116,7 +117,14 @@ func TestDrainReleasesQueueWork(t *testing.T) {
 		return request{}
 	}
 
-	a := startServer(t, url, filepath.Join(t.TempDir(), "a"), nil, "--workers", "1", "--drain-timeout", drain.String())
+	// The harness's --orphan-after of 1 s would let B's sweep take slow's
+	// envelope for orphaned in the moment between A's cut (its processing
+	// rolled back, the envelope's row free) and River marking the job
+	// available again, and give it a second job: harmless (the second finds
+	// it processed) but not the hand-back this test checks, so the sweep
+	// waits as long as by default here.
+	orphanAfter := []string{"--orphan-after", intake.DefaultOrphanAfter.String()}
+	a := startServer(t, url, filepath.Join(t.TempDir(), "a"), nil, append([]string{"--workers", "1", "--drain-timeout", drain.String()}, orphanAfter...)...)
 	up := func(srv *server, partner, name string, data []byte) {
 		t.Helper()
 		if err := srv.login(partner, keys[partner]).upload(name, data); err != nil {
@@ -201,7 +209,7 @@ func TestDrainReleasesQueueWork(t *testing.T) {
 
 	sigterm := time.Now()
 	a.drain(t)
-	b := startServer(t, url, filepath.Join(t.TempDir(), "b"), nil, "--workers", "2")
+	b := startServer(t, url, filepath.Join(t.TempDir(), "b"), nil, append([]string{"--workers", "2"}, orphanAfter...)...)
 
 	// n1's receiver answers during the drain: A records the delivery.
 	close(release["n1"])
