@@ -368,12 +368,11 @@ func (s *Server) socketDir() (string, error) {
 // one backend writes tens of megabytes of WAL in a single transaction. With
 // PostgreSQL's defaults (WAL buffers of 4 MB at these shared_buffers, the
 // WAL writer every 200 ms) the backend fills the buffers, writes the WAL
-// itself and waits for the WAL writer's fsync of the 20 MB it gathered
-// (and its own at each finished segment): that backend spent a fifth of a
-// 60 MB put in such waits, and the commit at its close had as much to
-// flush. With the buffers large and the writer every 10 ms, the WAL goes to
-// disk behind the backend, off the upload's path. docs/fleet.md says the
-// same for a server of one's own.
+// itself and waits for the WAL writer's fsync of what it gathered (and its
+// own at each finished segment), and the commit at the upload's close has
+// as much to flush. With the buffers large and the writer every 10 ms, the
+// WAL goes to disk behind the backend, off the upload's path. docs/fleet.md
+// says the same for a server of one's own.
 func (s *Server) writeConfig() error {
 	conf := fmt.Sprintf(`# Written by payintake at every start of the embedded cluster; edits are lost.
 # Use ALTER SYSTEM (postgresql.auto.conf) for local changes.

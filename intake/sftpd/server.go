@@ -743,12 +743,11 @@ func (s *Server) serveSFTP(ctx context.Context, ch ssh.Channel, partner string, 
 	fs := newPartnerFS(ctx, s, partner, log)
 	fs.conn = ic
 	h := sftp.Handlers{FileGet: fs, FilePut: fs, FileCmd: fs, FileList: fs}
-	// Not pkg/sftp's allocator (WithRSAllocator): it would save serve a
-	// tenth of its CPU on an upload, but its buffers are 256 KiB each,
-	// whatever a request's size, and stay with the session until it ends:
-	// about 13 MB for a session that pipelines 32 KiB writes (OpenSSH's
-	// sftp), where a new buffer a request holds about 2 MB in flight and
-	// nothing once the session idles.
+	// Not pkg/sftp's allocator (WithRSAllocator): its buffers are 256 KiB
+	// each, whatever a request's size, and stay with the session until it
+	// ends, so a session that once pipelined writes keeps many of them
+	// while idle; a buffer a request is garbage once answered
+	// (docs/decisions.md).
 	rs := sftp.NewRequestServer(ic.channel(ch), h, sftp.WithStartDirectory("/"+dirInbox))
 	log.Info("sftp session started")
 	err := rs.Serve()

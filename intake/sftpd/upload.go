@@ -96,20 +96,19 @@ type pending struct {
 	partner string
 	started time.Time
 
-	mu       sync.Mutex
-	name     string
-	f        *os.File // open while the handle writes
-	size     int64    // end of the furthest write
-	hashed   int64    // bytes [0, hashed) are hashed into h
-	h        hash.Hash
-	held     map[int64]heldWrite // writes past hashed, waiting for the gap before them
-	heldMem  int64
-	spare    [][]byte      // buffers of held writes hashed since, to hold others
-	spareMem int64         // their capacity
-	writer   *upload       // the handle writing
-	done     chan struct{} // closed once the handle's end is stored
-	touched  time.Time
-	mtime    time.Time // set by the client, zero if never
+	mu      sync.Mutex
+	name    string
+	f       *os.File // open while the handle writes
+	size    int64    // end of the furthest write
+	hashed  int64    // bytes [0, hashed) are hashed into h
+	h       hash.Hash
+	held    map[int64]heldWrite // writes past hashed, waiting for the gap before them
+	heldMem int64
+	spare   [][]byte      // buffers of held writes hashed since, to hold others
+	writer  *upload       // the handle writing
+	done    chan struct{} // closed once the handle's end is stored
+	touched time.Time
+	mtime   time.Time // set by the client, zero if never
 	// saving is closed when the running checkpoint ends (nil: none runs);
 	// saved is how many bytes are stored, savedAt when the last checkpoint
 	// began (or the handle opened).
@@ -724,7 +723,6 @@ func (p *pending) holdBuf(n int) []byte {
 		if cap(b) >= n {
 			p.spare[i] = p.spare[len(p.spare)-1]
 			p.spare = p.spare[:len(p.spare)-1]
-			p.spareMem -= int64(cap(b))
 			return b[:n]
 		}
 	}
@@ -740,9 +738,15 @@ func (p *pending) unhold(hw heldWrite) {
 		return
 	}
 	p.heldMem -= int64(len(hw.data))
-	if c := int64(cap(hw.data)); len(p.spare) < maxSpareBuffers && p.spareMem+c <= maxHeldInMemory {
+	if len(p.spare) >= maxSpareBuffers {
+		return
+	}
+	kept := cap(hw.data)
+	for _, b := range p.spare {
+		kept += cap(b)
+	}
+	if kept <= maxHeldInMemory {
 		p.spare = append(p.spare, hw.data)
-		p.spareMem += c
 	}
 }
 
